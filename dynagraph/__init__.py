@@ -1,0 +1,32 @@
+"""dynagraph: see PyTorch's dynamic autograd graph, live, and the gradients that flow through it.
+
+Example:
+    >>> import torch, dynagraph as dg
+    >>> x = torch.tensor([1.0], requires_grad=True)
+    >>> dg.draw(2 * x + 1)          # displays itself in Jupyter
+"""
+
+from ._device import device
+from ._records import Node
+from ._tags import track_modules
+from .draw import draw
+from .graph import Graph
+from .norms import GradHistory, GradNorms, grad_norms
+from .plots import plot_grad_history, plot_grad_norms
+from .render import RendererNotFoundError
+
+__version__ = "0.1.0"
+
+__all__ = sorted([
+    "Graph",
+    "GradHistory",
+    "GradNorms",
+    "Node",
+    "RendererNotFoundError",
+    "device",
+    "draw",
+    "grad_norms",
+    "plot_grad_history",
+    "plot_grad_norms",
+    "track_modules",
+])

@@ -1,0 +1,42 @@
+"""Plain records for graph nodes: what capture produces and render consumes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Node", "KINDS"]
+
+# What a node stands for; the renderer's legend is keyed on these.
+KINDS = ("op", "custom", "parameter", "input", "output", "module", "fold")
+
+
+@dataclass
+class Node:
+    """One node of a captured graph, holding no reference to torch objects.
+
+    Attributes:
+        id: Small integer, unique in its graph, in discovery order from the roots.
+        name: The autograd node's own name (``grad_fn.name()`` without the
+            ``torch::autograd::`` prefix, e.g. ``AddBackward0``, ``AccumulateGrad``);
+            for outputs ``"output"``, for collapsed modules the module's class name.
+        kind: One of :data:`KINDS`.
+        label: Text drawn in the node (parameter name, custom Function class, ...).
+        shape, dtype, device: Of the tensor the node produces in the forward pass,
+            where known (``None`` otherwise).
+        module: Dotted name of the module that created the node, if known.
+        seq: Autograd's creation counter for op nodes (ordering); ``None`` for leaves.
+        saved: ``(attribute, description)`` pairs of saved tensors, when asked for.
+        count: Number of autograd nodes this node stands for (>1 for modules, folds).
+    """
+
+    id: int
+    name: str
+    kind: str
+    label: str
+    shape: tuple[int, ...] | None = None
+    dtype: str | None = None
+    device: str | None = None
+    module: str | None = None
+    seq: int | None = None
+    saved: list[tuple[str, str]] = field(default_factory=list)
+    count: int = 1

@@ -1,0 +1,116 @@
+"""Tag autograd nodes with the module that created them, via ``node.metadata``."""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+from torch import nn
+
+KEY = "dynagraph.module"
+_used = False  # capture reads node.metadata only once tagging has been used
+
+
+def active() -> bool:
+    return _used
+
+
+def module_of(fn):
+    return fn.metadata.get(KEY)
+
+
+def _current_seq():
+    """Autograd's per-thread creation counter now, or None where no node is recorded."""
+    probe = _probe() * 1
+    return None if probe.grad_fn is None else probe.grad_fn._sequence_nr() + 1
+
+
+@torch.no_grad()
+def _make_probe():
+    return torch.zeros((), requires_grad=True)
+
+
+_PROBE = []
+
+
+def _probe():
+    if not _PROBE:
+        _PROBE.append(_make_probe())
+    return _PROBE[0]
+
+
+def _tensors(obj, out):
+    """Flatten nested outputs (tuples, lists, dicts) into a list of tensors."""
+    if isinstance(obj, torch.Tensor):
+        out.append(obj)
+    elif isinstance(obj, (tuple, list)):
+        for item in obj:
+            _tensors(item, out)
+    elif isinstance(obj, dict):
+        for item in obj.values():
+            _tensors(item, out)
+    return out
+
+
+def tag_new_nodes(outputs, name, start) -> None:
+    """Tag untagged nodes created since ``start`` that lead to ``outputs``.
+
+    Inner modules finish first and tag their nodes; an outer module then walks
+    through them (without retagging) to reach its own ops.
+    """
+    stack = [t.grad_fn for t in _tensors(outputs, []) if t.grad_fn is not None]
+    seen = set()
+    while stack:
+        fn = stack.pop()
+        if fn in seen or fn._sequence_nr() < start or fn.name().endswith("AccumulateGrad"):
+            continue
+        seen.add(fn)
+        fn.metadata.setdefault(KEY, name)
+        stack.extend(child for child, _ in fn.next_functions if child is not None)
+
+
+@contextlib.contextmanager
+def track_modules(model: nn.Module, prefix: str = ""):
+    """Record which submodule of ``model`` created each autograd node.
+
+    Inside the block every forward call of a submodule tags the nodes it created
+    (``node.metadata["dynagraph.module"]``), so that :func:`dynagraph.draw` can group
+    and collapse them by module. Hooks are removed on exit, even if the body raises.
+
+    Args:
+        model: The module whose submodules are tracked.
+        prefix: Prepended to module names (for a model nested in a bigger one).
+
+    Example:
+        >>> with dg.track_modules(model):
+        ...     loss = model(x).sum()
+        >>> dg.draw(loss, params=model, depth=1)
+    """
+    global _used
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"track_modules needs an nn.Module; got {type(model).__name__}")
+    _used = True
+    starts: list = []
+    handles = []
+
+    def pre(module, args):
+        starts.append(_current_seq())
+
+    def post_for(name):
+        def post(module, args, output):
+            start = starts.pop()
+            if start is not None:
+                tag_new_nodes(output, name, start)
+        return post
+
+    try:
+        for name, module in model.named_modules():
+            full = ".".join(p for p in (prefix, name) if p)
+            if not full:  # ops of the top-level forward belong to no submodule
+                continue
+            handles.append(module.register_forward_pre_hook(pre))
+            handles.append(module.register_forward_hook(post_for(full)))
+        yield model
+    finally:
+        for h in handles:
+            h.remove()

@@ -1,0 +1,87 @@
+"""Make big graphs drawable: collapse modules to one node, fold the middle away."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ._records import Node
+
+
+def _remap(edges, mapping):
+    """Edges through ``mapping`` (old id -> new id), without self-loops or repeats."""
+    out, seen = [], set()
+    for src, dst in edges:
+        a, b = mapping.get(src, src), mapping.get(dst, dst)
+        if a != b and (a, b) not in seen:
+            seen.add((a, b))
+            out.append((a, b))
+    return out
+
+
+def collapse(nodes, edges, module_types, depth):
+    """Merge every module at nesting ``depth`` (dotted-name parts) into one node.
+
+    ``depth=1`` draws each top-level submodule (``encoder``, ``fc``) as one node;
+    ``depth=2`` opens those one level (``encoder.layers``). Nodes of no module stay.
+    """
+    if depth < 1:
+        raise ValueError(f"depth must be >= 1 (1 collapses top-level submodules); got {depth!r}")
+    groups: dict[str, list[Node]] = {}
+    for node in nodes:
+        if node.module is not None and node.kind != "output":
+            parts = node.module.split(".")
+            if len(parts) >= depth:
+                groups.setdefault(".".join(parts[:depth]), []).append(node)
+    if not groups:
+        return nodes, edges
+    next_id = max(n.id for n in nodes) + 1
+    mapping, merged = {}, []
+    for path, members in groups.items():
+        ops = [m for m in members if m.seq is not None]
+        last = max(ops, key=lambda m: m.seq) if ops else members[-1]
+        kind = module_types.get(path, "module")
+        node = Node(next_id, kind, "module", f"{path}: {kind}\n{len(ops)} ops",
+                    last.shape, last.dtype, last.device,
+                    module=path.rpartition(".")[0] or None, seq=last.seq,
+                    count=sum(m.count for m in members))
+        for m in members:
+            mapping[m.id] = next_id
+        merged.append(node)
+        next_id += 1
+    kept = [n for n in nodes if n.id not in mapping]
+    return kept + merged, _remap(edges, mapping)
+
+
+def fold(nodes, edges, max_nodes):
+    """Keep the ``max_nodes`` nodes nearest the inputs and outputs; fold the rest.
+
+    Ops are ordered by autograd's creation counter: the first half of the budget
+    goes to the earliest ops, the second half to the latest. The hidden middle
+    becomes one node that says how many nodes of which kinds it stands for.
+    """
+    if max_nodes is None or len(nodes) <= max_nodes:
+        return nodes, edges
+    if max_nodes < 2:
+        raise ValueError(f"max_nodes must be >= 2 or None (draw everything); got {max_nodes!r}")
+    ops = sorted((n for n in nodes if n.seq is not None), key=lambda n: n.seq)
+    # Leaves and outputs ride along with their neighbours: budget ops at about 2/3.
+    budget = max(2, (max_nodes * 2) // 3)
+    hidden_ops = ops[budget // 2: len(ops) - (budget - budget // 2)]
+    hidden = {n.id for n in hidden_ops}
+    consumers: dict[int, set[int]] = {}
+    for src, dst in edges:
+        consumers.setdefault(src, set()).add(dst)
+    for n in nodes:  # a leaf whose every consumer is hidden is hidden too
+        if n.seq is None and n.kind in ("parameter", "input") and consumers.get(n.id, set()) <= hidden:
+            hidden.add(n.id)
+    if not hidden:
+        return nodes, edges
+    fold_id = max(n.id for n in nodes) + 1
+    folded = [n for n in nodes if n.id in hidden]
+    names = Counter(n.name for n in folded)
+    top = ", ".join(f"{name} \u00d7{k}" for name, k in names.most_common(3))
+    label = (f"\u22ef {sum(n.count for n in folded):,} nodes folded \u22ef\n{top}\n"
+             "draw(..., max_nodes=None) shows all")
+    fold_node = Node(fold_id, "fold", "fold", label, count=sum(n.count for n in folded))
+    kept = [n for n in nodes if n.id not in hidden]
+    return kept + [fold_node], _remap(edges, {i: fold_id for i in hidden})

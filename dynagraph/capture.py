@@ -1,0 +1,195 @@
+"""Walk the autograd graph behind tensors into plain records (no drawing here)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+
+import torch
+from torch import nn
+
+from . import _tags
+from ._records import Node
+
+__all__ = ["capture", "node_name"]
+
+_CUSTOM = torch.autograd.function.BackwardCFunction
+_PREFIX = "torch::autograd::"
+
+
+def node_name(fn) -> str:
+    """``fn.name()`` without the C++ namespace (``AccumulateGrad``, not ``torch::autograd::AccumulateGrad``)."""
+    name = fn.name()
+    return name[len(_PREFIX):] if name.startswith(_PREFIX) else name
+
+
+def capture(roots, *, params=None, show_saved=False):
+    """Walk ``grad_fn`` from ``roots`` and return ``(nodes, edges)`` as plain records.
+
+    Iterative (no recursion limit), breadth-first from the roots; keeps no reference
+    to any tensor or autograd node once it returns. Edges point the way data flows in
+    the forward pass (producer -> consumer).
+
+    Raises:
+        TypeError: a root or parameter is not a tensor, or ``params`` has the wrong type.
+        ValueError: no roots, or a root that autograd recorded nothing for.
+    """
+    named_roots = _named_roots(roots)
+    param_names, module_types = _param_names(params)
+    nodes: list[Node] = []
+    edges: list[tuple[int, int]] = []
+    ids: dict = {}  # autograd node -> record id; dropped when we return
+    queue = deque()
+
+    def visit(fn):
+        if fn not in ids:
+            ids[fn] = len(nodes)
+            nodes.append(_record(fn, len(nodes), param_names, show_saved))
+            queue.append(fn)
+        return ids[fn]
+
+    for label, tensor in named_roots:
+        out = len(nodes)
+        nodes.append(Node(out, "output", "output", label, *_meta_of(tensor)))
+        fn = tensor.grad_fn
+        if fn is None:  # a leaf that requires grad is its own output
+            leaf = len(nodes)
+            kind, name = _leaf_kind(tensor, param_names)
+            nodes.append(Node(leaf, "AccumulateGrad", kind, name, *_meta_of(tensor)))
+            edges.append((leaf, out))
+            continue
+        edges.append((visit(fn), out))
+    while queue:
+        fn = queue.popleft()
+        consumer = ids[fn]
+        for child, _ in fn.next_functions:
+            if child is not None:
+                edges.append((visit(child), consumer))
+    _place_parameters(nodes)
+    return nodes, edges, module_types
+
+
+def _named_roots(roots) -> list[tuple[str, torch.Tensor]]:
+    if isinstance(roots, torch.Tensor):
+        items = [("output", roots)]
+    elif isinstance(roots, Mapping):
+        items = [(str(k), v) for k, v in roots.items()]
+    elif isinstance(roots, (list, tuple)):
+        items = [(f"output[{i}]", v) for i, v in enumerate(roots)]
+    else:
+        raise TypeError(
+            f"roots must be a tensor, or a list, tuple or dict of tensors; got {type(roots).__name__}"
+        )
+    if not items:
+        raise ValueError(f"roots is empty ({roots!r}): pass at least one tensor to draw")
+    for label, t in items:
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"root {label!r} is a {type(t).__name__}, not a tensor")
+        if t.grad_fn is None and not t.requires_grad:
+            raise ValueError(
+                f"root {label!r} has no grad_fn and does not require grad, so autograd "
+                "recorded no graph for it. Make its inputs require grad "
+                "(torch.ones(3, requires_grad=True)) and compute it outside "
+                "torch.no_grad() / torch.inference_mode()."
+            )
+    return items
+
+
+def _param_names(params):
+    """``params`` -> ({id(tensor): name}, {module name: class name})."""
+    if params is None:
+        return {}, {}
+    if isinstance(params, nn.Module):
+        names = {}
+        for name, p in params.named_parameters():
+            names.setdefault(id(p), name)  # tied weights keep their first name
+        types = {name: type(m).__name__ for name, m in params.named_modules() if name}
+        return names, types
+    if isinstance(params, Mapping):
+        names = {}
+        for name, t in params.items():
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"params[{name!r}] is a {type(t).__name__}, not a tensor")
+            names.setdefault(id(t), str(name))
+        return names, {}
+    raise TypeError(
+        f"params must be an nn.Module or a mapping name -> tensor; got {type(params).__name__}"
+    )
+
+
+def _leaf_kind(tensor, param_names):
+    name = param_names.get(id(tensor))
+    if name is not None:
+        return "parameter", name
+    return "input", "input"
+
+
+def _meta_of(tensor):
+    return tuple(tensor.shape), _dtype_text(tensor.dtype), str(tensor.device)
+
+
+def _dtype_text(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _record(fn, nid, param_names, show_saved) -> Node:
+    name = node_name(fn)
+    if name == "AccumulateGrad":
+        var = fn.variable
+        kind, label = _leaf_kind(var, param_names)
+        return Node(nid, name, kind, label, *_meta_of(var))
+    if isinstance(fn, _CUSTOM):
+        kind, label = "custom", fn._forward_cls.__name__  # the user's Function class
+    else:
+        kind, label = "op", name
+    node = Node(nid, name, kind, label, *_output_meta(fn), seq=fn._sequence_nr())
+    if _tags.active():
+        node.module = _tags.module_of(fn)
+    if show_saved:
+        node.saved = _saved(fn)
+    return node
+
+
+def _output_meta(fn):
+    """Shape, dtype and device of the node's first forward output.
+
+    ``_input_metadata`` is private (torch 2.x); it survives ``backward()``, unlike
+    saved tensors. Without it we degrade to unknown metadata.
+    """
+    try:
+        meta = fn._input_metadata
+    except (AttributeError, RuntimeError):
+        return None, None, None
+    if not meta:
+        return None, None, None
+    m = meta[0]
+    return tuple(m.shape), _dtype_text(m.dtype), str(m.device)
+
+
+def _saved(fn) -> list[tuple[str, str]]:
+    """Describe each ``_saved_*`` attribute; freed buffers say so instead of raising."""
+    out = []
+    for attr in dir(fn):
+        if not attr.startswith("_saved_"):
+            continue
+        try:
+            value = getattr(fn, attr)
+        except RuntimeError:  # "Trying to backward through the graph a second time"
+            out.append((attr[7:], "freed"))
+            continue
+        if isinstance(value, torch.Tensor):  # sizes, strides and scalars are not shown
+            out.append((attr[7:], f"{tuple(value.shape)} {_dtype_text(value.dtype)}"))
+    return out
+
+
+def _place_parameters(nodes):
+    """Put each parameter in the module its name says, once ops carry module tags.
+
+    Without tags (no :func:`track_modules` or live recording) nothing is grouped: a
+    frame holding only parameters would pull the layout apart.
+    """
+    if not any(n.module for n in nodes if n.seq is not None):
+        return
+    for node in nodes:
+        if node.kind == "parameter" and node.module is None:
+            node.module = node.label.rpartition(".")[0] or None
