@@ -11,7 +11,7 @@ from torch import nn
 from . import _tags
 from ._records import Node
 
-__all__ = ["capture", "node_name"]
+__all__ = ["capture", "named_roots", "node_name", "param_names_of", "record", "walk"]
 
 _CUSTOM = torch.autograd.function.BackwardCFunction
 _PREFIX = "torch::autograd::"
@@ -24,7 +24,7 @@ def node_name(fn) -> str:
 
 
 def capture(roots, *, params=None, show_saved=False):
-    """Walk ``grad_fn`` from ``roots`` and return ``(nodes, edges)`` as plain records.
+    """Walk ``grad_fn`` from ``roots`` and return ``(nodes, edges, module_types)``.
 
     Iterative (no recursion limit), breadth-first from the roots; keeps no reference
     to any tensor or autograd node once it returns. Edges point the way data flows in
@@ -34,28 +34,41 @@ def capture(roots, *, params=None, show_saved=False):
         TypeError: a root or parameter is not a tensor, or ``params`` has the wrong type.
         ValueError: no roots, or a root that autograd recorded nothing for.
     """
-    named_roots = _named_roots(roots)
-    param_names, module_types = _param_names(params)
+    param_names, module_types = param_names_of(params)
+    nodes, edges, _ = walk(named_roots(roots), param_names, show_saved)
+    return nodes, edges, module_types
+
+
+def walk(roots, param_names, show_saved=False):
+    """The walk behind :func:`capture`; also returns the autograd node of each record.
+
+    ``fns[i]`` is the autograd node of ``nodes[i]`` (``None`` for outputs and for
+    leaf roots). Callers that keep ``fns`` keep the graph alive: drop it when done.
+    """
     nodes: list[Node] = []
     edges: list[tuple[int, int]] = []
-    ids: dict = {}  # autograd node -> record id; dropped when we return
+    fns: list = []
+    ids: dict = {}  # autograd node -> record id
     queue = deque()
 
     def visit(fn):
         if fn not in ids:
             ids[fn] = len(nodes)
-            nodes.append(_record(fn, len(nodes), param_names, show_saved))
+            nodes.append(record(fn, len(nodes), param_names, show_saved))
+            fns.append(fn)
             queue.append(fn)
         return ids[fn]
 
-    for label, tensor in named_roots:
+    for label, tensor in roots:
         out = len(nodes)
         nodes.append(Node(out, "output", "output", label, *_meta_of(tensor)))
+        fns.append(None)
         fn = tensor.grad_fn
         if fn is None:  # a leaf that requires grad is its own output
             leaf = len(nodes)
             kind, name = _leaf_kind(tensor, param_names)
             nodes.append(Node(leaf, "AccumulateGrad", kind, name, *_meta_of(tensor)))
+            fns.append(None)
             edges.append((leaf, out))
             continue
         edges.append((visit(fn), out))
@@ -66,10 +79,10 @@ def capture(roots, *, params=None, show_saved=False):
             if child is not None:
                 edges.append((visit(child), consumer))
     _place_parameters(nodes)
-    return nodes, edges, module_types
+    return nodes, edges, fns
 
 
-def _named_roots(roots) -> list[tuple[str, torch.Tensor]]:
+def named_roots(roots) -> list[tuple[str, torch.Tensor]]:
     if isinstance(roots, torch.Tensor):
         items = [("output", roots)]
     elif isinstance(roots, Mapping):
@@ -95,7 +108,7 @@ def _named_roots(roots) -> list[tuple[str, torch.Tensor]]:
     return items
 
 
-def _param_names(params):
+def param_names_of(params):
     """``params`` -> ({id(tensor): name}, {module name: class name})."""
     if params is None:
         return {}, {}
@@ -132,7 +145,8 @@ def _dtype_text(dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _record(fn, nid, param_names, show_saved) -> Node:
+def record(fn, nid, param_names, show_saved=False) -> Node:
+    """The :class:`Node` record of autograd node ``fn``."""
     name = node_name(fn)
     if name == "AccumulateGrad":
         var = fn.variable
