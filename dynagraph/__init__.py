@@ -9,8 +9,11 @@ Example:
 from ._device import device
 from ._records import Node
 from ._tags import track_modules
+from .backward import BackwardTrace, trace_backward
+from .diff import GraphDiff, diff
 from .draw import draw
 from .graph import Graph
+from .live import Recording, Step, live
 from .norms import GradHistory, GradNorms, grad_norms
 from .plots import plot_grad_history, plot_grad_norms
 from .render import RendererNotFoundError
@@ -18,15 +21,22 @@ from .render import RendererNotFoundError
 __version__ = "0.1.0"
 
 __all__ = sorted([
+    "BackwardTrace",
     "Graph",
     "GradHistory",
     "GradNorms",
+    "GraphDiff",
     "Node",
+    "Recording",
     "RendererNotFoundError",
+    "Step",
     "device",
+    "diff",
     "draw",
     "grad_norms",
+    "live",
     "plot_grad_history",
     "plot_grad_norms",
+    "trace_backward",
     "track_modules",
 ])

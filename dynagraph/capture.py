@@ -42,8 +42,8 @@ def capture(roots, *, params=None, show_saved=False):
 def walk(roots, param_names, show_saved=False):
     """The walk behind :func:`capture`; also returns the autograd node of each record.
 
-    ``fns[i]`` is the autograd node of ``nodes[i]`` (``None`` for outputs and for
-    leaf roots). Callers that keep ``fns`` keep the graph alive: drop it when done.
+    ``fns[i]`` is the autograd node of ``nodes[i]`` (``None`` for outputs). Callers
+    that keep ``fns`` keep the graph alive: drop it when done.
     """
     nodes: list[Node] = []
     edges: list[tuple[int, int]] = []
@@ -64,13 +64,8 @@ def walk(roots, param_names, show_saved=False):
         nodes.append(Node(out, "output", "output", label, *_meta_of(tensor)))
         fns.append(None)
         fn = tensor.grad_fn
-        if fn is None:  # a leaf that requires grad is its own output
-            leaf = len(nodes)
-            kind, name = _leaf_kind(tensor, param_names)
-            nodes.append(Node(leaf, "AccumulateGrad", kind, name, *_meta_of(tensor)))
-            fns.append(None)
-            edges.append((leaf, out))
-            continue
+        if fn is None:  # a leaf root: its AccumulateGrad, shared with its other uses
+            fn = torch.autograd.graph.get_gradient_edge(tensor).node
         edges.append((visit(fn), out))
     while queue:
         fn = queue.popleft()
@@ -182,6 +177,8 @@ def _output_meta(fn):
 
 def _saved(fn) -> list[tuple[str, str]]:
     """Describe each ``_saved_*`` attribute; freed buffers say so instead of raising."""
+    if isinstance(fn, _CUSTOM):  # a custom Function keeps ctx.saved_tensors instead
+        return _saved_custom(fn)
     out = []
     for attr in dir(fn):
         if not attr.startswith("_saved_"):
@@ -194,6 +191,15 @@ def _saved(fn) -> list[tuple[str, str]]:
         if isinstance(value, torch.Tensor):  # sizes, strides and scalars are not shown
             out.append((attr[7:], f"{tuple(value.shape)} {_dtype_text(value.dtype)}"))
     return out
+
+
+def _saved_custom(fn) -> list[tuple[str, str]]:
+    try:
+        tensors = fn.saved_tensors
+    except RuntimeError:  # freed by backward(); how many there were is gone with them
+        return [("tensors", "freed")]
+    return [(f"tensors[{i}]", f"{tuple(t.shape)} {_dtype_text(t.dtype)}")
+            for i, t in enumerate(tensors) if isinstance(t, torch.Tensor)]
 
 
 def _place_parameters(nodes):

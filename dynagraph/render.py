@@ -57,7 +57,7 @@ def quote(text: str) -> str:
 
 
 def to_dot(nodes, edges, module_types=None, *, title=None, node_attrs=None,
-           edge_attrs=None, split_leaves=True) -> str:
+           edge_attrs=None, split_leaves=True, id_prefix="") -> str:
     """DOT text for the records, modules drawn as nested clusters.
 
     Args:
@@ -68,6 +68,11 @@ def to_dot(nodes, edges, module_types=None, *, title=None, node_attrs=None,
         edge_attrs: ``{(src, dst): extra DOT attribute text}``.
         split_leaves: Draw a parameter or input once per consumer instead of one
             node with a large fan-out (which makes layouts slow and tangled).
+        id_prefix: Prepended to SVG element ids, to keep them unique in a page.
+
+    Every SVG node group gets the classes ``dg-<kind> dg-n<id>`` (copies of a split
+    leaf share them) and every edge ``dg-edge dg-from-<src> dg-to-<dst>``, which the
+    steppers use to reveal and highlight parts of one laid-out picture.
     """
     module_types = module_types or {}
     node_attrs = node_attrs or {}
@@ -88,17 +93,18 @@ def to_dot(nodes, edges, module_types=None, *, title=None, node_attrs=None,
         users = consumers.get(node.id, [])
         if split_leaves and node.kind in ("parameter", "input") and len(users) > 1:
             for k, user in enumerate(users):
-                name = f"n{node.id}_{k}"
+                name = f"{id_prefix}n{node.id}_{k}"
                 copies[(node.id, user)] = name
                 owner = node.module if node.module is not None else by_id[user].module
                 tree.setdefault(owner, []).append(_node_line(node, name, extra))
         else:
-            tree.setdefault(node.module, []).append(_node_line(node, f"n{node.id}", extra))
+            tree.setdefault(node.module, []).append(_node_line(node, f"{id_prefix}n{node.id}", extra))
     lines.extend(_clusters(tree, module_types))
-    for src, dst in edges:
-        a = copies.get((src, dst), f"n{src}")
+    for k, (src, dst) in enumerate(edges):
+        a = copies.get((src, dst), f"{id_prefix}n{src}")
         extra = edge_attrs.get((src, dst), "")
-        lines.append(f"  {a} -> n{dst}{' [' + extra + ']' if extra else ''}\n")
+        lines.append(f'  {a} -> {id_prefix}n{dst} [id="{id_prefix}e{k}" class="dg-edge dg-from-{src} dg-to-{dst}"'
+                     f"{' ' + extra if extra else ''}]\n")
     lines.append("}\n")
     return "".join(lines)
 

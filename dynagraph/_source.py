@@ -1,0 +1,47 @@
+"""Find the line of user code that called a tensor operation."""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+import sys
+
+import torch
+
+_SKIP = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,))
+_HERE = os.path.dirname(__file__) + os.sep
+_CELL = re.compile(r"(ipykernel_\d+[/\\]\d+\.py|<ipython-input-[\d-]+>)$")
+_internal: dict[str, bool] = {}
+
+
+def _is_internal(filename: str) -> bool:
+    hit = _internal.get(filename)
+    if hit is None:
+        hit = filename.startswith(_SKIP) or filename.startswith(_HERE) or filename.startswith("<frozen")
+        _internal[filename] = hit
+    return hit
+
+
+def caller(depth: int = 2):
+    """``(filename, lineno)`` of the nearest frame outside torch and dynagraph."""
+    frame = sys._getframe(depth)
+    while frame is not None and _is_internal(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return None, None
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+def describe(filename, lineno) -> tuple[str, str]:
+    """``(where, code)``: ``"cell, line 3"`` or ``"model.py:12"``, and the line's text.
+
+    Jupyter cells are named by line only: their temporary file names change from
+    run to run, and IPython keeps their text in ``linecache``.
+    """
+    if filename is None:
+        return "?", ""
+    code = linecache.getline(filename, lineno).strip()
+    if _CELL.search(filename):
+        return f"cell, line {lineno}", code
+    return f"{os.path.basename(filename)}:{lineno}", code

@@ -1,0 +1,155 @@
+"""trace_backward(): watch the backward pass run, node by node, with gradient norms."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import torch
+
+from . import render
+from .capture import named_roots, param_names_of, walk
+from .graph import Graph
+from .stepper import stepper_html
+
+__all__ = ["BackwardTrace", "trace_backward"]
+
+
+class BackwardTrace:
+    """The order autograd ran the nodes of a graph, and the gradient on each edge.
+
+    Attributes:
+        nodes, edges: The graph as captured before ``backward()`` (see :func:`draw`).
+        order: Node ids in the order their backward ran (repeats for each pass when
+            ``backward(retain_graph=True)`` is called again inside the block).
+        edge_norms: ``{(src, dst): L2 norm}`` of the gradient sent back along each
+            forward edge ``src -> dst`` (the last pass wins).
+
+    Displays as the graph with execution order on the nodes and edge width and
+    label from the gradient norm, and a stepper that lights nodes in backward order.
+    """
+
+    def __init__(self, nodes, edges, module_types):
+        self.nodes, self.edges, self.module_types = nodes, edges, module_types
+        self.order: list[int] = []
+        self.edge_norms: dict[tuple[int, int], float] = {}
+
+    def __repr__(self) -> str:
+        names = {n.id: n.name for n in self.nodes}
+        ran = " -> ".join(names[i] for i in self.order[:12])
+        more = f" ... (+{len(self.order) - 12})" if len(self.order) > 12 else ""
+        return (f"<dynagraph.BackwardTrace: {len(self.order)} node runs, "
+                f"{len(self.edge_norms)} edge norms>\n  {ran}{more}")
+
+    def _attrs(self):
+        first: dict[int, int] = {}
+        for k, nid in enumerate(self.order):
+            first.setdefault(nid, k + 1)
+        node_attrs = {nid: f'xlabel="#{k}" fontcolor="#c92a2a"' for nid, k in first.items()}
+        finite = [v for v in self.edge_norms.values() if v > 0 and math.isfinite(v)]
+        lo, hi = (min(finite), max(finite)) if finite else (1.0, 1.0)
+        edge_attrs = {}
+        for edge, v in self.edge_norms.items():
+            if math.isfinite(v) and v > 0 and hi > lo:
+                width = 0.6 + 3.4 * (math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo))
+            else:
+                width = 1.0 if math.isfinite(v) else 3.0
+            colour = "#1971c2" if math.isfinite(v) else "#e03131"
+            edge_attrs[edge] = (f'penwidth={width:.2f} color="{colour}" '
+                                f'label="{v:.3g}" fontsize=8 fontcolor="{colour}"')
+        return node_attrs, edge_attrs
+
+    def graph(self, title=None) -> Graph:
+        """The captured graph (without the backward annotations)."""
+        return Graph(self.nodes, self.edges, self.module_types, title=title)
+
+    def to_dot(self, id_prefix: str = "") -> str:
+        """DOT of the graph annotated with execution order and edge gradient norms."""
+        node_attrs, edge_attrs = self._attrs()
+        return render.to_dot(self.nodes, self.edges, self.module_types, node_attrs=node_attrs,
+                             edge_attrs=edge_attrs, id_prefix=id_prefix)
+
+    def stepper(self, title: str = "") -> str:
+        """HTML stepper lighting nodes in the order backward ran them."""
+        svg = render.svg_for_html(render.pipe(self.to_dot(id_prefix=f"b{len(self.order)}x"), "svg"))
+        names = {n.id: n.label for n in self.nodes}
+        into = {}
+        for (src, dst), v in self.edge_norms.items():
+            into.setdefault(dst, []).append(f"{names[src]}: {v:.3g}")
+        steps = [{"text": f"#{k + 1} {names[nid]}" + (" sends " + ", ".join(into[nid]) if nid in into else ""),
+                  "nodes": [nid]} for k, nid in enumerate(self.order)]
+        return stepper_html(svg, steps, mode="light", title=title)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        bundle = {"text/plain": repr(self)}
+        if self.order:
+            bundle["text/html"] = self.stepper()
+        return bundle
+
+
+@contextlib.contextmanager
+def trace_backward(roots, *, params=None):
+    """Record the backward pass run inside the block over the graph behind ``roots``.
+
+    Hooks every autograd node of the graph: a pre-hook notes when it runs, a hook
+    takes the norm of each gradient it sends to its inputs (on the device, no
+    synchronisation). On exit the hooks are removed, even if the block raises, and
+    all norms are read with one synchronisation.
+
+    Args:
+        roots: The tensor(s) you will call ``backward()`` on (as for :func:`draw`).
+        params: An ``nn.Module`` or a mapping name -> tensor naming the leaves.
+
+    Yields:
+        A :class:`BackwardTrace`, complete after the block.
+
+    Example:
+        >>> with dg.trace_backward(loss, params=model) as bt:
+        ...     loss.backward()
+        >>> bt          # stepper in backward order, edge width = gradient norm
+    """
+    names, types = param_names_of(params)
+    nodes, edges, fns = walk(named_roots(roots), names)
+    trace = BackwardTrace(nodes, edges, types)
+    index = {fn: i for i, fn in enumerate(fns) if fn is not None}
+    roots_of = {src: dst for src, dst in edges if nodes[dst].kind == "output"}
+    pending: list[tuple[tuple[int, int], torch.Tensor]] = []
+    handles = []
+    try:
+        for fn, nid in index.items():
+            children = [index.get(c) if c is not None else None for c, _ in fn.next_functions]
+            handles.append(fn.register_prehook(_pre(nid, trace.order, pending, roots_of.get(nid))))
+            handles.append(fn.register_hook(_post(nid, children, pending)))
+        del fn, index  # the hooks hold the graph only until removed
+        yield trace
+    finally:
+        for h in handles:
+            h.remove()
+        handles.clear()
+        fns.clear()
+        if pending:
+            dev = pending[0][1].device
+            values = torch.stack([v.to(dev) for _, v in pending]).tolist()  # the one sync
+            for (edge, _), v in zip(pending, values):
+                trace.edge_norms[edge] = v
+        pending.clear()
+
+
+def _norm(grad: torch.Tensor) -> torch.Tensor:
+    return torch.linalg.vector_norm(grad.detach().float())
+
+
+def _pre(nid, order, pending, output_id):
+    def hook(grad_outputs):
+        order.append(nid)
+        if output_id is not None and grad_outputs and grad_outputs[0] is not None:
+            pending.append(((nid, output_id), _norm(grad_outputs[0])))
+    return hook
+
+
+def _post(nid, children, pending):
+    def hook(grad_inputs, grad_outputs):
+        for child, grad in zip(children, grad_inputs):
+            if child is not None and grad is not None:
+                pending.append(((child, nid), _norm(grad)))
+    return hook

@@ -1,0 +1,108 @@
+"""diff(): how two graphs differ, op by op, as a table and a picture."""
+
+from __future__ import annotations
+
+from collections import Counter
+from html import escape
+
+from . import render
+from .graph import Graph
+
+__all__ = ["GraphDiff", "diff"]
+
+
+def _as_graph(obj, which) -> Graph:
+    if isinstance(obj, Graph):
+        return obj
+    if hasattr(obj, "graph") and callable(obj.graph):  # Recording, BackwardTrace
+        return obj.graph()
+    raise TypeError(f"{which} must be a dynagraph Graph or Recording; got {type(obj).__name__}")
+
+
+class GraphDiff:
+    """Per-op node counts of two graphs, and which nodes of ``b`` are new.
+
+    Attributes:
+        a, b: The two :class:`Graph` objects.
+        rows: ``(name, count in a, count in b)`` for every autograd name, sorted by
+            the change (largest first), then name.
+        new: Ids of the nodes of ``b`` beyond ``a``'s count of their name (the latest
+            created ones), lit in the picture.
+    """
+
+    def __init__(self, a: Graph, b: Graph, labels=("a", "b")):
+        self.a, self.b, self.labels = a, b, labels
+        ca, cb = a.counts(), b.counts()
+        names = sorted(set(ca) | set(cb), key=lambda n: (-(cb[n] - ca[n]), n))
+        self.rows = [(n, ca[n], cb[n]) for n in names]
+        self.new = _extra_nodes(a, b)
+
+    @property
+    def total(self) -> tuple[int, int]:
+        """Node counts of ``a`` and ``b`` (outputs, folds and modules excluded)."""
+        return sum(self.a.counts().values()), sum(self.b.counts().values())
+
+    def __repr__(self) -> str:
+        la, lb = self.labels
+        width = max([len(r[0]) for r in self.rows] + [8])
+        lines = [f"{'node':<{width}} {la:>6} {lb:>6} {'change':>7}"]
+        lines += [f"{n:<{width}} {x:>6} {y:>6} {y - x:>+7}" for n, x, y in self.rows]
+        ta, tb = self.total
+        lines.append(f"{'total':<{width}} {ta:>6} {tb:>6} {tb - ta:>+7}")
+        return "\n".join(lines)
+
+    def to_dot(self) -> str:
+        """DOT of ``b`` with its new nodes outlined in red."""
+        attrs = {i: 'color="#e03131" penwidth=2.5' for i in self.new}
+        return render.to_dot(self.b.nodes, self.b.edges, self.b.module_types,
+                             title=f"{self.labels[1]}: new vs {self.labels[0]} in red",
+                             node_attrs=attrs)
+
+    def _repr_html_(self) -> str:
+        la, lb = map(escape, self.labels)
+        head = f"<tr><th>node</th><th>{la}</th><th>{lb}</th><th>change</th></tr>"
+        body = "".join(f"<tr><td>{escape(n)}</td><td>{x}</td><td>{y}</td><td>{y - x:+d}</td></tr>"
+                       for n, x, y in self.rows)
+        svg = render.svg_for_html(render.pipe(self.to_dot(), "svg"))
+        return (f'<div class="dynagraph-diff"><table>{head}{body}</table>{svg}</div>')
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"text/plain": repr(self), "text/html": self._repr_html_()}
+
+
+def _extra_nodes(a: Graph, b: Graph) -> list[int]:
+    """Nodes of ``b`` beyond ``a``'s count of the same name, latest created first."""
+    have = a.counts()
+    by_name: dict[str, list] = {}
+    for n in b.nodes:
+        if n.kind not in ("output", "fold", "module"):
+            by_name.setdefault(n.name, []).append(n)
+    extra = []
+    for name, group in by_name.items():
+        surplus = len(group) - have[name]
+        if surplus > 0:
+            group.sort(key=lambda n: (n.seq is not None, n.seq or 0, n.id))
+            extra.extend(n.id for n in group[-surplus:])
+    return sorted(extra)
+
+
+def diff(a, b, *, labels=("a", "b")) -> GraphDiff:
+    """Compare two graphs or recordings (two sequence lengths, two depths, ...).
+
+    Args:
+        a, b: :class:`Graph` (from :func:`draw`) or :class:`Recording` objects.
+        labels: Column names for ``a`` and ``b`` in the table.
+
+    Returns:
+        A :class:`GraphDiff`: a table of node counts per op in text, and in Jupyter
+        the table plus ``b``'s picture with its new nodes outlined in red.
+
+    Raises:
+        TypeError: ``a`` or ``b`` is not a graph or recording.
+
+    Example:
+        >>> dg.diff(dg.draw(rnn(x[:2])), dg.draw(rnn(x[:5])), labels=("len 2", "len 5"))
+    """
+    if len(labels) != 2:
+        raise ValueError(f"labels must be two names; got {labels!r}")
+    return GraphDiff(_as_graph(a, "a"), _as_graph(b, "b"), tuple(map(str, labels)))

@@ -1,0 +1,329 @@
+"""live(): record the autograd graph as it grows, one tensor operation at a time."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from torch.autograd.function import Function
+from torch.overrides import TorchFunctionMode
+
+from . import _source, _tags
+from ._records import Node
+from .capture import node_name, param_names_of, record
+from .graph import Graph
+from .stepper import stepper_html
+
+__all__ = ["Recording", "Step", "live"]
+
+_RENAME = {"rmul": "mul", "radd": "add", "getitem": "getitem", "setitem": "setitem"}
+_serial = [0]  # each recording tags nodes under its own metadata key
+
+
+@dataclass
+class Step:
+    """One recorded operation.
+
+    Attributes:
+        index: Position in the recording, from 0.
+        op: The operation (``mul``, ``linear``, ``ThresholdReLU.apply``).
+        where: ``"cell, line 3"`` or ``"file.py:12"``.
+        code: That line's source text.
+        module: The module whose forward ran the op (dotted name when ``live`` was
+            given the model, else its class name), or ``None``.
+        inputs, outputs: Shapes of the tensor arguments and results.
+        nodes: Ids of the autograd nodes this op created (in :attr:`Recording.nodes`).
+        note: Why no node was created, when none was.
+    """
+
+    index: int
+    op: str
+    where: str
+    code: str
+    module: str | None
+    inputs: list[tuple[int, ...]]
+    outputs: list[tuple[int, ...]]
+    nodes: list[int] = field(default_factory=list)
+    note: str = ""
+
+    def text(self, names=None) -> str:
+        """One-step summary: op, source line, shapes, and the nodes it created."""
+        shapes = f"{_shapes(self.inputs)} -> {_shapes(self.outputs)}"
+        made = ", ".join(names[i] for i in self.nodes) if names else f"{len(self.nodes)} nodes"
+        made = f"+ {made}" if self.nodes else f"no node ({self.note})"
+        inside = f" in {self.module}" if self.module else ""
+        return f"{self.op}{inside}  [{self.where}] {self.code}\n  {shapes}  {made}"
+
+
+def _shapes(shapes) -> str:
+    return ", ".join(str(tuple(s)) for s in shapes) or "()"
+
+
+class Recording:
+    """What ran inside a :func:`live` block: steps, and the graph they built.
+
+    Displays as a stepper (slider and play controls over the final graph, each
+    step's op and source line, its new nodes lit); ``repr`` is a text table.
+
+    Attributes:
+        steps: :class:`Step` per recorded op, in the order they ran.
+        nodes, edges: The graph built inside the block (records, no torch objects).
+    """
+
+    def __init__(self, module_names, param_names):
+        self.steps: list[Step] = []
+        self.nodes: list[Node] = []
+        self.edges: list[tuple[int, int]] = []
+        self.module_types: dict[str, str] = {}
+        self._module_names = module_names  # id(module) -> dotted name; dropped at exit
+        self._param_names = param_names
+        self._key = f"dynagraph.live.{_serial[0]}"
+        _serial[0] += 1
+        self._start = None
+        self._modules: list[str] = []
+        self._inside_apply = 0
+        self._view = None
+
+    def __repr__(self) -> str:
+        lines = [f"<dynagraph.Recording: {len(self.steps)} steps, {len(self.nodes)} nodes>"]
+        names = [n.name for n in self.nodes]
+        lines += [f"{s.index:>3} {s.text(names)}" for s in self.steps]
+        return "\n".join(lines)
+
+    def graph(self, *, upto: int | None = None, title=None) -> Graph:
+        """The graph built by steps ``0..upto`` (all steps by default)."""
+        keep = None
+        if upto is not None:
+            keep = {i for s in self.steps[: upto + 1] for i in s.nodes} | self._earlier()
+        nodes = [n for n in self.nodes if keep is None or n.id in keep]
+        edges = [e for e in self.edges if keep is None or (e[0] in keep and e[1] in keep)]
+        return Graph(nodes, edges, self.module_types, title=title)
+
+    def _earlier(self) -> set[int]:
+        made = {i for s in self.steps for i in s.nodes}
+        return {n.id for n in self.nodes if n.id not in made}
+
+    def stepper(self, title: str = "") -> str:
+        """The stepper as an HTML string (what Jupyter shows for the recording)."""
+        from . import render
+        names = [n.name for n in self.nodes]
+        prefix = f"r{len(self.steps)}x{len(self.nodes)}"
+        svg = render.svg_for_html(render.pipe(self.graph().to_dot(id_prefix=prefix), "svg"))
+        steps = [{"text": f"{s.index}: {s.text(names)}", "nodes": s.nodes} for s in self.steps]
+        return stepper_html(svg, steps, mode="reveal", title=title)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        bundle = {"text/plain": repr(self)}
+        if self.steps:
+            bundle["text/html"] = self.stepper()
+        return bundle
+
+    # -- recording ---------------------------------------------------------------
+
+    def _on_op(self, op, args, kwargs, out, inplace_target=None):
+        outs = _tensors(out, [])
+        if inplace_target is not None:
+            outs.append(inplace_target)
+        if not outs:
+            return
+        filename, lineno = _source.caller(3)
+        where, code = _source.describe(filename, lineno)
+        module = self._modules[-1] if self._modules else None
+        ins = _tensors((args, kwargs), [])
+        new = self._tag(outs, module)
+        note = "" if new else _why_no_node(ins, outs)
+        self.steps.append(Step(len(self.steps), op, where, code, module,
+                               [tuple(t.shape) for t in ins], [tuple(t.shape) for t in outs],
+                               new, note))
+        if self._view is not None:
+            self._view.maybe_update(self)
+
+    def _tag(self, outs, module) -> list[int]:
+        """Record the autograd nodes not seen before that lead to ``outs``."""
+        key, new, pending = self._key, [], []
+        stack = [t.grad_fn for t in outs if t.grad_fn is not None]
+        while stack:
+            fn = stack.pop()
+            meta = fn.metadata
+            if key in meta:
+                continue
+            nid = len(self.nodes)
+            meta[key] = nid
+            node = record(fn, nid, self._param_names)
+            earlier = node.seq is not None and self._start is not None and node.seq < self._start
+            if earlier:  # built before the block: drawn, not credited to this step
+                node.label += "\n(before live)"
+            else:
+                new.append(nid)
+                if node.kind == "parameter":
+                    node.module = node.label.rpartition(".")[0] or None
+                elif module is not None and self._module_names:
+                    node.module = module
+                    meta.setdefault(_tags.KEY, module)
+            self.nodes.append(node)
+            if earlier:
+                continue
+            for child, _ in fn.next_functions:
+                if child is not None:
+                    pending.append((child, nid))
+                    stack.append(child)
+        for child, nid in pending:
+            self.edges.append((child.metadata[key], nid))
+        return sorted(new)
+
+
+def _tensors(obj, out):
+    if isinstance(obj, torch.Tensor):
+        out.append(obj)
+    elif isinstance(obj, (tuple, list)):
+        for item in obj:
+            _tensors(item, out)
+    elif isinstance(obj, dict):
+        for item in obj.values():
+            _tensors(item, out)
+    return out
+
+
+def _why_no_node(ins, outs) -> str:
+    if torch.is_inference_mode_enabled():
+        return "inference_mode"
+    if not torch.is_grad_enabled():
+        return "grad disabled: torch.no_grad()"
+    if not any(t.requires_grad for t in ins):
+        return "no input requires grad"
+    return "no new node"
+
+
+def _op_name(func) -> str:
+    name = getattr(func, "__name__", None) or str(func)
+    if name.startswith("__") and name.endswith("__"):
+        name = name[2:-2]
+    return _RENAME.get(name, name)
+
+
+class _Mode(TorchFunctionMode):
+    """Sees every user-level tensor op; nested calls inside an op are not re-seen."""
+
+    def __init__(self, rec: Recording):
+        super().__init__()
+        self.rec = rec
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        rec = self.rec
+        if rec._inside_apply:  # ops inside a custom Function's forward: part of its step
+            return out
+        name = _op_name(func)
+        target = args[0] if (name.endswith("_") or name == "setitem") and args and \
+            isinstance(args[0], torch.Tensor) else None
+        rec._on_op(name, args, kwargs, out, target)
+        return out
+
+
+class _View:
+    """Redraws the graph so far in one display area, at most every ``interval`` s."""
+
+    def __init__(self, interval: float):
+        from IPython.display import HTML, display
+        self.interval, self._html = interval, HTML
+        self.handle = display(HTML("<i>dynagraph: recording...</i>"), display_id=True)
+        self.last = 0.0
+
+    def maybe_update(self, rec, force=False):
+        now = time.perf_counter()
+        if (force or now - self.last >= self.interval) and rec.nodes and self.handle is not None:
+            self.handle.update(self._html(rec.graph(title=f"{len(rec.steps)} steps so far")._repr_html_()))
+            self.last = time.perf_counter()
+
+
+@contextlib.contextmanager
+def _patched_apply(rec: Recording):
+    """Record ``Function.apply`` as one step; the TorchFunctionMode does not see it."""
+    original = Function.__dict__["apply"]
+
+    def apply(cls, *args, **kwargs):
+        rec._inside_apply += 1
+        try:
+            out = original.__func__(cls, *args, **kwargs)
+        finally:
+            rec._inside_apply -= 1
+        if not rec._inside_apply:
+            rec._on_op(f"{cls.__name__}.apply", args, kwargs, out)
+        return out
+
+    Function.apply = classmethod(apply)
+    try:
+        yield
+    finally:
+        Function.apply = original
+
+
+@contextlib.contextmanager
+def _module_stack(rec: Recording):
+    """Keep the stack of running modules (global hooks, removed on exit)."""
+    def pre(module, args):
+        rec._modules.append(rec._module_names.get(id(module)) or type(module).__name__)
+
+    def post(module, args, output):
+        if rec._modules:
+            rec._modules.pop()
+
+    handles = [nn.modules.module.register_module_forward_pre_hook(pre),
+               nn.modules.module.register_module_forward_hook(post, always_call=True)]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+@contextlib.contextmanager
+def live(model: nn.Module | None = None, *, params=None, view: bool = False,
+         interval: float = 1.0):
+    """Record every tensor operation in the block and the autograd nodes it creates.
+
+    Args:
+        model: Names modules (``layers.0.linear1``) and parameters in the recording;
+            without it steps name a module by its class.
+        params: A mapping name -> tensor naming leaves (inputs, weights) instead.
+        view: In Jupyter, redraw the growing graph in place while the block runs.
+        interval: Seconds between redraws of the live view.
+
+    Yields:
+        A :class:`Recording`, filled as the block runs. On exit (even when the block
+        raises) the mode, hooks and patch are removed and no tensor or autograd node
+        is kept.
+
+    Example:
+        >>> x = torch.tensor([1.0], requires_grad=True)
+        >>> with dg.live(params={"x": x}) as rec:
+        ...     y = 2 * x + 1
+        >>> [s.op for s in rec.steps]
+        ['mul', 'add']
+    """
+    if model is not None and not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module (or pass params=); got {type(model).__name__}")
+    if interval <= 0:
+        raise ValueError(f"interval must be > 0 seconds; got {interval!r}")
+    names, types = param_names_of(model if model is not None else params)
+    module_names = {id(m): n for n, m in model.named_modules() if n} if model is not None else {}
+    rec = Recording(module_names, names)
+    rec.module_types = types
+    with torch.enable_grad():
+        rec._start = _tags._current_seq()
+    if view:
+        rec._view = _View(interval)
+    try:
+        with _module_stack(rec), _patched_apply(rec), _Mode(rec):
+            yield rec
+    finally:
+        if rec._view is not None:
+            rec._view.maybe_update(rec, force=True)
+            rec._view = None
+        rec._module_names = {}
+        rec._param_names = {}
+        rec._modules.clear()
