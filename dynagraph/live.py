@@ -49,12 +49,13 @@ class Step:
     nodes: list[int] = field(default_factory=list)
     note: str = ""
 
-    def text(self, names=None) -> str:
+    def text(self, names=None, module_types=None) -> str:
         """One-step summary: op, source line, shapes, and the nodes it created."""
         shapes = f"{_shapes(self.inputs)} -> {_shapes(self.outputs)}"
         made = ", ".join(names[i] for i in self.nodes) if names else f"{len(self.nodes)} nodes"
         made = f"+ {made}" if self.nodes else f"no node ({self.note})"
-        inside = f" in {self.module}" if self.module else ""
+        kind = (module_types or {}).get(self.module)
+        inside = f" in {self.module}" + (f" ({kind})" if kind else "") if self.module else ""
         return f"{self.op}{inside}  [{self.where}] {self.code}\n  {shapes}  {made}"
 
 
@@ -90,7 +91,7 @@ class Recording:
     def __repr__(self) -> str:
         lines = [f"<dynagraph.Recording: {len(self.steps)} steps, {len(self.nodes)} nodes>"]
         names = [n.name for n in self.nodes]
-        lines += [f"{s.index:>3} {s.text(names)}" for s in self.steps]
+        lines += [f"{s.index:>3} {s.text(names, self.module_types)}" for s in self.steps]
         return "\n".join(lines)
 
     def graph(self, *, upto: int | None = None, title=None) -> Graph:
@@ -112,7 +113,8 @@ class Recording:
         names = [n.name for n in self.nodes]
         prefix = f"r{len(self.steps)}x{len(self.nodes)}"
         svg = render.svg_for_html(render.pipe(self.graph().to_dot(id_prefix=prefix), "svg"))
-        steps = [{"text": f"{s.index}: {s.text(names)}", "nodes": s.nodes} for s in self.steps]
+        steps = [{"text": f"{s.index}: {s.text(names, self.module_types)}", "nodes": s.nodes}
+                 for s in self.steps]
         return stepper_html(svg, steps, mode="reveal", title=title)
 
     def _repr_mimebundle_(self, include=None, exclude=None):

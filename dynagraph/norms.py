@@ -149,7 +149,7 @@ class GradHistory:
         norms = iter(_device_norms(grads))
         dev = grads[0].device if grads else torch.device("cpu")
         row = [next(norms).to(dev, torch.float32) if t.grad is not None
-               else torch.tensor(math.nan, device=dev) for _, t in self._pairs]
+               else torch.full((), math.nan, device=dev) for _, t in self._pairs]  # no host copy
         self._pending.append(torch.stack(row) if row else torch.empty(0))
 
     @property

@@ -40,12 +40,20 @@ const parts=[...svg.querySelectorAll('g.node,g.edge')].map(g=>{
   if(m) return [g,[stepOf(+m[1])]];
   m=c.match(/dg-from-(\\d+) dg-to-(\\d+)/);
   return m?[g,[stepOf(+m[1]),stepOf(+m[2])]]:[g,[-1]];});
+// A module frame shows once any node inside it shows (found by geometry).
+const inside=(a,b)=>{const x=b.x+b.width/2,y=b.y+b.height/2;
+  return x>=a.x&&x<=a.x+a.width&&y>=a.y&&y<=a.y+a.height;};
+const nodeParts=parts.filter(([g])=>g.classList.contains('node'));
+const clusters=[...svg.querySelectorAll('g.cluster')].map(c=>{const box=c.getBBox();
+  return [c,nodeParts.filter(([g])=>inside(box,g.getBBox())).map(([,ss])=>ss[0])];});
 let cur=data.steps.length-1, timer=null;
 function show(k){
   cur=Math.max(0,Math.min(data.steps.length-1,k)); slider.value=cur;
   for(const [g,ss] of parts){const s=Math.max(...ss);
     g.classList.toggle(data.mode==='reveal'?'dg-hidden':'dg-dim', s>cur);
     g.classList.toggle('dg-lit', ss.length===1&&s===cur);}
+  for(const [c,ss] of clusters) c.classList.toggle(data.mode==='reveal'?'dg-hidden':'dg-dim',
+    ss.length>0&&Math.min(...ss)>cur);
   const st=data.steps[cur]; info.textContent='step '+(cur+1)+' / '+data.steps.length;
   now.textContent=st.text;}
 const act={first:()=>show(0),prev:()=>show(cur-1),next:()=>show(cur+1),
@@ -56,7 +64,7 @@ const act={first:()=>show(0),prev:()=>show(cur-1),next:()=>show(cur+1),
       else show(cur+1);},700);}};
 root.querySelectorAll('button').forEach(b=>b.addEventListener('click',()=>act[b.dataset.act]()));
 slider.addEventListener('input',()=>show(+slider.value));
-root.querySelector('.dg-controls').hidden=false; show(0);
+root.querySelector('.dg-controls').hidden=false; show(data.steps.length-1);
 })();
 """
 
@@ -83,8 +91,8 @@ def stepper_html(svg: str, steps: list[dict], *, mode: str = "reveal", title: st
     uid = "dg" + hashlib.sha1((svg + payload).encode()).hexdigest()[:10]
     items = "".join(f"<li>{escape(s['text'])}</li>" for s in steps)
     buttons = "".join(f'<button type="button" data-act="{a}" title="{a}">{t}</button>'
-                      for a, t in (("first", "\u23ee"), ("prev", "\u25c0"), ("play", "\u25b6 play"),
-                                   ("next", "\u25b6|"), ("last", "\u23ed")))
+                      for a, t in (("first", "\u00ab first"), ("prev", "\u2039 prev"), ("play", "play"),
+                                   ("next", "next \u203a"), ("last", "last \u00bb")))
     return (
         f'<div class="dg-stepper" id="{uid}"><style>{_CSS.format(p=uid)}</style>'
         + (f"<b>{escape(title)}</b>" if title else "")
