@@ -10,7 +10,7 @@ import sys
 import torch
 
 _SKIP = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,))
-_HERE = os.path.dirname(__file__) + os.sep
+PACKAGE_DIR = os.path.dirname(__file__) + os.sep
 _CELL = re.compile(r"(ipykernel_\d+[/\\]\d+\.py|<ipython-input-[\d-]+>)$")
 _internal: dict[str, bool] = {}
 
@@ -18,7 +18,7 @@ _internal: dict[str, bool] = {}
 def _is_internal(filename: str) -> bool:
     hit = _internal.get(filename)
     if hit is None:
-        hit = filename.startswith(_SKIP) or filename.startswith(_HERE) or filename.startswith("<frozen")
+        hit = filename.startswith(_SKIP) or filename.startswith(PACKAGE_DIR) or filename.startswith("<frozen")
         _internal[filename] = hit
     return hit
 

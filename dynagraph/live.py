@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -219,6 +220,8 @@ class _Mode(TorchFunctionMode):
         rec = self.rec
         if rec._inside_apply:  # ops inside a custom Function's forward: part of its step
             return out
+        if sys._getframe(1).f_code.co_filename.startswith(_source.PACKAGE_DIR):
+            return out  # dynagraph's own bookkeeping (e.g. track_modules' probe)
         name = _op_name(func)
         target = args[0] if (name.endswith("_") or name == "setitem") and args and \
             isinstance(args[0], torch.Tensor) else None
