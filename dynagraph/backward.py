@@ -45,7 +45,7 @@ class BackwardTrace:
         first: dict[int, int] = {}
         for k, nid in enumerate(self.order):
             first.setdefault(nid, k + 1)
-        node_attrs = {nid: f'xlabel="#{k}" fontcolor="#c92a2a"' for nid, k in first.items()}
+        node_attrs = {nid: f'xlabel=<<FONT COLOR="#c92a2a">#{k}</FONT>>' for nid, k in first.items()}
         finite = [v for v in self.edge_norms.values() if v > 0 and math.isfinite(v)]
         lo, hi = (min(finite), max(finite)) if finite else (1.0, 1.0)
         edge_attrs = {}
@@ -55,8 +55,8 @@ class BackwardTrace:
             else:
                 width = 1.0 if math.isfinite(v) else 3.0
             colour = "#1971c2" if math.isfinite(v) else "#e03131"
-            edge_attrs[edge] = (f'penwidth={width:.2f} color="{colour}" '
-                                f'label="{v:.3g}" fontsize=8 fontcolor="{colour}"')
+            edge_attrs[edge] = (f'dir=back penwidth={width:.2f} color="{colour}" '  # arrows follow the gradient
+                                f'label="{v:.3g}" fontcolor="{colour}"')
         return node_attrs, edge_attrs
 
     def graph(self, title=None) -> Graph:

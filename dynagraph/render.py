@@ -36,7 +36,7 @@ _HEADER = (
     'digraph dynagraph {\n'
     '  graph [rankdir=TB nodesep=0.25 ranksep=0.3 fontname="Helvetica" fontsize=10]\n'
     '  node [fontname="Helvetica" fontsize=10 height=0.3 margin="0.08,0.03"]\n'
-    '  edge [arrowsize=0.6 color="#495057"]\n'
+    '  edge [arrowsize=0.6 color="#495057" fontname="Helvetica" fontsize=8]\n'
 )
 FORMATS = ("dot", "svg", "png", "pdf", "jpg")
 

@@ -1,0 +1,44 @@
+"""Regenerate the SVG pictures shown in README.md (docs/images/*.svg).
+
+    .venv/bin/python tools/readme_images.py
+"""
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+import dynagraph as dg
+from dynagraph import render
+
+OUT = Path(__file__).resolve().parent.parent / "docs" / "images"
+
+
+def live_picture() -> str:
+    """A small MLP's recording, each node labelled with the step that created it."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    with dg.live(model) as rec:
+        loss = model(torch.ones(2, 3)).pow(2).mean()
+    step_of = {n: s.index for s in rec.steps for n in s.nodes}
+    attrs = {n: f'xlabel=<<FONT COLOR="#c92a2a">step {k}</FONT>>' for n, k in step_of.items()}
+    dot = render.to_dot(rec.nodes, rec.edges, rec.module_types, node_attrs=attrs,
+                        title=f"dg.live(): {len(rec.steps)} steps, each node labelled by its step")
+    return render.pipe(dot, "svg").decode()
+
+
+def backward_picture() -> str:
+    """The same model's backward pass: execution order and gradient norm per edge."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    loss = model(torch.ones(2, 3)).pow(2).mean()
+    with dg.trace_backward(loss, params=model) as bt:
+        loss.backward()
+    return render.pipe(bt.to_dot(), "svg").decode()
+
+
+if __name__ == "__main__":
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "live_mlp.svg").write_text(live_picture())
+    (OUT / "backward_mlp.svg").write_text(backward_picture())
+    print("wrote", ", ".join(p.name for p in sorted(OUT.glob("*.svg"))))
