@@ -64,16 +64,16 @@ def fold(nodes, edges, max_nodes):
     if max_nodes < 2:
         raise ValueError(f"max_nodes must be >= 2 or None (draw everything); got {max_nodes!r}")
     ops = sorted((n for n in nodes if n.seq is not None), key=lambda n: n.seq)
-    # Leaves and outputs ride along with their neighbours: budget ops at about 2/3.
-    budget = max(2, (max_nodes * 2) // 3)
-    hidden_ops = ops[budget // 2: len(ops) - (budget - budget // 2)]
-    hidden = {n.id for n in hidden_ops}
     consumers: dict[int, set[int]] = {}
     for src, dst in edges:
         consumers.setdefault(src, set()).add(dst)
-    for n in nodes:  # a leaf whose every consumer is hidden is hidden too
-        if n.seq is None and n.kind in ("parameter", "input") and consumers.get(n.id, set()) <= hidden:
-            hidden.add(n.id)
+    budget = max_nodes - 1  # ops kept; leaves and outputs ride along, so shrink to fit
+    while True:
+        hidden = _hidden(nodes, ops, consumers, budget)
+        over = len(nodes) - len(hidden) + 1 - max_nodes
+        if over <= 0 or budget <= 2:
+            break
+        budget = max(2, min(budget - 1, budget * max_nodes // (max_nodes + over)))
     if not hidden:
         return nodes, edges
     fold_id = max(n.id for n in nodes) + 1
@@ -85,3 +85,12 @@ def fold(nodes, edges, max_nodes):
     fold_node = Node(fold_id, "fold", "fold", label, count=sum(n.count for n in folded))
     kept = [n for n in nodes if n.id not in hidden]
     return kept + [fold_node], _remap(edges, {i: fold_id for i in hidden})
+
+
+def _hidden(nodes, ops, consumers, budget) -> set[int]:
+    """Ids hidden when the first and last ``budget / 2`` ops are kept."""
+    hidden = {n.id for n in ops[budget // 2: len(ops) - (budget - budget // 2)]}
+    for n in nodes:  # a leaf whose every consumer is hidden is hidden too
+        if n.seq is None and n.kind in ("parameter", "input") and consumers.get(n.id, set()) <= hidden:
+            hidden.add(n.id)
+    return hidden

@@ -47,6 +47,10 @@ def draw(roots, *, params=None, depth=None, max_nodes=DEFAULT_MAX_NODES,
         >>> sorted(g.counts().items())
         [('AccumulateGrad', 1), ('AddBackward0', 1), ('MulBackward0', 1)]
     """
+    if depth is not None and (not isinstance(depth, int) or depth < 1):
+        raise ValueError(f"depth must be an int >= 1 (1 collapses top-level submodules); got {depth!r}")
+    if max_nodes is not None and (not isinstance(max_nodes, int) or max_nodes < 2):
+        raise ValueError(f"max_nodes must be an int >= 2 or None (draw everything); got {max_nodes!r}")
     nodes, edges, module_types = capture(roots, params=params, show_saved=show_saved)
     if depth is not None:
         nodes, edges = _transform.collapse(nodes, edges, module_types, depth)

@@ -49,7 +49,7 @@ class Graph:
         for n in self.nodes:
             if n.id == node_id:
                 return n
-        raise KeyError(f"no node with id {node_id!r} (ids run from 0 to {len(self.nodes) - 1})")
+        raise KeyError(f"no node with id {node_id!r} in this graph (see [n.id for n in graph.nodes])")
 
     def to_dot(self, **attrs) -> str:
         """DOT source of the drawing (keyword arguments go to :func:`render.to_dot`)."""

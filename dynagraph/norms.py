@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import ItemsView, Mapping
 
 import torch
 from torch import nn
@@ -38,7 +38,7 @@ def named_tensors(source) -> list[tuple[str, torch.Tensor]]:
         pairs = list(source.named_parameters())
     elif isinstance(source, Mapping):
         pairs = list(source.items())
-    elif isinstance(source, (list, tuple)) or hasattr(source, "__next__"):
+    elif isinstance(source, (list, tuple, ItemsView)) or hasattr(source, "__next__"):
         pairs = list(source)
     else:
         raise TypeError(

@@ -1,0 +1,46 @@
+"""Skip tests whose marker names something this machine lacks, saying what to install."""
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def _missing_dot():
+    if shutil.which("dot") is None:
+        return "needs the system Graphviz `dot`: apt install graphviz (or brew/conda install graphviz)"
+    return None
+
+
+def _missing_gpu():
+    if not torch.cuda.is_available():
+        return ("needs a CUDA device and a CUDA build of torch: pip install torch==2.13.0 "
+                "--index-url https://download.pytorch.org/whl/cu126 (README, 'CUDA')")
+    return None
+
+
+def _missing_browser():
+    if not CHROMIUM.exists():
+        return f"needs a headless Chromium at {CHROMIUM}: apt install chromium"
+    if importlib.util.find_spec("playwright") is None:
+        return "needs playwright: pip install playwright"
+    return None
+
+
+CHECKS = {"dot": _missing_dot, "gpu": _missing_gpu, "browser": _missing_browser}
+
+
+def pytest_collection_modifyitems(config, items):
+    reasons = {}  # marker -> skip reason, computed once per run
+    for item in items:
+        for marker, check in CHECKS.items():
+            if item.get_closest_marker(marker) is None:
+                continue
+            if marker not in reasons:
+                reasons[marker] = check()
+            if reasons[marker]:
+                item.add_marker(pytest.mark.skip(reason=reasons[marker]))

@@ -1,0 +1,56 @@
+"""device(): CUDA when there is one, CPU otherwise, DYNAGRAPH_DEVICE to override."""
+
+import pytest
+import torch
+
+import dynagraph as dg
+from dynagraph._device import ENV
+
+
+@pytest.fixture
+def env(monkeypatch):
+    monkeypatch.delenv(ENV, raising=False)
+    return monkeypatch
+
+
+def test_default_follows_cuda_availability(env):
+    want = "cuda" if torch.cuda.is_available() else "cpu"
+    assert dg.device() == torch.device(want)
+
+
+def test_default_without_cuda_is_cpu(env):
+    env.setattr(torch.cuda, "is_available", lambda: False)
+    assert dg.device() == torch.device("cpu")
+
+
+@pytest.mark.parametrize("value", ["cpu", " cpu ", "cpu:0"])
+def test_override_to_cpu(env, value):
+    env.setenv(ENV, value)
+    assert dg.device().type == "cpu"
+
+
+def test_blank_override_is_ignored(env):
+    env.setenv(ENV, "  ")
+    env.setattr(torch.cuda, "is_available", lambda: False)
+    assert dg.device() == torch.device("cpu")
+
+
+@pytest.mark.parametrize("value", ["gpu", "cuda:x", "tpu0"])
+def test_unknown_device_raises(env, value):
+    env.setenv(ENV, value)
+    with pytest.raises(ValueError, match=rf"DYNAGRAPH_DEVICE='{value}' is not a torch device \(try 'cpu'"):
+        dg.device()
+
+
+def test_cuda_without_cuda_raises(env):
+    env.setenv(ENV, "cuda:1")
+    env.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="DYNAGRAPH_DEVICE='cuda:1' but CUDA is not available here"):
+        dg.device()
+
+
+@pytest.mark.gpu
+def test_cuda_override_on_a_cuda_machine(env):
+    env.setenv(ENV, "cuda")
+    assert dg.device() == torch.device("cuda")
+    assert torch.ones(1, device=dg.device()).is_cuda

@@ -1,0 +1,203 @@
+"""draw() and Graph: display in Jupyter, save to files, and render without system Graphviz."""
+
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import dynagraph as dg
+from dynagraph import render
+from dynagraph.draw import DEFAULT_MAX_NODES
+
+ADDRESS = re.compile(r"0x[0-9a-f]{6,}")
+
+
+@pytest.fixture
+def graph():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    return dg.draw(model(torch.randn(5, 3)).sum(), params=model, title="MLP")
+
+
+@pytest.fixture
+def fresh_renderer(monkeypatch):
+    """No DYNAGRAPH_DOT and no cached renderer lookup or output, before and after."""
+    monkeypatch.delenv("DYNAGRAPH_DOT", raising=False)
+    render._resolve.cache_clear()
+    render._run.cache_clear()
+    yield monkeypatch
+    render._resolve.cache_clear()
+    render._run.cache_clear()
+
+
+def test_draw_returns_graph_with_counts_and_summary(graph):
+    assert isinstance(graph, dg.Graph)
+    assert graph.counts() == {"AccumulateGrad": 4, "AddmmBackward0": 2, "TBackward0": 2,
+                              "ReluBackward0": 1, "SumBackward0": 1}
+    assert len(graph) == 11  # those ten and the output
+    assert repr(graph) == "<dynagraph.Graph: 11 nodes, 10 edges (op 6, output 1, parameter 4)>"
+
+
+def test_graph_node_looks_up_by_id(graph):
+    assert graph.node(0).kind == "output"
+    with pytest.raises(KeyError, match="no node with id 99"):
+        graph.node(99)
+
+
+def test_mimebundle_has_plain_text_without_addresses_and_html_svg(graph):
+    bundle = graph._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}
+    assert not ADDRESS.search(bundle["text/plain"])
+    assert bundle["text/plain"].startswith("<dynagraph.Graph: 11 nodes")
+    assert "<svg" in bundle["text/html"]
+    assert not ADDRESS.search(bundle["text/html"])
+
+
+def test_repr_html_parses_and_shows_labels(graph):
+    root = ET.fromstring(graph._repr_html_())
+    texts = {"".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text")}
+    assert {"MLP", "0.weight", "2.bias", "AddmmBackward0"} <= texts
+
+
+def test_svg_is_deterministic(graph):
+    assert graph.svg() == graph.svg()
+    render._run.cache_clear()
+    first = graph.svg()
+    render._run.cache_clear()
+    assert graph.svg() == first  # stored notebook outputs compare equal
+
+
+MAGIC = {".svg": b"<?xml", ".png": b"\x89PNG\r\n\x1a\n", ".PNG": b"\x89PNG\r\n\x1a\n",
+         ".jpg": b"\xff\xd8\xff", ".dot": b"digraph", ".gv": b"digraph"}
+
+
+@pytest.mark.parametrize("suffix", sorted(MAGIC))
+def test_save_writes_format_from_suffix(graph, tmp_path, suffix):
+    path = graph.save(tmp_path / f"g{suffix}")
+    assert path == tmp_path / f"g{suffix}"
+    assert path.read_bytes().startswith(MAGIC[suffix])
+
+
+def test_save_dot_is_to_dot(graph, tmp_path):
+    assert graph.save(str(tmp_path / "g.dot")).read_text() == graph.to_dot()
+
+
+def test_save_unknown_suffix_raises(graph, tmp_path):
+    with pytest.raises(ValueError, match=r"unknown format: '\.bmp' in .*g\.bmp.*must be one of"):
+        graph.save(tmp_path / "g.bmp")
+    with pytest.raises(ValueError, match=r"unknown format: ''"):
+        graph.save(tmp_path / "noext")
+    assert not (tmp_path / "g.bmp").exists()
+
+
+def test_save_pdf_needs_system_graphviz(graph, tmp_path, fresh_renderer):
+    if shutil.which("dot"):
+        assert graph.save(tmp_path / "g.pdf").read_bytes().startswith(b"%PDF")
+    else:
+        with pytest.raises(dg.RendererNotFoundError, match="install Graphviz"):
+            graph.save(tmp_path / "g.pdf")
+
+
+def test_to_graphviz_is_a_source_of_the_dot(graph):
+    source = graph.to_graphviz()
+    assert source.source == graph.to_dot()
+
+
+def test_title_is_drawn(graph):
+    assert 'label="MLP"' in graph.to_dot()
+
+
+def test_missing_renderer_fails_with_install_hint(graph, fresh_renderer):
+    fresh_renderer.setenv("DYNAGRAPH_DOT", "/nonexistent/dot")
+    with pytest.raises(dg.RendererNotFoundError, match="pip install graphviz-pure"):
+        graph.svg()
+    with pytest.raises(dg.RendererNotFoundError, match="pip install graphviz-pure"):
+        graph._repr_mimebundle_()
+    assert graph.to_dot().startswith("digraph")  # DOT needs no renderer
+
+
+def _spy_on_renderer(monkeypatch):
+    """Record the program each renderer subprocess runs."""
+    calls = []
+    real = subprocess.run
+
+    def spy(args, *a, **kw):
+        calls.append(args[0])
+        return real(args, *a, **kw)
+
+    monkeypatch.setattr(render.subprocess, "run", spy)
+    return calls
+
+
+@pytest.mark.parametrize("how", ["venv_bin_only", "symlink_on_path"])
+def test_draw_svg_works_without_system_dot(fresh_renderer, tmp_path, how):
+    venv_bin = Path(sys.executable).parent
+    pure = shutil.which("graphviz-pure", path=str(venv_bin))
+    if pure is None:
+        pytest.skip("graphviz-pure is not installed beside this Python: pip install graphviz-pure")
+    if how == "venv_bin_only":
+        if shutil.which("dot", path=str(venv_bin)):
+            pytest.skip(f"{venv_bin} holds a `dot` too (a conda env): the symlink case covers it")
+        fresh_renderer.setenv("PATH", str(venv_bin))
+    else:  # found only through PATH: a symlink in a temp dir, python moved elsewhere
+        (tmp_path / "graphviz-pure").symlink_to(pure)
+        fresh_renderer.setenv("PATH", str(tmp_path))
+        fresh_renderer.setattr(sys, "executable", str(tmp_path / "elsewhere" / "python"))
+    assert shutil.which("dot") is None  # system Graphviz is hidden
+    calls = _spy_on_renderer(fresh_renderer)
+    x = torch.tensor([1.0], requires_grad=True)
+    svg = dg.draw(2 * x + 1).svg()
+    assert "<svg" in svg and "AddBackward0" in svg
+    assert [Path(c).name for c in calls] == ["graphviz-pure"]
+    raw = render.pipe(dg.draw(2 * x + 1).to_dot(), "svg").decode()
+    assert "(graphviz-pure)" in raw  # its own banner in the SVG it wrote
+
+
+@pytest.mark.dot
+def test_draw_renders_with_system_dot(fresh_renderer):
+    fresh_renderer.setenv("DYNAGRAPH_DOT", "dot")
+    calls = _spy_on_renderer(fresh_renderer)
+    x = torch.tensor([1.0], requires_grad=True)
+    assert "AddBackward0" in dg.draw(2 * x + 1).svg()
+    assert [Path(c).name for c in calls] == ["dot"]
+
+
+def test_default_max_nodes_folds_big_graphs():
+    torch.manual_seed(0)
+    model = nn.Sequential(*[nn.Linear(2, 2) for _ in range(400)])
+    loss = model(torch.randn(1, 2)).sum()
+    assert 1 + 1 + 4 * 400 > DEFAULT_MAX_NODES
+    graph = dg.draw(loss, params=model)
+    assert [n.kind for n in graph.nodes].count("fold") == 1
+    assert len(dg.draw(loss, params=model, max_nodes=None)) == 1 + 1 + 4 * 400
+
+
+def test_depth_zero_raises():
+    x = torch.ones(1, requires_grad=True)
+    with pytest.raises(ValueError, match=r"depth must be an int >= 1 .*got 0"):
+        dg.draw(x * 2, depth=0)
+
+
+def test_max_nodes_one_raises():
+    x = torch.ones(1, requires_grad=True)
+    with pytest.raises(ValueError, match=r"max_nodes must be an int >= 2 or None .*got 1"):
+        dg.draw(x * 2 + 1, max_nodes=1)
+
+
+@pytest.mark.gpu
+def test_cuda_tensors_show_device_in_labels():
+    torch.manual_seed(0)
+    model = nn.Linear(3, 2).cuda()
+    graph = dg.draw(model(torch.randn(4, 3, device="cuda")).sum(), params=model)
+    addmm = next(n for n in graph.nodes if n.name == "AddmmBackward0")
+    assert addmm.device == "cuda:0" and addmm.shape == (4, 2)
+    assert "(4, 2) cuda:0" in graph.to_dot()
+    assert {n.device for n in graph.nodes} == {"cuda:0"}
+    assert "cuda:0" in graph.svg()
+

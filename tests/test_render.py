@@ -1,0 +1,230 @@
+"""render: DOT text (golden files), quoting, and finding and running a renderer.
+
+Golden DOT files live in tests/golden/; after an intended change to the DOT output,
+rewrite them with ``DYNAGRAPH_UPDATE_GOLDEN=1 python3 dev.py test tests/test_render.py``
+and review the diff.
+"""
+
+import os
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import dynagraph as dg
+from dynagraph import render
+from dynagraph._records import KINDS, Node
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+UPDATE = os.environ.get("DYNAGRAPH_UPDATE_GOLDEN") == "1"
+SVG_TEXT = "{http://www.w3.org/2000/svg}text"
+
+
+def check_golden(name: str, text: str) -> None:
+    path = GOLDEN / f"{name}.dot"
+    if UPDATE:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no golden file {path}: run with DYNAGRAPH_UPDATE_GOLDEN=1 to create it"
+    assert text == path.read_text(), (
+        f"DOT differs from {path}; if the change is intended, rerun with DYNAGRAPH_UPDATE_GOLDEN=1"
+    )
+
+
+def svg_texts(svg: str) -> list[str]:
+    """The text lines drawn in an SVG (parsing it proves it is well-formed XML)."""
+    return ["".join(t.itertext()) for t in ET.fromstring(svg).iter(SVG_TEXT)]
+
+
+@pytest.fixture
+def fresh_renderer(monkeypatch):
+    """No DYNAGRAPH_DOT, no cached renderer lookup, before and after the test."""
+    monkeypatch.delenv("DYNAGRAPH_DOT", raising=False)
+    render._resolve.cache_clear()
+    render._run.cache_clear()
+    yield monkeypatch
+    render._resolve.cache_clear()
+    render._run.cache_clear()
+
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return a * a
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return 2 * a * grad
+
+
+# Golden DOT text.
+
+def test_golden_two_x_plus_one():
+    x = torch.tensor([1.0], requires_grad=True)
+    check_golden("two_x_plus_one", dg.draw(2 * x + 1, params={"x": x}).to_dot())
+
+
+def test_golden_two_layer_mlp():
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    loss = model(torch.zeros(5, 3)).sum()
+    check_golden("mlp2", dg.draw(loss, params=model, title="2-layer MLP").to_dot())
+
+
+def test_golden_custom_function_show_saved():
+    x = torch.ones(3, requires_grad=True)
+    y = (Square.apply(x) * x).sum()  # x feeds two ops: drawn as two copies
+    check_golden("custom_saved", dg.draw(y, params={"x": x}, show_saved=True).to_dot())
+
+
+# DOT text from hand-made records.
+
+def _records():
+    nodes = [
+        Node(0, "output", "output", "loss", (), "float32", "cpu"),
+        Node(1, "AddmmBackward0", "op", "AddmmBackward0", (2, 4), "float32", "cpu",
+             module="enc.layer", seq=1),
+        Node(2, "AccumulateGrad", "parameter", "enc.layer.weight", (4, 4), "float32", "cpu",
+             module="enc.layer"),
+        Node(3, "MulBackward0", "op", "MulBackward0", (2, 4), "float32", "cpu", seq=2),
+    ]
+    edges = [(2, 1), (1, 3), (2, 3), (3, 0)]
+    return nodes, edges
+
+
+def test_to_dot_nests_module_clusters_with_class_names():
+    nodes, edges = _records()
+    dot = render.to_dot(nodes, edges, {"enc": "Encoder", "enc.layer": "Linear"})
+    outer = dot.index('subgraph "cluster_enc" {')
+    inner = dot.index('subgraph "cluster_enc.layer" {')
+    assert outer < inner
+    assert 'label="enc: Encoder"' in dot and 'label="enc.layer: Linear"' in dot
+    assert dot.index("n1 [") > inner  # the op sits in its module's frame
+
+
+def test_to_dot_splits_a_shared_leaf_per_consumer():
+    nodes, edges = _records()
+    dot = render.to_dot(nodes, edges)
+    assert "n2_0 [" in dot and "n2_1 [" in dot and "  n2 [" not in dot
+    assert "n2_0 -> n1" in dot and "n2_1 -> n3" in dot
+    single = render.to_dot(nodes, edges, split_leaves=False)
+    assert "  n2 [" in single and "n2_0" not in single
+
+
+def test_to_dot_extra_attributes_and_title():
+    nodes, edges = _records()
+    dot = render.to_dot(nodes, edges, title="my graph", node_attrs={3: "penwidth=3"},
+                        edge_attrs={(3, 0): 'color="red"'})
+    assert 'label="my graph"' in dot
+    assert "penwidth=3]" in dot.split("n3 [", 1)[1].split("\n", 1)[0]
+    assert 'color="red"' in next(line for line in dot.splitlines() if "n3 -> n0" in line)
+
+
+def test_every_kind_has_a_style():
+    assert set(render.STYLE) == set(KINDS)
+
+
+def test_quote_shows_text_literally():
+    assert render.quote('a"b') == r'"a\"b"'
+    assert render.quote("\\N") == r'"\\N"'  # not Graphviz's node-name escape
+    assert render.quote("one\ntwo\r") == r'"one\ntwo"'
+
+
+def test_node_label_lists_label_meta_and_saved():
+    node = Node(1, "SquareBackward", "custom", "Square", (3,), "float64", "cuda:0",
+                saved=[("tensors[0]", "(3,) float64")])
+    assert render.node_label(node) == (
+        "Square\n(custom Function)\n(3,) float64 cuda:0\nsaved tensors[0]: (3,) float64"
+    )
+    plain = Node(2, "MulBackward0", "op", "MulBackward0", (2, 2), "float32", "cpu")
+    assert render.node_label(plain) == "MulBackward0\n(2, 2)"  # float32/cpu go unsaid
+    module = Node(3, "Linear", "module", "fc: Linear\n3 ops", (2, 2), "float32", "cpu")
+    assert render.node_label(module) == "fc: Linear\n3 ops"
+
+
+def test_special_characters_render_literally_and_svg_parses():
+    weird = '<b>&"\\N'
+    model = nn.Sequential()
+    model.add_module(weird, nn.Linear(2, 2))
+    with dg.track_modules(model):
+        loss = model(torch.ones(1, 2)).sum()
+    graph = dg.draw(loss, params=model, title=weird)
+    texts = svg_texts(render.pipe(graph.to_dot(), "svg").decode())
+    assert weird in texts  # the title: \N not replaced by a node name
+    assert f"{weird}: Linear" in texts  # the module frame
+    assert f"{weird}.weight" in texts and f"{weird}.bias" in texts
+    html = graph._repr_html_()
+    assert weird in ["".join(t.itertext()) for t in ET.fromstring(html).iter(SVG_TEXT)]
+
+
+# Finding and running the renderer.
+
+def test_default_renderer_is_graphviz_pure(fresh_renderer):
+    assert Path(render.find_renderer()).name == "graphviz-pure"
+
+
+def test_missing_renderer_says_how_to_install(fresh_renderer):
+    fresh_renderer.setenv("DYNAGRAPH_DOT", "/nonexistent/dot-program")
+    with pytest.raises(render.RendererNotFoundError,
+                       match=r"DYNAGRAPH_DOT='/nonexistent/dot-program'.*pip install graphviz-pure"):
+        render.find_renderer()
+
+
+def test_no_renderer_anywhere_says_how_to_install(fresh_renderer, tmp_path):
+    fresh_renderer.setenv("PATH", str(tmp_path))
+    fresh_renderer.setattr(sys, "executable", str(tmp_path / "bin" / "python"))
+    with pytest.raises(render.RendererNotFoundError,
+                       match=r"no Graphviz program found.*pip install graphviz-pure"):
+        render.pipe("digraph { a -> b }", "svg")
+
+
+@pytest.mark.parametrize("fmt", ["bmp", "dot", ""])
+def test_pipe_unknown_format_raises(fmt):
+    with pytest.raises(ValueError, match=f"unknown format: '{fmt}' \\(must be one of"):
+        render.pipe("digraph { a -> b }", fmt)
+
+
+def test_pdf_without_system_graphviz_raises(fresh_renderer, tmp_path):
+    fresh_renderer.setenv("PATH", str(tmp_path))  # graphviz-pure still found beside python
+    with pytest.raises(render.RendererNotFoundError,
+                       match=r"PDF output needs the system Graphviz.*save as \.svg or \.png"):
+        render.pipe("digraph { a -> b }", "pdf")
+
+
+def test_renderer_failure_carries_its_message():
+    with pytest.raises(RuntimeError, match=r"-Tsvg failed: .*syntax error"):
+        render.pipe("digraph {", "svg")
+
+
+@pytest.mark.parametrize("fmt, magic", [("svg", b"<?xml"), ("png", b"\x89PNG\r\n\x1a\n"),
+                                        ("jpg", b"\xff\xd8\xff")])
+def test_pipe_writes_each_format(fmt, magic):
+    assert render.pipe("digraph { a -> b }", fmt).startswith(magic)
+
+
+def test_svg_for_html_drops_prologue_and_fixed_width():
+    raw = render.pipe("digraph { a -> b }", "svg")
+    for svg in (raw, raw.decode()):
+        html = render.svg_for_html(svg)
+        assert html.startswith('<svg style="max-width:100%;height:auto" ')
+        assert "<?xml" not in html and "<!DOCTYPE" not in html and "Generated by" not in html
+        ET.fromstring(html)
+
+
+@pytest.mark.dot
+def test_system_dot_renders_when_asked(fresh_renderer):
+    fresh_renderer.setenv("DYNAGRAPH_DOT", "dot")
+    assert Path(render.find_renderer()).name == "dot"
+    x = torch.ones(2, requires_grad=True)
+    svg = render.pipe(dg.draw((2 * x).sum()).to_dot(), "svg").decode()
+    assert "graphviz-pure" not in svg
+    assert "MulBackward0" in svg_texts(svg)
+
+
+@pytest.mark.dot
+def test_pdf_with_system_dot(fresh_renderer):
+    assert render.pipe("digraph { a -> b }", "pdf").startswith(b"%PDF")

@@ -1,0 +1,143 @@
+"""collapse and fold: smaller pictures that still account for every autograd node."""
+
+from collections import Counter
+
+import pytest
+import torch
+from torch import nn
+
+import dynagraph as dg
+from dynagraph import _transform
+from dynagraph._records import Node
+
+
+def check_edges(graph):
+    """Every edge joins two existing nodes, once, and never a node to itself."""
+    ids = {n.id for n in graph.nodes}
+    assert all(a in ids and b in ids and a != b for a, b in graph.edges)
+    assert len(ids) == len(graph.nodes)
+
+
+def accounted(graph):
+    """Autograd nodes a graph stands for: module and fold nodes count their members."""
+    return sum(n.count for n in graph.nodes if n.kind != "output")
+
+
+@pytest.fixture(scope="module", params=["train", "eval"])
+def encoder(request):
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+    model = getattr(nn.TransformerEncoder(layer, 2, enable_nested_tensor=False), request.param)()
+    with dg.track_modules(model):
+        out = model(torch.randn(2, 5, 8)).sum()
+    return model, out
+
+
+def test_collapse_depth_two_gives_one_node_per_layer(encoder):
+    model, out = encoder
+    full = dg.draw(out, params=model, max_nodes=None)
+    graph = dg.draw(out, params=model, depth=2, max_nodes=None)
+    modules = [n for n in graph.nodes if n.kind == "module"]
+    assert sorted(n.label.split("\n")[0] for n in modules) == [
+        "layers.0: TransformerEncoderLayer", "layers.1: TransformerEncoderLayer"]
+    assert {n.name for n in modules} == {"TransformerEncoderLayer"}
+    assert {n.module for n in modules} == {"layers"}  # drawn inside the ModuleList's frame
+    for node in modules:
+        path = node.label.split(":")[0]
+        members = [n for n in full.nodes if n.module and (n.module + ".").startswith(path + ".")]
+        assert node.count == len(members)
+        ops = sum(n.seq is not None for n in members)
+        assert node.label.endswith(f"\n{ops} ops")
+    assert accounted(graph) == accounted(full) == len(full) - 1  # all but the output
+    check_edges(graph)
+
+
+def test_collapse_depth_one_gives_the_module_list(encoder):
+    model, out = encoder
+    graph = dg.draw(out, params=model, depth=1, max_nodes=None)
+    [module] = [n for n in graph.nodes if n.kind == "module"]
+    assert module.name == "ModuleList" and module.label.startswith("layers: ModuleList\n")
+    assert accounted(graph) == len(dg.draw(out, params=model, max_nodes=None)) - 1
+    check_edges(graph)
+
+
+def test_collapsed_graph_renders(encoder):
+    model, out = encoder
+    svg = dg.draw(out, params=model, depth=2).svg()
+    assert "layers.0: TransformerEncoderLayer" in svg
+
+
+def test_collapse_without_module_tags_changes_nothing():
+    x = torch.ones(2, requires_grad=True)
+    nodes = dg.draw((x * 2).sum()).nodes
+    assert [n.kind for n in dg.draw((x * 2).sum(), depth=1).nodes] == [n.kind for n in nodes]
+
+
+def test_collapse_deeper_than_any_module_changes_nothing():
+    model = nn.Sequential(nn.Linear(2, 2))
+    with dg.track_modules(model):
+        loss = model(torch.ones(1, 2)).sum()
+    assert "module" not in {n.kind for n in dg.draw(loss, params=model, depth=3).nodes}
+
+
+def test_remap_drops_self_loops_and_repeats():
+    assert _transform._remap([(1, 2), (2, 3), (1, 3), (4, 3)], {1: 9, 2: 9}) == [(9, 3), (4, 3)]
+
+
+@pytest.fixture(scope="module")
+def deep():
+    torch.manual_seed(0)
+    model = nn.Sequential(*[nn.Linear(2, 2) for _ in range(60)])
+    return model, model(torch.randn(1, 2)).sum()
+
+
+def test_fold_makes_one_node_that_accounts_for_the_rest(deep):
+    model, loss = deep
+    full = dg.draw(loss, params=model, max_nodes=None)
+    graph = dg.draw(loss, params=model, max_nodes=50)
+    [fold] = [n for n in graph.nodes if n.kind == "fold"]
+    kept = [n for n in graph.nodes if n.kind != "fold"]
+    assert fold.count + len(kept) == len(full)
+    assert len(graph) < len(full)
+    assert f"{fold.count:,} nodes folded" in fold.label and "max_nodes=None" in fold.label
+    check_edges(graph)
+
+
+def test_fold_keeps_the_ends_and_hides_the_middle(deep):
+    model, loss = deep
+    graph = dg.draw(loss, params=model, max_nodes=50)
+    labels = {n.label for n in graph.nodes}
+    assert {"0.weight", "59.weight", "SumBackward0", "output"} <= labels
+    assert "30.weight" not in labels
+    fold = next(n for n in graph.nodes if n.kind == "fold")
+    into = {a for a, b in graph.edges if b == fold.id}
+    out_of = {b for a, b in graph.edges if a == fold.id}
+    assert into and out_of  # the fold sits between the kept ends
+
+
+def test_fold_hides_leaves_whose_consumers_are_all_hidden(deep):
+    model, loss = deep
+    graph = dg.draw(loss, params=model, max_nodes=50)
+    fold = next(n for n in graph.nodes if n.kind == "fold")
+    for leaf in (n for n in graph.nodes if n.kind == "parameter"):
+        assert {b for a, b in graph.edges if a == leaf.id} - {fold.id}
+
+
+def test_fold_under_the_limit_changes_nothing():
+    nodes = [Node(0, "output", "output", "y"), Node(1, "MulBackward0", "op", "MulBackward0", seq=0)]
+    edges = [(1, 0)]
+    assert _transform.fold(nodes, edges, 2) == (nodes, edges)
+    assert _transform.fold(nodes, edges, None) == (nodes, edges)
+
+
+def test_collapse_then_fold_still_accounts_for_everything():
+    torch.manual_seed(0)
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(2, 2), nn.Tanh()) for _ in range(30)])
+    with dg.track_modules(model):
+        loss = model(torch.randn(1, 2)).sum()
+    full = dg.draw(loss, params=model, max_nodes=None)
+    graph = dg.draw(loss, params=model, depth=1, max_nodes=12)
+    kinds = Counter(n.kind for n in graph.nodes)
+    assert kinds["fold"] == 1 and kinds["module"] >= 2
+    assert accounted(graph) == len(full) - 1
+    check_edges(graph)
