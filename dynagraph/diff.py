@@ -26,8 +26,8 @@ class GraphDiff:
         a, b: The two :class:`Graph` objects.
         rows: ``(name, count in a, count in b)`` for every autograd name, sorted by
             the change (largest first), then name.
-        new: Ids of the nodes of ``b`` beyond ``a``'s count of their name (the latest
-            created ones), lit in the picture.
+        new: Ids of the nodes of ``b`` with no counterpart in ``a`` (matched by name,
+            module and leaf name; the latest created ones), lit in the picture.
     """
 
     def __init__(self, a: Graph, b: Graph, labels=("a", "b")):
@@ -70,16 +70,25 @@ class GraphDiff:
         return {"text/plain": repr(self), "text/html": self._repr_html_()}
 
 
+def _key(node):
+    """What makes two nodes 'the same' across graphs: name, module, and leaf name."""
+    return node.name, node.module, node.label if node.kind in ("parameter", "input") else None
+
+
 def _extra_nodes(a: Graph, b: Graph) -> list[int]:
-    """Nodes of ``b`` beyond ``a``'s count of the same name, latest created first."""
-    have = a.counts()
-    by_name: dict[str, list] = {}
+    """Nodes of ``b`` beyond ``a``'s count of the same kind of node, latest created first.
+
+    Nodes match by autograd name, module (when known) and, for leaves, their name,
+    so a new layer's parameters are new even though every leaf is an AccumulateGrad.
+    """
+    have = Counter(_key(n) for n in a.nodes if n.kind not in ("output", "fold", "module"))
+    by_key: dict[tuple, list] = {}
     for n in b.nodes:
         if n.kind not in ("output", "fold", "module"):
-            by_name.setdefault(n.name, []).append(n)
+            by_key.setdefault(_key(n), []).append(n)
     extra = []
-    for name, group in by_name.items():
-        surplus = len(group) - have[name]
+    for key, group in by_key.items():
+        surplus = len(group) - have[key]
         if surplus > 0:
             group.sort(key=lambda n: (n.seq is not None, n.seq or 0, n.id))
             extra.extend(n.id for n in group[-surplus:])
