@@ -70,22 +70,25 @@ class GraphDiff:
         return {"text/plain": repr(self), "text/html": self._repr_html_()}
 
 
-def _key(node):
+def _key(node, modules: bool):
     """What makes two nodes 'the same' across graphs: name, module, and leaf name."""
-    return node.name, node.module, node.label if node.kind in ("parameter", "input") else None
+    leaf = node.label if node.kind in ("parameter", "input") else None
+    return node.name, node.module if modules else None, leaf
 
 
 def _extra_nodes(a: Graph, b: Graph) -> list[int]:
     """Nodes of ``b`` beyond ``a``'s count of the same kind of node, latest created first.
 
-    Nodes match by autograd name, module (when known) and, for leaves, their name,
+    Nodes match by autograd name, module (when both graphs know modules) and, for
+    leaves, their name,
     so a new layer's parameters are new even though every leaf is an AccumulateGrad.
     """
-    have = Counter(_key(n) for n in a.nodes if n.kind not in ("output", "fold", "module"))
+    modules = all(any(n.module for n in g.nodes if n.seq is not None) for g in (a, b))
+    have = Counter(_key(n, modules) for n in a.nodes if n.kind not in ("output", "fold", "module"))
     by_key: dict[tuple, list] = {}
     for n in b.nodes:
         if n.kind not in ("output", "fold", "module"):
-            by_key.setdefault(_key(n), []).append(n)
+            by_key.setdefault(_key(n, modules), []).append(n)
     extra = []
     for key, group in by_key.items():
         surplus = len(group) - have[key]
