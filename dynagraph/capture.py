@@ -126,10 +126,9 @@ def param_names_of(params):
 
 
 def _leaf_kind(tensor, param_names):
-    name = param_names.get(id(tensor))
-    if name is not None:
-        return "parameter", name
-    return "input", "input"
+    """``(kind, label)`` of a leaf: parameters are ``nn.Parameter``s, other leaves inputs."""
+    kind = "parameter" if isinstance(tensor, nn.Parameter) else "input"
+    return kind, param_names.get(id(tensor)) or kind
 
 
 def _meta_of(tensor):

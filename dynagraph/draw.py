@@ -32,7 +32,7 @@ def draw(roots, *, params=None, depth=None, max_nodes=DEFAULT_MAX_NODES,
 
     Returns:
         A :class:`Graph`. Legend: grey rounded box = autograd op (``MulBackward0``),
-        orange bold = custom ``autograd.Function``, blue = parameter, yellow = other
+        orange bold = custom ``autograd.Function``, blue = ``nn.Parameter``, yellow = other
         leaf input, green = output, purple 3-D box = collapsed module, dashed note =
         folded nodes; dashed frames group nodes by module. Op nodes show the shape
         (and dtype/device when not float32/cpu) of the tensor they produced.

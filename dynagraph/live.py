@@ -197,6 +197,8 @@ def _why_no_node(ins, outs) -> str:
         return "grad disabled: torch.no_grad()"
     if not any(t.requires_grad for t in ins):
         return "no input requires grad"
+    if not any(t.is_floating_point() or t.is_complex() for t in outs):
+        return "integer or bool result: not differentiable"
     return "no new node"
 
 

@@ -380,9 +380,10 @@ def test_records_hold_no_torch_objects():
 
 def test_params_mapping_names_leaves():
     a = torch.ones(2, requires_grad=True)
-    b = torch.ones(2, requires_grad=True)
-    graph = dg.draw(a * b, params={"a": a, "b": b})
-    assert sorted(n.label for n in graph.nodes if n.kind == "parameter") == ["a", "b"]
+    w = nn.Parameter(torch.ones(2))
+    graph = dg.draw(a * w, params={"a": a, "w": w})
+    leaves = {n.label: n.kind for n in graph.nodes if n.name == "AccumulateGrad"}
+    assert leaves == {"a": "input", "w": "parameter"}  # plain tensors stay inputs
 
 
 def test_module_types_name_submodules():
