@@ -3,14 +3,17 @@
 
     python3 dev.py lab  [jupyter lab args...]   # e.g. --no-browser
     python3 dev.py test [pytest args...]        # e.g. -k autograd -x
+    python3 dev.py docs [sphinx-build args...]  # e.g. -W; site in docs/_build/html
 
-Both first ensure the environment: a virtual environment in .venv/ holding
+All first ensure the environment: a virtual environment in .venv/ holding
 requirements.txt and an editable install of this package. The install runs
 only when requirements.txt or pyproject.toml changed since the last one (a
-hash stamp inside .venv/), so later runs start at once.
+hash stamp inside .venv/), so later runs start at once. `test` also makes sure
+Chromium is there for the `browser` tests (installing it with apt-get as root).
 """
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +23,8 @@ VENV = ROOT / ".venv"
 VENV_PY = VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 STAMP = VENV / ".dynagraph-install-stamp"
 INPUTS = ("requirements.txt", "pyproject.toml")
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's package `chromium`; the browser tests drive it
+DOCS_OUT = Path("docs/_build/html")
 
 
 def log(msg):
@@ -64,12 +69,30 @@ def ensure_python_deps():
 
 
 def ensure_env():
-    """Everything both commands need. System packages (e.g. a browser for
-    `browser` tests) get their own ensure_* function, called from here."""
+    """Everything all commands need. System packages that one command needs get
+    their own ensure_* function, called from that command."""
     if sys.version_info < (3, 10):
         sys.exit("dev.py: needs Python >= 3.10")
     ensure_venv()
     ensure_python_deps()
+
+
+def ensure_chromium():
+    """Install Debian's Chromium for the `browser` tests when it is missing and we
+    are root with apt-get; otherwise say how (those tests then skip)."""
+    if CHROMIUM.exists():
+        return
+    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if not (is_root and shutil.which("apt-get")):
+        log(f"no {CHROMIUM}: `browser` tests will be skipped; install it with "
+            "`sudo apt-get install chromium` (Debian/Ubuntu)")
+        return
+    log("installing chromium for the browser tests (apt-get) ...")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+        if subprocess.call(cmd, cwd=ROOT, env=env):
+            log(f"`{' '.join(cmd)}` failed: `browser` tests will be skipped")
+            return
 
 
 def call_venv(*args):
@@ -90,10 +113,19 @@ def cmd_lab(args):
 
 
 def cmd_test(args):
+    ensure_chromium()
     return call_venv("-m", "pytest", *args)
 
 
-COMMANDS = {"lab": cmd_lab, "test": cmd_test}
+def cmd_docs(args):
+    """Build the website (notebooks with their stored outputs + API) with Sphinx."""
+    rc = call_venv("-m", "sphinx", "-b", "html", "-q", *args, "docs", DOCS_OUT)
+    if rc == 0:
+        print(DOCS_OUT / "index.html")
+    return rc
+
+
+COMMANDS = {"lab": cmd_lab, "test": cmd_test, "docs": cmd_docs}
 
 
 def main(argv):

@@ -92,7 +92,7 @@ def grad_norms(source) -> GradNorms:
 
 
 def grad_stats(source) -> dict[str, tuple[float, float, float]]:
-    """``{name: (norm, mean |grad|, max |grad|)}`` for parameters with a gradient (one sync)."""
+    """``{name: (norm, mean abs(grad), max abs(grad))}`` for parameters with a gradient (one sync)."""
     pairs = [(n, t.grad.detach()) for n, t in named_tensors(source) if t.grad is not None]
     rows = [torch.stack([torch.linalg.vector_norm(g).float(), g.abs().float().mean(),
                          g.abs().max().float()]) for _, g in pairs]

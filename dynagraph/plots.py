@@ -19,8 +19,8 @@ def _axes(ax, size):
 def plot_grad_norms(source, *, per="module", ax=None, title=None):
     """Bar chart of gradient norms per layer (or per parameter), on a log scale.
 
-    Bars are L2 norms. When ``source`` holds tensors, markers add the mean |grad|
-    (circle) and max |grad| (triangle) of each parameter, as the popular
+    Bars are L2 norms. When ``source`` holds tensors, markers add the mean ``|grad|``
+    (circle) and max ``|grad|`` (triangle) of each parameter, as the popular
     ``plot_grad_flow`` snippet does. Parameters without a gradient are marked
     "no grad" in red and non-finite norms "inf/nan", instead of being left out.
 

@@ -39,6 +39,9 @@ _HEADER = (
     '  edge [arrowsize=0.6 color="#495057" fontname="Helvetica" fontsize=8]\n'
 )
 FORMATS = ("dot", "svg", "png", "pdf", "jpg")
+# A leaf feeding more ops than this is drawn once per op: small graphs keep one box
+# per tensor, while an RNN weight used at every step no longer fans out everywhere.
+SPLIT_LEAVES = 3
 
 
 class RendererNotFoundError(RuntimeError):
@@ -57,7 +60,7 @@ def quote(text: str) -> str:
 
 
 def to_dot(nodes, edges, module_types=None, *, title=None, node_attrs=None,
-           edge_attrs=None, split_leaves=True, id_prefix="") -> str:
+           edge_attrs=None, split_leaves=SPLIT_LEAVES, id_prefix="") -> str:
     """DOT text for the records, modules drawn as nested clusters.
 
     Args:
@@ -66,8 +69,9 @@ def to_dot(nodes, edges, module_types=None, *, title=None, node_attrs=None,
         title: Drawn above the graph.
         node_attrs: ``{node id: extra DOT attribute text}``.
         edge_attrs: ``{(src, dst): extra DOT attribute text}``.
-        split_leaves: Draw a parameter or input once per consumer instead of one
-            node with a large fan-out (which makes layouts slow and tangled).
+        split_leaves: Draw a parameter or input that feeds more than this many ops
+            once per op instead of as one node with a large fan-out (which makes
+            layouts slow and tangled); ``None`` never splits.
         id_prefix: Prepended to SVG element ids, to keep them unique in a page.
 
     Every SVG node group gets the classes ``dg-<kind> dg-n<id>`` (copies of a split
@@ -91,7 +95,7 @@ def to_dot(nodes, edges, module_types=None, *, title=None, node_attrs=None,
     for node in nodes:
         extra = node_attrs.get(node.id, "")
         users = consumers.get(node.id, [])
-        if split_leaves and node.kind in ("parameter", "input") and len(users) > 1:
+        if split_leaves is not None and node.kind in ("parameter", "input") and len(users) > split_leaves:
             for k, user in enumerate(users):
                 name = f"{id_prefix}n{node.id}_{k}"
                 copies[(node.id, user)] = name

@@ -108,11 +108,27 @@ def test_to_dot_nests_module_clusters_with_class_names():
 
 def test_to_dot_splits_a_shared_leaf_per_consumer():
     nodes, edges = _records()
-    dot = render.to_dot(nodes, edges)
+    dot = render.to_dot(nodes, edges, split_leaves=1)
     assert "n2_0 [" in dot and "n2_1 [" in dot and "  n2 [" not in dot
     assert "n2_0 -> n1" in dot and "n2_1 -> n3" in dot
-    single = render.to_dot(nodes, edges, split_leaves=False)
+    single = render.to_dot(nodes, edges, split_leaves=None)
     assert "  n2 [" in single and "n2_0" not in single
+
+
+def test_to_dot_keeps_a_leaf_with_few_consumers_whole():
+    nodes, edges = _records()  # n2 feeds two ops: under the default threshold
+    dot = render.to_dot(nodes, edges)
+    assert "  n2 [" in dot and "n2_0" not in dot
+
+
+def test_to_dot_splits_an_rnn_weight_used_at_every_step():
+    cell = nn.RNNCell(2, 3)
+    h = torch.zeros(1, 3)
+    for _ in range(5):
+        h = cell(torch.ones(1, 2), h)
+    dot = dg.draw(h.sum(), params=cell).to_dot()
+    copies = [line for line in dot.splitlines() if 'label="weight_hh' in line]
+    assert len(copies) == 5
 
 
 def test_to_dot_extra_attributes_and_title():

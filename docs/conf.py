@@ -1,0 +1,143 @@
+"""Sphinx configuration: the notebooks (with their stored outputs) and the API as an offline website.
+
+Build with ``python3 dev.py docs`` (or ``sphinx-build -b html docs docs/_build/html``).
+
+Why Sphinx + myst-nb + pydata-sphinx-theme: it renders committed notebook outputs
+without running them, keeps text/html outputs (inline SVG and the steppers'
+<script>) intact, generates the API reference from the docstrings (autodoc +
+napoleon), and builds with no network once MathJax is served from _static.
+jupyter-book 2 builds through a Node.js tool that downloads its site theme at build
+time (no offline build), and MkDocs Material has announced its end of life.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+sys.path.insert(0, str(ROOT))  # autodoc imports the checkout's dynagraph, installed or not
+
+import dynagraph  # noqa: E402
+
+project = "dynagraph"
+author = "the dynagraph authors"
+copyright = "the dynagraph authors"
+release = version = dynagraph.__version__
+
+extensions = [
+    "myst_nb",  # notebooks and Markdown (includes myst_parser)
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",  # Google-style Args/Returns/Raises
+    "sphinx.ext.mathjax",
+]
+
+# -- Notebooks ---------------------------------------------------------------------
+# The notebooks live in ../notebooks (where JupyterLab and nbval use them); Sphinx
+# reads only files under docs/, so each build mirrors them into docs/notebooks/
+# (git-ignored). copy2 keeps mtimes, so unchanged notebooks are not re-read.
+# DYNAGRAPH_DOCS_NOTEBOOKS points the build at another folder (e.g. a trial set).
+NOTEBOOKS_SRC = Path(os.environ.get("DYNAGRAPH_DOCS_NOTEBOOKS", ROOT / "notebooks"))
+NOTEBOOKS_DST = DOCS / "notebooks"
+
+
+def mirror_notebooks(src: Path, dst: Path) -> None:
+    """Make ``dst`` hold exactly the ``*.ipynb`` of ``src``."""
+    dst.mkdir(exist_ok=True)
+    wanted = {p.name: p for p in sorted(src.glob("*.ipynb"))}
+    for old in dst.iterdir():
+        if old.name not in wanted:
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
+    for name, path in wanted.items():
+        target = dst / name
+        if not target.exists() or target.stat().st_mtime != path.stat().st_mtime:
+            shutil.copy2(path, target)
+
+
+mirror_notebooks(NOTEBOOKS_SRC, NOTEBOOKS_DST)
+
+nb_execution_mode = "off"  # render the stored outputs; nbval checks they are current
+nb_ipywidgets_js = {}  # no widget manager from a CDN (the notebooks use no widgets)
+# text/html first: dynagraph's pictures and steppers are HTML (inline SVG + script);
+# the plain-text repr beside them is for terminals.
+nb_mime_priority_overrides = [
+    ("html", "text/html", 0),
+    ("html", "image/svg+xml", 10),
+    ("html", "image/png", 20),
+]
+myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_heading_anchors = 3
+
+# -- API reference -----------------------------------------------------------------
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+napoleon_use_rtype = False
+
+# -- MathJax, served from _static ----------------------------------------------------
+# Sphinx's default mathjax_path is a CDN; the site must work offline, so the build
+# fetches MathJax once from the npm registry into docs/_vendor/ (git-ignored) and
+# ships it as _static/mathjax/. The SVG output needs no web fonts (nothing more to
+# serve or to fail from file://) and the "full" bundle loads no extensions later.
+MATHJAX_VERSION = "3.2.2"
+MATHJAX_FILE = "tex-svg-full.js"
+VENDOR = DOCS / "_vendor"
+
+
+def ensure_mathjax(vendor: Path) -> None:
+    """Put MathJax's ``es5/tex-svg-full.js`` and LICENSE under ``vendor/mathjax``."""
+    out = vendor / "mathjax"
+    if (out / MATHJAX_FILE).exists():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError(
+            f"MathJax {MATHJAX_VERSION} is not in {out} and npm is missing to fetch it: "
+            "install Node.js with npm (apt-get install npm), or copy es5/"
+            f"{MATHJAX_FILE} and LICENSE from the npm package mathjax@{MATHJAX_VERSION} there"
+        )
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([npm, "pack", "--silent", f"mathjax@{MATHJAX_VERSION}", "--pack-destination", tmp],
+                       check=True, stdout=subprocess.DEVNULL)
+        (tgz,) = Path(tmp).glob("mathjax-*.tgz")
+        with tarfile.open(tgz) as tar:
+            for member, name in ((f"package/es5/{MATHJAX_FILE}", MATHJAX_FILE), ("package/LICENSE", "LICENSE")):
+                data = tar.extractfile(member).read()
+                out.mkdir(parents=True, exist_ok=True)
+                (out / name).write_bytes(data)
+
+
+ensure_mathjax(VENDOR)
+mathjax_path = f"mathjax/{MATHJAX_FILE}"  # relative: Sphinx links it from _static/
+
+# -- HTML ------------------------------------------------------------------------
+html_theme = "pydata_sphinx_theme"
+html_title = "dynagraph"
+html_static_path = ["_static", str(VENDOR)]
+html_css_files = ["dynagraph-docs.css"]
+html_show_sourcelink = False
+html_copy_source = False  # no _sources/ copies of the notebooks (they are large)
+# Everything here is local: the theme bundles its icons (Font Awesome) and uses
+# system fonts. Left out on purpose, because each would load or link the network:
+# analytics, a version switcher (fetches switcher.json), a URL announcement banner
+# and Read the Docs' ethical-ads sidebar.
+html_theme_options = {
+    "navbar_end": ["theme-switcher"],  # no icon links (they point off-site)
+    "footer_start": ["copyright"],
+    "footer_end": [],
+    "secondary_sidebar_items": ["page-toc"],
+    "primary_sidebar_end": [],
+    "show_prev_next": True,
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+}
+html_context = {"default_mode": "light"}
+# One-page sections have nothing to list in the left sidebar: drop it there.
+html_sidebars = {name: [] for name in ("index", "api", "genindex", "search")}
+
+exclude_patterns = ["_build", "_vendor", "README.md", "**.ipynb_checkpoints", "jupyter_execute"]

@@ -1,0 +1,213 @@
+"""The docs website: Sphinx builds it from the notebooks' stored outputs, and every
+page works offline in a real browser, from file:// and from a local HTTP server.
+
+The site is built once for this module (into a temporary folder). Pages are the
+landing page, the tutorials list, the API reference, Sphinx's index and search
+pages, and one page per notebook in notebooks/, whichever notebooks exist when the
+tests are collected.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import subprocess
+import sys
+import threading
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+import dynagraph
+from _chromium import ARTIFACTS, ROOT, Watch, check_stepper, chromium
+
+pytestmark = pytest.mark.slow  # the module builds the whole site once (10-30 s)
+
+# docs/conf.py reads the same variable (a trial set of notebooks instead of notebooks/).
+NOTEBOOK_DIR = Path(os.environ.get("DYNAGRAPH_DOCS_NOTEBOOKS", ROOT / "notebooks"))
+NOTEBOOKS = sorted(p.stem for p in NOTEBOOK_DIR.glob("*.ipynb"))
+PAGES = ["index", "tutorials", "api", "genindex", "search"] + [f"notebooks/{stem}" for stem in NOTEBOOKS]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """Build the docs as `python3 dev.py docs` does, into a temporary folder; return html/."""
+    out = tmp_path_factory.mktemp("docs")
+    proc = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-d", out / "doctrees", "docs", out / "html"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    if proc.returncode:
+        pytest.fail(f"sphinx-build failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    (out / "warnings.txt").write_text(proc.stderr)
+    return out / "html"
+
+
+# -- The build ---------------------------------------------------------------------
+
+
+def test_build_has_no_toctree_warnings(site):
+    warnings = (site.parent / "warnings.txt").read_text().splitlines()
+    bad = [w for w in warnings if "toctree" in w or "nonexisting document" in w]
+    assert not bad, "broken navigation:\n" + "\n".join(bad)
+
+
+def test_every_notebook_is_listed_in_notebook_order(site):
+    html = (site / "tutorials.html").read_text()
+    listed = re.findall(r'href="notebooks/([^".#]+)\.html"', html)
+    assert list(dict.fromkeys(listed)) == NOTEBOOKS
+    for stem in NOTEBOOKS:
+        assert (site / "notebooks" / f"{stem}.html").exists()
+
+
+def test_api_reference_documents_every_public_name(site):
+    html = (site / "api.html").read_text()
+    missing = [name for name in dynagraph.__all__ if f'id="dynagraph.{name}"' not in html]
+    assert not missing, f"api.html lacks {missing}"
+
+
+class _Refs(HTMLParser):
+    """Collects the URLs a page makes the browser load (not links it merely shows)."""
+
+    LOADS = {"script": "src", "img": "src", "iframe": "src", "source": "src", "audio": "src",
+             "video": "src", "embed": "src", "link": "href", "object": "data"}
+
+    def __init__(self):
+        super().__init__()
+        self.urls = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "link" and not {"stylesheet", "preload", "icon", "modulepreload"} & set(
+                (attrs.get("rel") or "").split()):
+            return
+        url = attrs.get(self.LOADS.get(tag, ""))
+        if url:
+            self.urls.append(url)
+
+
+def test_pages_load_nothing_from_other_sites(site):
+    external = {}
+    for page in sorted(site.rglob("*.html")):
+        refs = _Refs()
+        refs.feed(page.read_text())
+        off = [u for u in refs.urls if re.match(r"(https?:)?//", u)]
+        if off:
+            external[str(page.relative_to(site))] = off
+    for css in site.glob("_static/**/*.css"):
+        off = re.findall(r"url\(\s*['\"]?((?:https?:)?//[^)'\"]+)", css.read_text(errors="replace"))
+        if off:
+            external[str(css.relative_to(site))] = off
+    assert not external, f"pages load from other sites: {external}"
+
+
+def test_mathjax_is_served_from_static(site):
+    assert (site / "_static" / "mathjax" / "tex-svg-full.js").stat().st_size > 100_000
+    for page in site.rglob("*.html"):
+        assert "cdn.jsdelivr.net/npm/mathjax" not in page.read_text(), page
+
+
+# -- In the browser ------------------------------------------------------------------
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def http_root(site):
+    """The built site served by python's http.server on 127.0.0.1, a free port."""
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", server.server_port
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as b:
+        yield b
+
+
+# Resolves once MathJax has typeset the page (at once on pages without math).
+_TYPESET_JS = """async () => {
+  if (document.querySelector('.math') && window.MathJax && MathJax.startup) await MathJax.startup.promise; }"""
+# Everything a page shows, measured in one go. Graphs are the inline SVGs of cell
+# outputs (MathJax's own SVGs aside); collapsed <details> are opened first.
+_REPORT_JS = """() => {
+  document.querySelectorAll('details').forEach(d => d.open = true);
+  const box = e => { const b = e.getBoundingClientRect(); return [Math.round(b.width), Math.round(b.height)]; };
+  const graphs = [...document.querySelectorAll('.cell_output svg')]
+    .filter(s => !s.closest('mjx-container') && !s.parentElement.closest('svg'))
+    .map(s => { const nodes = s.querySelectorAll('g.node');
+                return {nodes: nodes.length, box: box(s), node: nodes.length ? box(nodes[0]) : [0, 0],
+                        visible: s.checkVisibility()}; });
+  const images = [...document.images].map(i => ({src: (i.getAttribute('src') || '').slice(0, 80),
+                                               ok: i.complete && i.naturalWidth > 0}));
+  const math = [...document.querySelectorAll('.math')].map(m => ({tex: m.textContent.slice(0, 60),
+      ok: !!m.querySelector('mjx-container svg') && !m.querySelector('[data-mml-node="merror"]')}));
+  return {graphs, images, math, mathjax: !!window.MathJax, steppers: document.querySelectorAll('div.dg-stepper').length};
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("scheme", ["file", "http"])
+@pytest.mark.parametrize("page_name", PAGES)
+def test_page_works_offline(browser, site, http_root, page_name, scheme):
+    base, port = http_root
+    url = (site / f"{page_name}.html").as_uri() if scheme == "file" else f"{base}/{page_name}.html"
+    watch = Watch(browser, port=port if scheme == "http" else None)
+    try:
+        page = watch.new_page()
+        page.goto(url, wait_until="load")
+        page.evaluate(_TYPESET_JS)
+        if scheme == "http" and page_name in _screenshots(site):
+            _screenshot(page, ARTIFACTS / _screenshots(site)[page_name])
+        report = page.evaluate(_REPORT_JS)
+
+        assert not watch.blocked, f"{page_name} requested outside the site (blocked): {watch.blocked}"
+        bad_graphs = [g for g in report["graphs"]
+                      if g["nodes"] == 0 or 0 in g["box"] or 0 in g["node"] or not g["visible"]]
+        assert not bad_graphs, f"graphs not drawn (no nodes or an empty box): {bad_graphs}"
+        bad_images = [i["src"] for i in report["images"] if not i["ok"]]
+        assert not bad_images, f"images that did not load: {bad_images}"
+        bad_math = [m["tex"] for m in report["math"] if not m["ok"]]
+        assert not bad_math, f"formulas MathJax did not typeset (mathjax loaded: {report['mathjax']}): {bad_math}"
+
+        steppers = page.locator("div.dg-stepper")
+        for i in range(steppers.count()):
+            check_stepper(steppers.nth(i))
+        assert not watch.errors, f"{page_name}: errors in the browser console: {watch.errors}"
+        assert not watch.blocked, f"{page_name} requested outside the site (blocked): {watch.blocked}"
+    finally:
+        watch.close()
+
+
+@functools.cache
+def _screenshots(site: Path) -> dict[str, str]:
+    """Page -> artifact name: the landing page and the first notebook page with a graph."""
+    shots = {"index": "docs-index.png"}
+    for stem in NOTEBOOKS:
+        if 'class="node' in (site / "notebooks" / f"{stem}.html").read_text():
+            shots[f"notebooks/{stem}"] = "docs-notebook.png"
+            break
+    return shots
+
+
+def _screenshot(page, path: Path) -> None:
+    """Save the viewport, scrolled to the first graph when the page has one."""
+    path.parent.mkdir(exist_ok=True)
+    graph = page.locator(".cell_output svg g.node").first
+    if graph.count():
+        graph.evaluate("n => n.closest('.cell_output').scrollIntoView({block: 'center'})")
+    page.screenshot(path=str(path))

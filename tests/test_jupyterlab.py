@@ -1,0 +1,179 @@
+"""A real client: JupyterLab in headless Chromium clears a notebook, runs it all, and
+shows dynagraph's pictures.
+
+The server runs on 127.0.0.1 (a free port, a token) with throwaway config, runtime,
+settings and workspace folders, serving a temporary copy of notebooks/ only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from _chromium import ARTIFACTS, ROOT, Watch, check_stepper, chromium, free_port
+
+NOTEBOOK_DIR = Path(os.environ.get("DYNAGRAPH_DOCS_NOTEBOOKS", ROOT / "notebooks"))
+PREFERRED = "01_simple_backward.ipynb"
+START_TIMEOUT = 60  # s, server up
+RUN_TIMEOUT = 75_000  # ms, Run All to an idle kernel
+# Settings for this run only: every cell attached to the page (no windowing, so
+# off-screen outputs are in the DOM to check) and no news or update checks.
+SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "checkForUpdates": False, "fetchNews": "false"},
+}
+
+
+def _notebook() -> str | None:
+    names = sorted(p.name for p in NOTEBOOK_DIR.glob("*.ipynb"))
+    return PREFERRED if PREFERRED in names else next(iter(names), None)
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """Start `jupyter lab` on a copy of the notebooks; yield (base URL, port, token, notebook)."""
+    name = _notebook()
+    if name is None:
+        pytest.skip(f"no notebook in {NOTEBOOK_DIR}")
+    served = tmp_path / "notebooks"
+    shutil.copytree(NOTEBOOK_DIR, served, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    env = dict(os.environ)
+    for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTERLAB_SETTINGS_DIR",
+                "JUPYTERLAB_WORKSPACES_DIR", "IPYTHONDIR"):
+        env[var] = str(tmp_path / var.lower())
+    for rel, values in SETTINGS.items():
+        path = tmp_path / "jupyterlab_settings_dir" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+    port, token = free_port(), secrets.token_hex(16)
+    log = (tmp_path / "lab.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
+         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={served}",
+         "--LabApp.expose_app_in_browser=True",  # window.jupyterapp, to run commands
+         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        cwd=served, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_up(proc, f"{base}/api/status?token={token}", tmp_path / "lab.log")
+        yield base, port, token, name
+    finally:
+        _stop(proc, f"{base}/api/shutdown?token={token}")
+        log.close()
+
+
+def _wait_until_up(proc, url, log: Path):
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"jupyter lab exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    pytest.fail(f"jupyter lab did not answer within {START_TIMEOUT} s:\n{log.read_text()[-3000:]}")
+
+
+def _stop(proc, shutdown_url):
+    """Ask the server to shut down (it stops its kernels); kill its process group if it won't."""
+    if proc.poll() is None:
+        try:
+            urllib.request.urlopen(urllib.request.Request(shutdown_url, method="POST"), timeout=5)
+            proc.wait(timeout=15)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+# The open notebook panel, once its kernel is ready.
+_PANEL_READY_JS = """() => { const app = window.jupyterapp; const w = app && app.shell.currentWidget;
+  const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+  return !!(w && w.content && w.context.isReady && k && k.status === 'idle'); }"""
+_CLEAR_AND_RUN_JS = """async () => { const app = window.jupyterapp, w = app.shell.currentWidget;
+  await app.commands.execute('notebook:clear-all-cell-outputs');
+  const left = [...w.model.cells].filter(c => c.type === 'code' && c.outputs.length > 0).length;
+  await app.commands.execute('notebook:run-all-cells');
+  return left; }"""
+# Done: the kernel is idle and every code cell ran, or an untagged error stopped Run All.
+_RUN_DONE_JS = """() => { const w = window.jupyterapp.shell.currentWidget;
+  if (w.sessionContext.session.kernel.status !== 'idle') return false;
+  const code = [...w.model.cells].filter(c => c.type === 'code');
+  const stopped = code.some(c => !(c.getMetadata('tags') || []).includes('raises-exception')
+                                 && c.outputs.toJSON().some(o => o.output_type === 'error'));
+  return stopped || code.every(c => c.executionCount !== null); }"""
+_CELLS_JS = """() => [...window.jupyterapp.shell.currentWidget.model.cells]
+  .filter(c => c.type === 'code')
+  .map(c => ({count: c.executionCount, tags: c.getMetadata('tags') || [],
+                   errors: c.outputs.toJSON().filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue),
+                   source: c.sharedModel.getSource().slice(0, 60)}))"""
+_PICTURES_JS = """() => [...document.querySelectorAll('.jp-OutputArea-output svg')]
+  .filter(s => !s.closest('mjx-container') && !s.parentElement.closest('svg'))
+  .map(s => { const b = s.getBoundingClientRect();
+              return {nodes: s.querySelectorAll('g.node').length, box: [Math.round(b.width), Math.round(b.height)]}; })"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_run_all_in_jupyterlab_shows_the_graphs(lab):
+    base, port, token, name = lab
+    with chromium() as browser:
+        watch = Watch(browser, port=port)
+        page = watch.new_page()
+        try:
+            page.goto(f"{base}/lab/tree/{name}?token={token}", wait_until="domcontentloaded", timeout=60_000)
+            page.wait_for_function(_PANEL_READY_JS, timeout=60_000, polling=250)
+            left = page.evaluate(_CLEAR_AND_RUN_JS)
+            assert left == 0, f"{left} code cells kept outputs after 'clear all outputs'"
+            page.wait_for_function(_RUN_DONE_JS, timeout=RUN_TIMEOUT, polling=250)
+
+            cells = page.evaluate(_CELLS_JS)
+            unexpected = [(c["source"], c["errors"]) for c in cells
+                          if c["errors"] and "raises-exception" not in c["tags"]]
+            assert not unexpected, f"errors in cells not tagged raises-exception: {unexpected}"
+            not_run = [c["source"] for c in cells if c["count"] is None]
+            assert not not_run, f"code cells that did not run: {not_run}"
+
+            pictures = page.evaluate(_PICTURES_JS)
+            assert pictures, "no SVG picture in any output area"
+            empty = [p for p in pictures if p["nodes"] == 0 or 0 in p["box"]]
+            assert not empty, f"pictures without nodes or with an empty box: {empty}"
+            _screenshot(page, ARTIFACTS / "jupyterlab.png")
+            steppers = page.locator(".jp-OutputArea-output div.dg-stepper")
+            if steppers.count():  # scripts run only in trusted output: this checks trust too
+                check_stepper(steppers.first)
+            assert not watch.blocked, f"JupyterLab requested outside 127.0.0.1 (blocked): {watch.blocked}"
+            assert not watch.errors, f"errors in the browser console: {watch.errors}"
+        except Exception:
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "jupyterlab-failed.png"))  # what the page showed
+            raise
+        finally:
+            watch.close()
+
+
+def _screenshot(page, path: Path) -> None:
+    path.parent.mkdir(exist_ok=True)
+    page.locator(".jp-OutputArea-output svg g.node").first.evaluate(
+        "n => n.closest('.jp-Cell').scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(200)  # let the notebook repaint after scrolling
+    page.screenshot(path=str(path))
