@@ -91,10 +91,10 @@ class BackwardTrace:
 def trace_backward(roots, *, params=None):
     """Record the backward pass run inside the block over the graph behind ``roots``.
 
-    Hooks every autograd node of the graph: a pre-hook notes when it runs, a hook
-    takes the norm of each gradient it sends to its inputs (on the device, no
-    synchronisation). On exit the hooks are removed, even if the block raises, and
-    all norms are read with one synchronisation.
+    Hooks every autograd node of the graph with one post-hook: it notes that the
+    node ran and takes the norm of each gradient the node sends to its inputs (on
+    the device, no synchronisation). On exit the hooks are removed, even if the
+    block raises, and all norms are read with one synchronisation.
 
     Args:
         roots: The tensor(s) you will call ``backward()`` on (as for :func:`draw`).
@@ -117,9 +117,8 @@ def trace_backward(roots, *, params=None):
     handles = []
     try:
         for fn, nid in index.items():
-            children = [index.get(c) if c is not None else None for c, _ in fn.next_functions]
-            handles.append(fn.register_prehook(_pre(nid, trace.order, pending, roots_of.get(nid))))
-            handles.append(fn.register_hook(_post(nid, children, pending)))
+            slots = [(index[c], k) if c is not None else None for c, k in fn.next_functions]
+            handles.append(fn.register_hook(_hook(nid, slots, roots_of.get(nid), trace.order, pending)))
         del fn, index  # the hooks hold the graph only until removed
         yield trace
     finally:
@@ -139,17 +138,42 @@ def _norm(grad: torch.Tensor) -> torch.Tensor:
     return torch.linalg.vector_norm(grad.detach().float())
 
 
-def _pre(nid, order, pending, output_id):
-    def hook(grad_outputs):
+def _hook(nid, slots, output_id, order, pending):
+    """Post-hook of node ``nid``: note that it ran, queue the norm of each gradient it sent.
+
+    ``slots[k]`` is ``(child id, output number of the child)`` that the node's k-th
+    input came from, or ``None``. Autograd runs one node at a time per device, so
+    post-hooks fire in the order the nodes ran.
+    """
+    children = [s[0] if s is not None else None for s in slots]
+    shared = len({c for c in children if c is not None}) < sum(c is not None for c in children)
+
+    def hook(grad_inputs, grad_outputs):
         order.append(nid)
         if output_id is not None and grad_outputs and grad_outputs[0] is not None:
             pending.append(((nid, output_id), _norm(grad_outputs[0])))
-    return hook
-
-
-def _post(nid, children, pending):
-    def hook(grad_inputs, grad_outputs):
+        if shared:  # x * x: one edge carries several gradients
+            pending.extend(((child, nid), norm) for child, norm in _merged(slots, grad_inputs).items())
+            return
         for child, grad in zip(children, grad_inputs):
             if child is not None and grad is not None:
                 pending.append(((child, nid), _norm(grad)))
     return hook
+
+
+def _merged(slots, grads) -> dict:
+    """Norm of all the gradient a node sends each child, when some child gets several.
+
+    Gradients for the same tensor add up (``x * x`` sends ``x`` two, and ``x.grad``
+    is their sum); different tensors of one child (two outputs of ``unbind``) are
+    taken together, as one vector.
+    """
+    summed = {}
+    for slot, grad in zip(slots, grads):
+        if slot is not None and grad is not None:
+            summed[slot] = summed[slot] + grad if slot in summed else grad
+    norms: dict[int, list] = {}
+    for (child, _), grad in summed.items():
+        norms.setdefault(child, []).append(_norm(grad))
+    return {child: ns[0] if len(ns) == 1 else torch.linalg.vector_norm(torch.stack(ns))
+            for child, ns in norms.items()}

@@ -34,7 +34,8 @@ class Step:
         where: ``"cell, line 3"`` or ``"file.py:12"``.
         code: That line's source text.
         module: The module whose forward ran the op (dotted name when ``live`` was
-            given the model, else its class name), or ``None``.
+            given the model, else its class name), or ``None`` (outside any module,
+            or in the given model's own ``forward``).
         inputs, outputs: Shapes of the tensor arguments and results.
         nodes: Ids of the autograd nodes this op created (in :attr:`Recording.nodes`).
         note: Why no node was created, when none was.
@@ -85,9 +86,10 @@ class Recording:
         self._key = f"dynagraph.live.{_serial[0]}"
         _serial[0] += 1
         self._start = None
-        self._modules: list[str] = []
+        self._modules: list[str | None] = []
         self._inside_apply = 0
         self._view = None
+        self._lines: dict = {}  # (filename, lineno) -> (where, code): loops repeat lines
 
     def __repr__(self) -> str:
         lines = [f"<dynagraph.Recording: {len(self.steps)} steps, {len(self.nodes)} nodes>"]
@@ -128,14 +130,19 @@ class Recording:
 
     def _on_op(self, op, args, kwargs, out, inplace_target=None):
         outs = _tensors(out, [])
-        if inplace_target is not None:
-            outs.append(inplace_target)
+        if inplace_target is not None and not any(t is inplace_target for t in outs):
+            outs.append(inplace_target)  # setitem returns None; mul_ returns its target
         if not outs:
             return
-        filename, lineno = _source.caller(3)
-        where, code = _source.describe(filename, lineno)
+        line = _source.caller(3)
+        described = self._lines.get(line)
+        if described is None:
+            described = self._lines[line] = _source.describe(*line)
+        where, code = described
         module = self._modules[-1] if self._modules else None
-        ins = _tensors((args, kwargs), [])
+        ins = _tensors(args, [])
+        if kwargs:
+            _tensors(kwargs, ins)
         new = self._tag(outs, module)
         note = "" if new else _why_no_node(ins, outs)
         self.steps.append(Step(len(self.steps), op, where, code, module,
@@ -195,6 +202,8 @@ def _why_no_node(ins, outs) -> str:
         return "inference_mode"
     if not torch.is_grad_enabled():
         return "grad disabled: torch.no_grad()"
+    if any(t.requires_grad and t.grad_fn is None for t in outs):
+        return "a leaf: autograd records it where an op uses it"
     if not any(t.requires_grad for t in ins):
         return "no input requires grad"
     if not any(t.is_floating_point() or t.is_complex() for t in outs):
@@ -204,6 +213,8 @@ def _why_no_node(ins, outs) -> str:
 
 def _op_name(func) -> str:
     name = getattr(func, "__name__", None) or str(func)
+    if name == "__get__":  # a property read (x.T, x.grad): name the property
+        name = getattr(getattr(func, "__self__", None), "__name__", name)
     if name.startswith("__") and name.endswith("__"):
         name = name[2:-2]
     return _RENAME.get(name, name)
@@ -222,7 +233,9 @@ class _Mode(TorchFunctionMode):
         rec = self.rec
         if rec._inside_apply:  # ops inside a custom Function's forward: part of its step
             return out
-        if sys._getframe(1).f_code.co_filename.startswith(_source.PACKAGE_DIR):
+        caller = sys._getframe(1).f_code
+        nested = caller is _Mode.__torch_function__.__code__  # an inner live() passing the op on
+        if not nested and caller.co_filename.startswith(_source.PACKAGE_DIR):
             return out  # dynagraph's own bookkeeping (e.g. track_modules' probe)
         name = _op_name(func)
         target = args[0] if (name.endswith("_") or name == "setitem") and args and \
@@ -232,13 +245,25 @@ class _Mode(TorchFunctionMode):
 
 
 class _View:
-    """Redraws the graph so far in one display area, at most every ``interval`` s."""
+    """Redraws the graph so far in one display area, at most every ``interval`` s.
+
+    Outside IPython (a plain script) there is nowhere to draw: the view does nothing,
+    rather than print object reprs to stdout.
+    """
 
     def __init__(self, interval: float):
-        from IPython.display import HTML, display
-        self.interval, self._html = interval, HTML
+        self.interval, self.handle, self.last = interval, None, time.perf_counter()
+        try:
+            from IPython import get_ipython
+            from IPython.display import HTML, display
+        except ImportError:
+            return
+        if get_ipython() is None:
+            return
+        from . import render
+        render.find_renderer()  # no renderer: fail now, saying how to install one
+        self._html = HTML
         self.handle = display(HTML("<i>dynagraph: recording...</i>"), display_id=True)
-        self.last = 0.0
 
     def maybe_update(self, rec, force=False):
         now = time.perf_counter()
@@ -273,7 +298,8 @@ def _patched_apply(rec: Recording):
 def _module_stack(rec: Recording):
     """Keep the stack of running modules (global hooks, removed on exit)."""
     def pre(module, args):
-        rec._modules.append(rec._module_names.get(id(module)) or type(module).__name__)
+        name = rec._module_names.get(id(module), type(module).__name__)
+        rec._modules.append(name or None)  # "" is the model itself: its ops are in no module
 
     def post(module, args, output):
         if rec._modules:
@@ -297,13 +323,19 @@ def live(model: nn.Module | None = None, *, params=None, view: bool = False,
         model: Names modules (``layers.0.linear1``) and parameters in the recording;
             without it steps name a module by its class.
         params: A mapping name -> tensor naming leaves (inputs, weights) instead.
-        view: In Jupyter, redraw the growing graph in place while the block runs.
+        view: In Jupyter, redraw the growing graph in place while the block runs
+            (outside IPython there is nowhere to draw, and nothing happens).
         interval: Seconds between redraws of the live view.
 
     Yields:
         A :class:`Recording`, filled as the block runs. On exit (even when the block
         raises) the mode, hooks and patch are removed and no tensor or autograd node
         is kept.
+
+    Raises:
+        TypeError: ``model`` is not an ``nn.Module``.
+        ValueError: ``interval`` is not positive.
+        RendererNotFoundError: ``view=True`` in IPython and no Graphviz renderer.
 
     Example:
         >>> x = torch.tensor([1.0], requires_grad=True)
@@ -317,9 +349,11 @@ def live(model: nn.Module | None = None, *, params=None, view: bool = False,
     if interval <= 0:
         raise ValueError(f"interval must be > 0 seconds; got {interval!r}")
     names, types = param_names_of(model if model is not None else params)
-    module_names = {id(m): n for n, m in model.named_modules() if n} if model is not None else {}
+    module_names = {id(m): n for n, m in model.named_modules()} if model is not None else {}
     rec = Recording(module_names, names)
     rec.module_types = types
+    if model is not None:
+        _tags._used = True  # capture (dg.draw) reads the module tags this recording writes
     with torch.enable_grad():
         rec._start = _tags._current_seq()
     if view:
@@ -334,3 +368,4 @@ def live(model: nn.Module | None = None, *, params=None, view: bool = False,
         rec._module_names = {}
         rec._param_names = {}
         rec._modules.clear()
+        rec._lines.clear()

@@ -45,7 +45,7 @@ def plot_grad_norms(source, *, per="module", ax=None, title=None):
     stats = {} if is_norms or per == "module" else grad_stats(source)
     values = per_module(norms) if per == "module" else dict(norms)
     names = list(values)
-    ax = _axes(ax, (max(4.0, 0.45 * len(names) + 1.5), 3.2))
+    ax = _axes(ax, (min(12.0, max(4.0, 0.3 * len(names) + 1.5)), 3.2))  # capped: PNGs stay small
     xs = range(len(names))
     finite = [v if math.isfinite(v) and v > 0 else math.nan for v in values.values()]
     ax.bar(xs, finite, color="#4dabf7", label="L2 norm")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+from collections import Counter
 from html import escape
 
 __all__ = ["stepper_html"]
@@ -69,6 +71,10 @@ root.querySelector('.dg-controls').hidden=false; show(data.steps.length-1);
 """
 
 
+_made: Counter = Counter()  # steppers made per content digest, to keep ids unique in a page
+_SVG_ID = re.compile(r'(?<=\s)id="([^"]*)"|url\(#([^)]*)\)')
+
+
 def stepper_html(svg: str, steps: list[dict], *, mode: str = "reveal", title: str = "") -> str:
     """HTML for a stepper over ``svg``.
 
@@ -80,6 +86,10 @@ def stepper_html(svg: str, steps: list[dict], *, mode: str = "reveal", title: st
         mode: ``"reveal"`` hides nodes of later steps; ``"light"`` dims them.
         title: Heading above the controls.
 
+    Every id in the page is unique: the stepper's id comes from its content (a
+    second stepper with the same content gets ``-1``, ...), and the SVG's own
+    element ids are prefixed with it.
+
     Raises:
         ValueError: unknown ``mode`` or no steps.
     """
@@ -88,7 +98,10 @@ def stepper_html(svg: str, steps: list[dict], *, mode: str = "reveal", title: st
     if not steps:
         raise ValueError("nothing to step through: the recording has no steps")
     payload = json.dumps({"mode": mode, "steps": steps}, separators=(",", ":"))
-    uid = "dg" + hashlib.sha1((svg + payload).encode()).hexdigest()[:10]
+    digest = hashlib.sha1((svg + payload).encode()).hexdigest()[:10]
+    uid = f"dg{digest}" + (f"-{_made[digest]}" if _made[digest] else "")
+    _made[digest] += 1
+    svg = _scoped(svg, uid)
     items = "".join(f"<li>{escape(s['text'])}</li>" for s in steps)
     buttons = "".join(f'<button type="button" data-act="{a}" title="{a}">{t}</button>'
                       for a, t in (("first", "\u00ab first"), ("prev", "\u2039 prev"), ("play", "play"),
@@ -103,6 +116,11 @@ def stepper_html(svg: str, steps: list[dict], *, mode: str = "reveal", title: st
         f'<script type="application/json" class="dg-data">{_json_for_script(payload)}</script>'
         f"<script>{_JS % {'id': json.dumps(uid)}}</script></div>"
     )
+
+
+def _scoped(svg: str, uid: str) -> str:
+    """``svg`` with each element id, and each ``url(#id)`` naming one, prefixed by ``uid``."""
+    return _SVG_ID.sub(lambda m: f'id="{uid}-{m[1]}"' if m[1] is not None else f"url(#{uid}-{m[2]})", svg)
 
 
 def _json_for_script(payload: str) -> str:

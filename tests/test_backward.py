@@ -1,0 +1,238 @@
+"""trace_backward: the order autograd ran the nodes, and gradient norms checked against .grad."""
+
+import gc
+import weakref
+
+import pytest
+import torch
+from torch import nn
+from torch.autograd.function import Function
+
+import dynagraph as dg
+
+
+class Square(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad
+
+
+def traced(loss, params=None, **backward_args):
+    with dg.trace_backward(loss, params=params) as bt:
+        loss.backward(**backward_args)
+    return bt
+
+
+def first_runs(bt):
+    """Node id -> position of its first run in ``bt.order``."""
+    first = {}
+    for k, nid in enumerate(bt.order):
+        first.setdefault(nid, k)
+    return first
+
+
+def leaf(bt, label):
+    (node,) = [n for n in bt.nodes if n.name == "AccumulateGrad" and n.label == label]
+    return node.id
+
+
+def consumers(bt, nid):
+    return [dst for src, dst in bt.edges if src == nid]
+
+
+def mlp():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2), nn.Tanh(), nn.Linear(2, 1))
+    return model, model(torch.randn(5, 3)).pow(2).mean()
+
+
+def diamond():
+    x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    a = x * 2
+    return None, (a.exp() * a.sin() + a).sum()
+
+
+@pytest.mark.parametrize("factory", [mlp, diamond])
+def test_every_node_runs_after_all_its_consumers(factory):
+    model, loss = factory()
+    bt = traced(loss, params=model)
+    first = first_runs(bt)
+    assert set(first) == {n.id for n in bt.nodes if n.kind != "output"}
+    assert len(bt.order) == len(first)  # one pass: each node once
+    for src, dst in bt.edges:
+        if dst in first:  # the output node has no autograd node
+            assert first[dst] < first[src], (bt.nodes[src].name, bt.nodes[dst].name)
+
+
+def test_parameters_accumulate_grad_is_in_the_order():
+    model, loss = mlp()
+    bt = traced(loss, params=model)
+    ran = [bt.nodes[i].label for i in bt.order if bt.nodes[i].kind == "parameter"]
+    assert sorted(ran) == sorted(name for name, _ in model.named_parameters())
+
+
+def test_edge_norm_from_a_leaf_is_its_grad_norm():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    w = torch.tensor([3.0, -1.0], requires_grad=True)
+    bt = traced((x * w).sum() * 2, params={"x": x, "w": w})
+    for name, t in (("x", x), ("w", w)):
+        (dst,) = consumers(bt, leaf(bt, name))
+        assert bt.edge_norms[(leaf(bt, name), dst)] == pytest.approx(t.grad.norm().item())
+    assert x.grad.norm().item() == pytest.approx(2 * 10 ** 0.5)  # 2 * |w|
+    assert set(bt.edge_norms) == set(bt.edges)
+
+
+def test_edge_norms_of_parameters_match_their_grads():
+    model, loss = mlp()
+    bt = traced(loss, params=model)
+    for name, p in model.named_parameters():
+        (dst,) = consumers(bt, leaf(bt, name))
+        assert bt.edge_norms[(leaf(bt, name), dst)] == pytest.approx(p.grad.norm().item(), rel=1e-6)
+    assert set(bt.edge_norms) == set(bt.edges)
+
+
+def test_edge_into_the_output_carries_the_seed_gradient():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = 2 * x
+    bt = traced(y, gradient=torch.tensor([3.0, 4.0]))
+    (out,) = [n.id for n in bt.nodes if n.kind == "output"]
+    (src,) = [s for s, d in bt.edges if d == out]
+    assert bt.edge_norms[(src, out)] == pytest.approx(5.0)
+    assert bt.edge_norms[(leaf(bt, "input"), src)] == pytest.approx(10.0)
+
+
+def test_leaf_used_twice_by_one_op_gets_the_summed_gradient():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    bt = traced((x * x).sum(), params={"x": x})
+    (dst,) = set(consumers(bt, leaf(bt, "x")))
+    assert bt.edge_norms[(leaf(bt, "x"), dst)] == pytest.approx(x.grad.norm().item())  # |2x|
+
+
+def test_two_outputs_of_one_node_are_taken_together():
+    x = torch.tensor([3.0, 4.0], requires_grad=True)
+    a, b = x.unbind()
+    bt = traced(a * b)  # d/da = b = 4, d/db = a = 3: the edge carries (4, 3)
+    unbind = [n.id for n in bt.nodes if n.name == "UnbindBackward0"][0]
+    (mul,) = set(consumers(bt, unbind))
+    assert bt.edge_norms[(unbind, mul)] == pytest.approx(5.0)
+
+
+def test_custom_function_runs_and_passes_its_gradient():
+    x = torch.tensor([1.0, -3.0], requires_grad=True)
+    bt = traced(Square.apply(x).sum(), params={"x": x})
+    custom = [n.id for n in bt.nodes if n.kind == "custom"][0]
+    assert [bt.nodes[i].name for i in bt.order] == ["SumBackward0", bt.nodes[custom].name,
+                                                    "AccumulateGrad"]
+    assert bt.edge_norms[(leaf(bt, "x"), custom)] == pytest.approx(x.grad.norm().item())
+    assert torch.equal(x.grad, 2 * x.detach())
+
+
+def test_backward_twice_with_retain_graph_doubles_the_order():
+    model, loss = mlp()
+    once = len(traced(loss, params=model, retain_graph=True).order)
+    with dg.trace_backward(loss, params=model) as bt:
+        loss.backward(retain_graph=True)
+        loss.backward()
+    assert len(bt.order) == 2 * once
+    assert bt.order[:once] == bt.order[once:]
+
+
+def test_hooks_are_removed_after_the_block():
+    model, loss = mlp()
+    bt = traced(loss, params=model, retain_graph=True)
+    order, norms = list(bt.order), dict(bt.edge_norms)
+    loss.backward()  # runs again over the same nodes, now unhooked
+    assert bt.order == order and bt.edge_norms == norms
+
+
+def test_hooks_are_removed_and_norms_read_when_the_block_raises():
+    model, loss = mlp()
+    with pytest.raises(RuntimeError, match="boom"):
+        with dg.trace_backward(loss, params=model) as bt:
+            loss.backward(retain_graph=True)
+            raise RuntimeError("boom")
+    order = list(bt.order)
+    assert set(bt.edge_norms) == set(bt.edges)
+    loss.backward()
+    assert bt.order == order
+
+
+def counted(reads, name, method):
+    """``method`` that first notes its ``name`` in ``reads``."""
+    def wrapper(self, *args, **kwargs):
+        reads.append(name)
+        return method(self, *args, **kwargs)
+    return wrapper
+
+
+def test_norms_are_read_with_one_synchronisation(monkeypatch):
+    reads = []
+    for name in ("tolist", "item", "__float__", "cpu", "numpy"):  # every way to read a value
+        monkeypatch.setattr(torch.Tensor, name, counted(reads, name, getattr(torch.Tensor, name)))
+    model, loss = mlp()
+    with dg.trace_backward(loss, params=model) as bt:
+        loss.backward()
+        assert reads == [] and bt.edge_norms == {}  # nothing read while backward runs
+    assert reads == ["tolist"]
+    assert len(bt.edge_norms) == len(bt.edges)
+
+
+def trace_mlp():
+    model, loss = mlp()
+    bt = traced(loss, params=model)
+    return bt, [weakref.ref(t) for t in (loss, *model.parameters())] + [weakref.ref(model)]
+
+
+def test_trace_keeps_no_tensor_alive():
+    bt, refs = trace_mlp()
+    gc.collect()
+    assert [r() for r in refs] == [None] * len(refs)
+    assert len(bt.order) == len(bt.nodes) - 1
+
+
+def test_trace_does_not_change_gradients():
+    def grads(trace):
+        model, loss = mlp()
+        if trace:
+            traced(loss, params=model)
+        else:
+            loss.backward()
+        return [p.grad for p in model.parameters()]
+
+    assert all(torch.equal(a, b) for a, b in zip(grads(False), grads(True), strict=True))
+
+
+def test_repr_lists_the_first_runs():
+    x = torch.ones(2, requires_grad=True)
+    bt = traced((2 * x).sum())
+    assert repr(bt) == ("<dynagraph.BackwardTrace: 3 node runs, 3 edge norms>\n"
+                        "  SumBackward0 -> MulBackward0 -> AccumulateGrad")
+    h = x
+    for _ in range(13):
+        h = h * 1.0
+    long = traced(h.sum())
+    assert repr(long).endswith(" ... (+3)")
+    assert bt._repr_mimebundle_()["text/plain"] == repr(bt)
+
+
+def test_picture_marks_order_and_norms():
+    x = torch.tensor([3.0, 4.0], requires_grad=True)
+    bt = traced((2 * x).sum(), params={"x": x})
+    dot = bt.to_dot()
+    for k in range(1, len(bt.order) + 1):
+        assert f"#{k}" in dot
+    for src, dst in bt.edges:
+        assert f"{bt.edge_norms[(src, dst)]:.3g}" in dot  # |(2, 2)| = 2.83 into x, ...
+    assert bt.graph().counts() == dg.draw((2 * x).sum()).counts()
+
+
+def test_roots_must_be_tensors():
+    with pytest.raises(TypeError, match="roots must be a tensor"):
+        with dg.trace_backward(3.0):
+            pass

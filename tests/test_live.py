@@ -1,0 +1,436 @@
+"""live: the steps of small programs with known answers, and a recorder that leaves no trace."""
+
+import gc
+import importlib
+import inspect
+import weakref
+
+import pytest
+import torch
+from torch import nn
+from torch.autograd.function import Function
+
+import dynagraph as dg
+
+live_module = importlib.import_module("dynagraph.live")  # dg.live is the function
+
+
+def next_line():
+    """The line number just below the caller's line (where the op under test sits)."""
+    return inspect.currentframe().f_back.f_lineno + 1
+
+
+def made(rec, step):
+    """Names of the autograd nodes ``step`` created."""
+    return [rec.nodes[i].name for i in step.nodes]
+
+
+class Square(Function):
+    """x**2 written as several ops, to check they stay inside one step."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x + 0.0  # two ops the recorder must not show as steps
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad
+
+
+class Branchy(nn.Module):
+    """Takes the ReLU path for positive inputs, tanh otherwise; halves once per row."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        h = self.fc(x)
+        if x.sum() > 0:
+            h = torch.relu(h)
+        else:
+            h = torch.tanh(h)
+        for _ in range(len(x)):
+            h = h * 0.5
+        return h
+
+
+# -- steps of small programs ---------------------------------------------------------
+
+def test_two_x_plus_one_is_mul_then_add():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with dg.live(params={"x": x}) as rec:
+        line = next_line()
+        y = 2 * x + 1
+    assert [s.op for s in rec.steps] == ["mul", "add"]
+    assert [made(rec, s) for s in rec.steps] == [["MulBackward0", "AccumulateGrad"], ["AddBackward0"]]
+    assert [s.index for s in rec.steps] == [0, 1]
+    for s in rec.steps:
+        assert s.where == f"test_live.py:{line}"
+        assert s.code == "y = 2 * x + 1"
+        assert s.module is None and s.note == ""
+        assert s.inputs == [(2,)] and s.outputs == [(2,)]
+    leaf = rec.nodes[rec.steps[0].nodes[1]]
+    assert (leaf.kind, leaf.label) == ("input", "x")
+    mul, add = rec.steps[0].nodes[0], rec.steps[1].nodes[0]
+    assert sorted(rec.edges) == sorted([(leaf.id, mul), (mul, add)])
+    assert torch.equal(y, 2 * x.detach() + 1)
+
+
+@pytest.mark.parametrize("context, needs_grad, note", [
+    (torch.enable_grad, False, "no input requires grad"),
+    (torch.no_grad, True, "grad disabled: torch.no_grad()"),
+    (torch.inference_mode, True, "inference_mode"),
+])
+def test_op_that_builds_no_graph_says_why(context, needs_grad, note):
+    x = torch.ones(3, requires_grad=needs_grad)
+    with dg.live() as rec:
+        with context():
+            y = x * 2
+    assert y.grad_fn is None
+    (step,) = rec.steps
+    assert (step.op, step.nodes, step.note) == ("mul", [], note)
+    assert rec.nodes == [] and f"no node ({note})" in repr(rec)
+
+
+def test_new_leaf_is_not_blamed_on_its_inputs():
+    with dg.live() as rec:
+        torch.zeros(2, requires_grad=True)
+    (step,) = rec.steps
+    assert step.nodes == [] and "leaf" in step.note
+
+
+def test_inplace_op_is_recorded_with_its_node():
+    x = torch.ones(2, requires_grad=True)
+    with dg.live() as rec:
+        z = x.clone()
+        z.mul_(3)
+    assert [s.op for s in rec.steps] == ["clone", "mul_"]
+    assert made(rec, rec.steps[1]) == ["MulBackward0"]
+    assert rec.steps[1].outputs == [(2,)]  # z once, though it is both result and target
+
+
+def test_index_assignment_is_recorded_as_copy_slices():
+    x = torch.ones(3, requires_grad=True)
+    with dg.live() as rec:
+        z = x * 1
+        line = next_line()
+        z[0] = 5.0
+    step = rec.steps[-1]
+    assert (step.op, made(rec, step)) == ("setitem", ["CopySlices"])
+    assert (step.where, step.code) == (f"test_live.py:{line}", "z[0] = 5.0")
+    assert step.outputs == [(3,)]
+
+
+def test_property_reads_are_named_after_the_property():
+    x = torch.ones(2, 3, requires_grad=True)
+    with dg.live() as rec:
+        x.T
+        x.data
+    assert [s.op for s in rec.steps] == ["T", "data"]
+    assert made(rec, rec.steps[0]) == ["PermuteBackward0", "AccumulateGrad"]
+
+
+def test_custom_function_is_one_step_of_its_own():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with dg.live() as rec:
+        y = Square.apply(x)
+        s = y.sum()
+    assert [st.op for st in rec.steps] == ["Square.apply", "sum"]
+    custom = rec.nodes[rec.steps[0].nodes[0]]
+    assert (custom.kind, custom.label) == ("custom", "Square")
+    assert made(rec, rec.steps[0]) == [custom.name, "AccumulateGrad"]
+    assert made(rec, rec.steps[1]) == ["SumBackward0"]  # the custom node is not credited here
+    s.backward()
+    assert torch.equal(x.grad, 2 * x.detach())
+
+
+def test_custom_function_inside_a_module_is_one_step():
+    class Sq(nn.Module):
+        def forward(self, x):
+            return Square.apply(x)
+
+    model = nn.Sequential(nn.Linear(2, 2), Sq())
+    with dg.live(model) as rec:
+        model(torch.ones(1, 2))
+    assert [(s.op, s.module) for s in rec.steps] == [("ones", None), ("linear", "0"),
+                                                    ("Square.apply", "1")]
+
+
+def test_steps_name_modules_by_path_when_given_the_model():
+    model = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+    with dg.live(model) as rec:
+        model(torch.ones(4, 2)).sum()
+    assert [(s.op, s.module) for s in rec.steps] == [
+        ("ones", None), ("linear", "0"), ("relu", "1"), ("sum", None)]
+    assert rec.module_types == {"0": "Linear", "1": "ReLU"}
+    assert {rec.nodes[i].module for i in rec.steps[1].nodes} == {"0"}
+    assert "linear in 0 (Linear)" in repr(rec)
+
+
+def test_nested_module_paths():
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+    model = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+    with dg.live(model) as rec:
+        model(torch.zeros(1, 3, 8))
+    linears = [s.module for s in rec.steps if s.op == "linear"]
+    assert linears == ["layers.0.linear1", "layers.0.linear2", "layers.1.linear1", "layers.1.linear2"]
+
+
+def test_steps_name_modules_by_class_without_the_model():
+    model = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+    with dg.live() as rec:
+        model(torch.ones(4, 2))
+    assert [(s.op, s.module) for s in rec.steps] == [("ones", None), ("linear", "Linear"),
+                                                    ("relu", "ReLU")]
+    assert all(n.module is None for n in rec.nodes)
+
+
+def test_ops_of_the_model_itself_belong_to_no_module():
+    model = Branchy()
+    with dg.live(model) as rec:
+        model(torch.ones(1, 3))
+    assert [s.module for s in rec.steps if s.op in ("relu", "mul")] == [None, None]
+    assert rec.module_types == {"fc": "Linear"}
+
+
+@pytest.mark.parametrize("x, branch, rows", [
+    (torch.ones(2, 3), "relu", 2),
+    (-torch.ones(3, 3), "tanh", 3),
+])
+def test_branch_and_loop_record_only_the_path_taken(x, branch, rows):
+    model = Branchy()
+    with dg.live(model) as rec:
+        model(x)
+    assert [s.op for s in rec.steps] == ["linear", "sum", "gt", branch] + ["mul"] * rows
+    names = rec.graph().counts()
+    assert names["ReluBackward0"] == (branch == "relu")
+    assert names["TanhBackward0"] == (branch == "tanh")
+    assert names["MulBackward0"] == rows
+    assert [s.note for s in rec.steps[1:3]] == ["no input requires grad"] * 2
+
+
+def test_nodes_built_before_the_block_are_drawn_but_not_credited():
+    x = torch.ones(2, requires_grad=True)
+    h = x * 2
+    with dg.live() as rec:
+        y = h + 1
+    (step,) = rec.steps
+    assert made(rec, step) == ["AddBackward0"]
+    before = [n for n in rec.nodes if n.id not in step.nodes]
+    assert [(n.name, n.label) for n in before] == [("MulBackward0", "MulBackward0\n(before live)")]
+    assert len(rec.graph(upto=0)) == 2
+    del y
+
+
+def test_graph_upto_a_step():
+    x = torch.ones(2, requires_grad=True)
+    with dg.live() as rec:
+        (2 * x + 1).sum()
+    assert [sorted(rec.graph(upto=k).counts()) for k in range(3)] == [
+        ["AccumulateGrad", "MulBackward0"],
+        ["AccumulateGrad", "AddBackward0", "MulBackward0"],
+        ["AccumulateGrad", "AddBackward0", "MulBackward0", "SumBackward0"]]
+    assert len(rec.graph(upto=0).edges) == 1
+
+
+def test_nested_recordings_both_see_every_op():
+    x = torch.ones(2, requires_grad=True)
+    with dg.live() as outer:
+        with dg.live() as inner:
+            Square.apply(2 * x)
+    assert [s.op for s in inner.steps] == [s.op for s in outer.steps] == ["mul", "Square.apply"]
+    assert inner.graph().counts() == outer.graph().counts()
+
+
+def test_repr_is_a_table_of_steps():
+    x = torch.tensor([1.0], requires_grad=True)
+    with dg.live(params={"x": x}) as rec:
+        line = next_line()
+        2 * x + 1
+    assert repr(rec).splitlines() == [
+        "<dynagraph.Recording: 2 steps, 3 nodes>",
+        f"  0 mul  [test_live.py:{line}] 2 * x + 1",
+        "  (1,) -> (1,)  + MulBackward0, AccumulateGrad",
+        f"  1 add  [test_live.py:{line}] 2 * x + 1",
+        "  (1,) -> (1,)  + AddBackward0",
+    ]
+    bundle = rec._repr_mimebundle_()
+    assert bundle["text/plain"] == repr(rec) and "dg-stepper" in bundle["text/html"]
+
+
+def test_empty_recording_displays_as_text_only():
+    with dg.live() as rec:
+        pass
+    assert rec._repr_mimebundle_() == {"text/plain": "<dynagraph.Recording: 0 steps, 0 nodes>"}
+
+
+# -- the recording's graph is autograd's graph -----------------------------------------
+
+def mlp():
+    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 1)), (5, 4)
+
+
+def encoder_layer():
+    return nn.TransformerEncoderLayer(8, 2, 16, batch_first=True).train(), (2, 5, 8)
+
+
+@pytest.mark.parametrize("factory", [mlp, encoder_layer])
+def test_recorded_graph_equals_drawn_graph(factory):
+    torch.manual_seed(0)
+    model, shape = factory()
+    with dg.live(model) as rec:
+        out = model(torch.randn(shape)).sum()
+    drawn = dg.draw(out, params=model, max_nodes=None)
+    assert rec.graph().counts() == drawn.counts()
+    assert len(rec.edges) == len(drawn.edges) - 1  # draw adds the edge into its output node
+    assert sum(len(s.nodes) for s in rec.steps) == len(rec.nodes)  # every node credited once
+
+
+def test_draw_groups_by_the_modules_live_tagged():
+    model = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    with dg.live(model):
+        out = model(torch.ones(1, 2)).sum()
+    collapsed = dg.draw(out, params=model, depth=1)
+    assert sorted(n.label.split(":")[0] for n in collapsed.nodes if n.kind == "module") == ["0", "1", "2"]
+
+
+# -- what must hold after the block ------------------------------------------------------
+
+def hooks_state():
+    m = nn.modules.module
+    return (torch._C._len_torch_function_stack(), len(m._global_forward_hooks),
+            len(m._global_forward_pre_hooks), len(m._global_forward_hooks_always_called),
+            Function.__dict__["apply"])
+
+
+@pytest.mark.parametrize("where", ["body", "forward"])
+def test_exit_restores_torch_even_when_the_block_raises(where):
+    class Boom(nn.Module):
+        def forward(self, x):
+            raise RuntimeError("boom in forward")
+
+    model = nn.Sequential(nn.Linear(2, 2), Boom()) if where == "forward" else nn.Linear(2, 2)
+    before = hooks_state()
+    with pytest.raises(RuntimeError, match="boom"):
+        with dg.live(model) as rec:
+            Square.apply(model(torch.ones(1, 2)))
+            raise RuntimeError("boom in body")
+    assert hooks_state() == before
+    assert hooks_state()[:4] == (0, 0, 0, 0)
+    assert rec._modules == [] and rec._inside_apply == 0
+    x = torch.ones(1, requires_grad=True)
+    (x * 2).sum()  # not recorded any more
+    ran = ["ones", "linear"] + (["Square.apply"] if where == "body" else [])
+    assert [s.op for s in rec.steps] == ran
+
+
+def test_exit_restores_torch_after_a_clean_block():
+    before = hooks_state()
+    with dg.live(nn.Linear(1, 1)):
+        assert torch._C._len_torch_function_stack() == 1
+        assert Function.__dict__["apply"] is not before[-1]
+    assert hooks_state() == before
+
+
+def record_mlp():
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    x = torch.randn(2, 3, requires_grad=True)
+    with dg.live(model) as rec:
+        out = Square.apply(model(x)).sum()
+    return rec, [weakref.ref(t) for t in (x, out, *model.parameters())] + [weakref.ref(model)]
+
+
+def test_recording_keeps_no_tensor_alive():
+    rec, refs = record_mlp()
+    gc.collect()
+    assert [r() for r in refs] == [None] * len(refs)
+    assert len(rec.steps) == 5 and rec.graph().counts()["AccumulateGrad"] == 5
+
+
+def test_recording_does_not_change_results():
+    torch.manual_seed(0)
+    model = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True).train()  # dropout draws
+    x = torch.randn(2, 5, 8)
+
+    def run(record):
+        model.zero_grad(set_to_none=True)
+        torch.manual_seed(1)
+        if record:
+            with dg.live(model):
+                out = model(x)
+                out.sum().backward()
+        else:
+            out = model(x)
+            out.sum().backward()
+        return out.detach(), [p.grad.clone() for p in model.parameters()]
+
+    (out_a, grads_a), (out_b, grads_b) = run(False), run(True)
+    assert torch.equal(out_a, out_b)
+    assert all(torch.equal(a, b) for a, b in zip(grads_a, grads_b, strict=True))
+
+
+# -- the live view and bad arguments ---------------------------------------------------
+
+def test_view_outside_ipython_records_and_prints_nothing(capsys):
+    x = torch.ones(2, requires_grad=True)
+    with dg.live(view=True, interval=1e-9) as rec:
+        2 * x + 1
+    assert [s.op for s in rec.steps] == ["mul", "add"]
+    assert capsys.readouterr().out == ""
+
+
+class FakeHandle:
+    def __init__(self):
+        self.updates = []
+
+    def update(self, obj):
+        self.updates.append(obj.data)
+
+
+def test_view_shows_the_finished_graph_at_exit(monkeypatch):
+    import IPython
+    import IPython.display
+    handle = FakeHandle()
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display",
+                        lambda obj, display_id=None: shown.append(obj.data) or handle)
+    x = torch.ones(2, requires_grad=True)
+    with dg.live(view=True, interval=3600) as rec:  # no redraw before the end
+        2 * x + 1
+    assert len(shown) == 1 and "recording" in shown[0]
+    assert len(handle.updates) == 1
+    assert "2 steps so far" in handle.updates[0] and "<svg" in handle.updates[0]
+    assert rec._view is None
+
+
+def test_view_without_a_renderer_fails_before_recording(monkeypatch, tmp_path):
+    import IPython
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setenv("DYNAGRAPH_DOT", str(tmp_path / "no-such-dot"))
+    with pytest.raises(dg.RendererNotFoundError, match="pip install graphviz-pure"):
+        with dg.live(view=True):
+            pass
+    assert hooks_state()[:4] == (0, 0, 0, 0)
+
+
+def test_interval_must_be_positive():
+    for bad in (0, -1.0):
+        with pytest.raises(ValueError, match="interval must be > 0 seconds; got"):
+            with dg.live(interval=bad):
+                pass
+
+
+def test_model_must_be_a_module():
+    with pytest.raises(TypeError, match="model must be an nn.Module .* got str"):
+        with dg.live("x"):
+            pass
+    assert torch._C._len_torch_function_stack() == 0
+
+
+def test_step_text_without_names_counts_nodes():
+    step = live_module.Step(0, "mul", "f.py:1", "y = 2 * x", None, [(2,)], [(2,)], [0, 1])
+    assert step.text() == "mul  [f.py:1] y = 2 * x\n  (2,) -> (2,)  + 2 nodes"
