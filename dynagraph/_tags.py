@@ -39,16 +39,16 @@ def _probe():
     return _PROBE[0]
 
 
-def _tensors(obj, out):
+def tensors_in(obj, out):
     """Flatten nested outputs (tuples, lists, dicts) into a list of tensors."""
     if isinstance(obj, torch.Tensor):
         out.append(obj)
     elif isinstance(obj, (tuple, list)):
         for item in obj:
-            _tensors(item, out)
+            tensors_in(item, out)
     elif isinstance(obj, dict):
         for item in obj.values():
-            _tensors(item, out)
+            tensors_in(item, out)
     return out
 
 
@@ -58,7 +58,7 @@ def tag_new_nodes(outputs, name, start) -> None:
     Inner modules finish first and tag their nodes; an outer module then walks
     through them (without retagging) to reach its own ops.
     """
-    stack = [t.grad_fn for t in _tensors(outputs, []) if t.grad_fn is not None]
+    stack = [t.grad_fn for t in tensors_in(outputs, []) if t.grad_fn is not None]
     seen = set()
     while stack:
         fn = stack.pop()

@@ -13,6 +13,7 @@ from torch.autograd.function import Function
 from torch.overrides import TorchFunctionMode
 
 from . import _source, _tags
+from ._tags import tensors_in
 from ._records import Node
 from .capture import node_name, param_names_of, record
 from .graph import Graph
@@ -129,7 +130,7 @@ class Recording:
     # -- recording ---------------------------------------------------------------
 
     def _on_op(self, op, args, kwargs, out, inplace_target=None):
-        outs = _tensors(out, [])
+        outs = tensors_in(out, [])
         if inplace_target is not None and not any(t is inplace_target for t in outs):
             outs.append(inplace_target)  # setitem returns None; mul_ returns its target
         if not outs:
@@ -140,9 +141,9 @@ class Recording:
             described = self._lines[line] = _source.describe(*line)
         where, code = described
         module = self._modules[-1] if self._modules else None
-        ins = _tensors(args, [])
+        ins = tensors_in(args, [])
         if kwargs:
-            _tensors(kwargs, ins)
+            tensors_in(kwargs, ins)
         new = self._tag(outs, module)
         note = "" if new else _why_no_node(ins, outs)
         self.steps.append(Step(len(self.steps), op, where, code, module,
@@ -183,18 +184,6 @@ class Recording:
         for child, nid in pending:
             self.edges.append((child.metadata[key], nid))
         return sorted(new)
-
-
-def _tensors(obj, out):
-    if isinstance(obj, torch.Tensor):
-        out.append(obj)
-    elif isinstance(obj, (tuple, list)):
-        for item in obj:
-            _tensors(item, out)
-    elif isinstance(obj, dict):
-        for item in obj.values():
-            _tensors(item, out)
-    return out
 
 
 def _why_no_node(ins, outs) -> str:
