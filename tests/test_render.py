@@ -244,3 +244,13 @@ def test_system_dot_renders_when_asked(fresh_renderer):
 @pytest.mark.dot
 def test_pdf_with_system_dot(fresh_renderer):
     assert render.pipe("digraph { a -> b }", "pdf").startswith(b"%PDF")
+
+
+def test_graphviz_pure_wins_over_a_system_dot_on_path(fresh_renderer, tmp_path):
+    # Stored notebook SVGs must not depend on whether a machine also has Graphviz.
+    fake = tmp_path / "dot"
+    fake.write_text("#!/bin/sh\necho 'system dot must not be used' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    fresh_renderer.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert Path(render.find_renderer()).name == "graphviz-pure"
+    assert b"graphviz-pure" in render.pipe("digraph { a -> b }", "svg")
