@@ -132,15 +132,28 @@ def _leaf_kind(tensor, param_names):
 
 
 def _meta_of(tensor):
-    return tuple(tensor.shape), _dtype_text(tensor.dtype), str(tensor.device)
+    return tuple(tensor.shape), _dtype_text(tensor.dtype), _device_text(tensor.device)
+
+
+_TEXT: dict = {}  # dtype/device -> its text; few distinct values, asked for per node
 
 
 def _dtype_text(dtype) -> str:
-    return str(dtype).removeprefix("torch.")
+    text = _TEXT.get(dtype)
+    if text is None:
+        text = _TEXT[dtype] = str(dtype).removeprefix("torch.")
+    return text
 
 
-def record(fn, nid, param_names, show_saved=False) -> Node:
-    """The :class:`Node` record of autograd node ``fn``."""
+def _device_text(device) -> str:
+    text = _TEXT.get(device)
+    if text is None:
+        text = _TEXT[device] = str(device)
+    return text
+
+
+def record(fn, nid, param_names, show_saved=False, tags=True) -> Node:
+    """The :class:`Node` record of autograd node ``fn`` (``tags``: read its module tag)."""
     name = node_name(fn)
     if name == "AccumulateGrad":
         var = fn.variable
@@ -151,7 +164,7 @@ def record(fn, nid, param_names, show_saved=False) -> Node:
     else:
         kind, label = "op", name
     node = Node(nid, name, kind, label, *_output_meta(fn), seq=fn._sequence_nr())
-    if _tags.active():
+    if tags and _tags.active():
         node.module = _tags.module_of(fn)
     if show_saved:
         node.saved = _saved(fn)
@@ -171,7 +184,7 @@ def _output_meta(fn):
     if not meta:
         return None, None, None
     m = meta[0]
-    return tuple(m.shape), _dtype_text(m.dtype), str(m.device)
+    return tuple(m.shape), _dtype_text(m.dtype), _device_text(m.device)
 
 
 def _saved(fn) -> list[tuple[str, str]]:

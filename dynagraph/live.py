@@ -163,7 +163,7 @@ class Recording:
                 continue
             nid = len(self.nodes)
             meta[key] = nid
-            node = record(fn, nid, self._param_names)
+            node = record(fn, nid, self._param_names, tags=False)  # we set the module
             earlier = node.seq is not None and self._start is not None and node.seq < self._start
             if earlier:  # built before the block: drawn, not credited to this step
                 node.label += "\n(before live)"

@@ -23,7 +23,8 @@ import pytest
 from _chromium import ARTIFACTS, ROOT, Watch, check_stepper, chromium, free_port
 
 NOTEBOOK_DIR = Path(os.environ.get("DYNAGRAPH_DOCS_NOTEBOOKS", ROOT / "notebooks"))
-PREFERRED = "01_simple_backward.ipynb"
+# DYNAGRAPH_LAB_NOTEBOOK=05_dynamic_depth.ipynb runs another notebook through the same check.
+PREFERRED = os.environ.get("DYNAGRAPH_LAB_NOTEBOOK", "01_simple_backward.ipynb")
 START_TIMEOUT = 60  # s, server up
 RUN_TIMEOUT = 75_000  # ms, Run All to an idle kernel
 # Settings for this run only: every cell attached to the page (no windowing, so
@@ -37,6 +38,8 @@ SETTINGS = {
 
 def _notebook() -> str | None:
     names = sorted(p.name for p in NOTEBOOK_DIR.glob("*.ipynb"))
+    if "DYNAGRAPH_LAB_NOTEBOOK" in os.environ and PREFERRED not in names:
+        raise ValueError(f"DYNAGRAPH_LAB_NOTEBOOK={PREFERRED!r} is not one of {names}")
     return PREFERRED if PREFERRED in names else next(iter(names), None)
 
 
