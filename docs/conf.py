@@ -10,6 +10,7 @@ jupyter-book 2 builds through a Node.js tool that downloads its site theme at bu
 time (no offline build), and MkDocs Material has announced its end of life.
 """
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -80,13 +81,25 @@ napoleon_numpy_docstring = False
 napoleon_use_rtype = False
 
 # -- MathJax, served from _static ----------------------------------------------------
-# Sphinx's default mathjax_path is a CDN; the site must work offline, so the build
-# fetches MathJax once from the npm registry into docs/_vendor/ (git-ignored) and
-# ships it as _static/mathjax/. The SVG output needs no web fonts (nothing more to
-# serve or to fail from file://) and the "full" bundle loads no extensions later.
+# Sphinx's default mathjax_path is a CDN; the site must work offline, so MathJax is
+# shipped as _static/mathjax/. It comes from the PyPI package django-static-mathjax
+# (MathJax's own files, no Django needed: pip alone installs it), or, without that,
+# from the npm registry once into docs/_vendor/ (git-ignored). The SVG output needs no
+# web fonts (nothing more to serve or to fail from file://) and the "full" bundle
+# loads no extensions later.
 MATHJAX_VERSION = "3.2.2"
 MATHJAX_FILE = "tex-svg-full.js"
 VENDOR = DOCS / "_vendor"
+
+
+def _mathjax_from_pip() -> Path | None:
+    """The folder of MathJax's files installed by django-static-mathjax, if any."""
+    spec = importlib.util.find_spec("mathjax")
+    for base in (spec.submodule_search_locations or []) if spec else []:
+        folder = Path(base) / "static" / "mathjax"
+        if (folder / "es5" / MATHJAX_FILE).exists():
+            return folder
+    return None
 
 
 def ensure_mathjax(vendor: Path) -> None:
@@ -94,12 +107,17 @@ def ensure_mathjax(vendor: Path) -> None:
     out = vendor / "mathjax"
     if (out / MATHJAX_FILE).exists():
         return
+    installed = _mathjax_from_pip()
+    if installed is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(installed / "es5" / MATHJAX_FILE, out / MATHJAX_FILE)
+        shutil.copyfile(installed / "LICENSE", out / "LICENSE")
+        return
     npm = shutil.which("npm")
     if npm is None:
         raise RuntimeError(
-            f"MathJax {MATHJAX_VERSION} is not in {out} and npm is missing to fetch it: "
-            "install Node.js with npm (apt-get install npm), or copy es5/"
-            f"{MATHJAX_FILE} and LICENSE from the npm package mathjax@{MATHJAX_VERSION} there"
+            f"MathJax {MATHJAX_VERSION} is not in {out}: `pip install django-static-mathjax` "
+            "(in requirements.txt), or install Node.js with npm to fetch it from the npm registry"
         )
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([npm, "pack", "--silent", f"mathjax@{MATHJAX_VERSION}", "--pack-destination", tmp],
