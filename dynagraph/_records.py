@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Node", "KINDS"]
+__all__ = ["KINDS", "Node", "owner"]
 
 # What a node stands for; the renderer's legend is keyed on these.
 KINDS = ("op", "custom", "parameter", "input", "output", "module", "fold")
+
+
+def owner(name: str) -> str | None:
+    """The dotted name that owns ``name`` (``fc`` for ``fc.weight``), ``None`` at the top."""
+    return name.rpartition(".")[0] or None
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import torch
 from torch import nn
@@ -25,18 +26,10 @@ def _current_seq():
     return None if probe.grad_fn is None else probe.grad_fn._sequence_nr() + 1
 
 
-@torch.no_grad()
-def _make_probe():
-    return torch.zeros((), requires_grad=True)
-
-
-_PROBE = []
-
-
+@functools.cache
 def _probe():
-    if not _PROBE:
-        _PROBE.append(_make_probe())
-    return _PROBE[0]
+    """A leaf whose one-op products read the counter (made once, on first use)."""
+    return torch.zeros((), requires_grad=True)
 
 
 def tensors_in(obj, out):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ._records import Node
+from ._records import Node, owner
 
 
 def _remap(edges, mapping):
@@ -42,7 +42,7 @@ def collapse(nodes, edges, module_types, depth):
         kind = module_types.get(path, "module")
         node = Node(next_id, kind, "module", f"{path}: {kind}\n{len(ops)} ops",
                     last.shape, last.dtype, last.device,
-                    module=path.rpartition(".")[0] or None, seq=last.seq,
+                    module=owner(path), seq=last.seq,
                     count=sum(m.count for m in members))
         for m in members:
             mapping[m.id] = next_id

@@ -10,6 +10,7 @@ import torch
 from . import render
 from .capture import named_roots, param_names_of, walk
 from .graph import Graph
+from .norms import _stack_on_host
 from .stepper import stepper_html
 
 __all__ = ["BackwardTrace", "trace_backward"]
@@ -63,15 +64,15 @@ class BackwardTrace:
         """The captured graph (without the backward annotations)."""
         return Graph(self.nodes, self.edges, self.module_types, title=title)
 
-    def to_dot(self, id_prefix: str = "") -> str:
+    def to_dot(self) -> str:
         """DOT of the graph annotated with execution order and edge gradient norms."""
         node_attrs, edge_attrs = self._attrs()
         return render.to_dot(self.nodes, self.edges, self.module_types, node_attrs=node_attrs,
-                             edge_attrs=edge_attrs, id_prefix=id_prefix)
+                             edge_attrs=edge_attrs)
 
     def stepper(self, title: str = "") -> str:
         """HTML stepper lighting nodes in the order backward ran them."""
-        svg = render.svg_for_html(render.pipe(self.to_dot(id_prefix=f"b{len(self.order)}x"), "svg"))
+        svg = render.svg_for_html(render.pipe(self.to_dot(), "svg"))
         names = {n.id: n.label for n in self.nodes}
         into = {}
         for (src, dst), v in self.edge_norms.items():
@@ -127,8 +128,7 @@ def trace_backward(roots, *, params=None):
         handles.clear()
         fns.clear()
         if pending:
-            dev = pending[0][1].device
-            values = torch.stack([v.to(dev) for _, v in pending]).tolist()  # the one sync
+            values = _stack_on_host([v for _, v in pending])  # the one sync
             for (edge, _), v in zip(pending, values):
                 trace.edge_norms[edge] = v
         pending.clear()

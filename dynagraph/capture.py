@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Mapping
 
@@ -9,7 +10,7 @@ import torch
 from torch import nn
 
 from . import _tags
-from ._records import Node
+from ._records import Node, owner
 
 __all__ = ["capture", "named_roots", "node_name", "param_names_of", "record", "walk"]
 
@@ -132,24 +133,13 @@ def _leaf_kind(tensor, param_names):
 
 
 def _meta_of(tensor):
-    return tuple(tensor.shape), _dtype_text(tensor.dtype), _device_text(tensor.device)
+    return tuple(tensor.shape), _text(tensor.dtype), _text(tensor.device)
 
 
-_TEXT: dict = {}  # dtype/device -> its text; few distinct values, asked for per node
-
-
-def _dtype_text(dtype) -> str:
-    text = _TEXT.get(dtype)
-    if text is None:
-        text = _TEXT[dtype] = str(dtype).removeprefix("torch.")
-    return text
-
-
-def _device_text(device) -> str:
-    text = _TEXT.get(device)
-    if text is None:
-        text = _TEXT[device] = str(device)
-    return text
+@functools.lru_cache(maxsize=None)  # few distinct dtypes and devices, asked for per node
+def _text(dtype_or_device) -> str:
+    """``float32`` for ``torch.float32``, ``cuda:0`` for a device."""
+    return str(dtype_or_device).removeprefix("torch.")
 
 
 def record(fn, nid, param_names, show_saved=False, tags=True) -> Node:
@@ -184,7 +174,7 @@ def _output_meta(fn):
     if not meta:
         return None, None, None
     m = meta[0]
-    return tuple(m.shape), _dtype_text(m.dtype), _device_text(m.device)
+    return tuple(m.shape), _text(m.dtype), _text(m.device)
 
 
 def _saved(fn) -> list[tuple[str, str]]:
@@ -201,7 +191,7 @@ def _saved(fn) -> list[tuple[str, str]]:
             out.append((attr[7:], "freed"))
             continue
         if isinstance(value, torch.Tensor):  # sizes, strides and scalars are not shown
-            out.append((attr[7:], f"{tuple(value.shape)} {_dtype_text(value.dtype)}"))
+            out.append((attr[7:], f"{tuple(value.shape)} {_text(value.dtype)}"))
     return out
 
 
@@ -210,7 +200,7 @@ def _saved_custom(fn) -> list[tuple[str, str]]:
         tensors = fn.saved_tensors
     except RuntimeError:  # freed by backward(); how many there were is gone with them
         return [("tensors", "freed")]
-    return [(f"tensors[{i}]", f"{tuple(t.shape)} {_dtype_text(t.dtype)}")
+    return [(f"tensors[{i}]", f"{tuple(t.shape)} {_text(t.dtype)}")
             for i, t in enumerate(tensors) if isinstance(t, torch.Tensor)]
 
 
@@ -224,4 +214,4 @@ def _place_parameters(nodes):
         return
     for node in nodes:
         if node.kind == "parameter" and node.module is None:
-            node.module = node.label.rpartition(".")[0] or None
+            node.module = owner(node.label)

@@ -14,14 +14,14 @@ from torch.overrides import TorchFunctionMode
 
 from . import _source, _tags
 from ._tags import tensors_in
-from ._records import Node
+from ._records import Node, owner
 from .capture import node_name, param_names_of, record
 from .graph import Graph
 from .stepper import stepper_html
 
 __all__ = ["Recording", "Step", "live"]
 
-_RENAME = {"rmul": "mul", "radd": "add", "getitem": "getitem", "setitem": "setitem"}
+_RENAME = {"rmul": "mul", "radd": "add"}  # 2 * x is a mul, as the node says
 _serial = [0]  # each recording tags nodes under its own metadata key
 
 
@@ -115,8 +115,7 @@ class Recording:
         """The stepper as an HTML string (what Jupyter shows for the recording)."""
         from . import render
         names = [n.name for n in self.nodes]
-        prefix = f"r{len(self.steps)}x{len(self.nodes)}"
-        svg = render.svg_for_html(render.pipe(self.graph().to_dot(id_prefix=prefix), "svg"))
+        svg = render.svg_for_html(render.pipe(self.graph().to_dot(), "svg"))
         steps = [{"text": f"{s.index}: {s.text(names, self.module_types)}", "nodes": s.nodes}
                  for s in self.steps]
         return stepper_html(svg, steps, mode="reveal", title=title)
@@ -170,7 +169,7 @@ class Recording:
             else:
                 new.append(nid)
                 if node.kind == "parameter":
-                    node.module = node.label.rpartition(".")[0] or None
+                    node.module = owner(node.label)
                 elif module is not None and self._module_names:
                     node.module = module
                     meta.setdefault(_tags.KEY, module)

@@ -8,6 +8,8 @@ from collections.abc import ItemsView, Mapping
 import torch
 from torch import nn
 
+from ._records import owner
+
 __all__ = ["GradHistory", "GradNorms", "grad_norms", "grad_stats", "per_module"]
 
 
@@ -109,7 +111,7 @@ def per_module(norms: Mapping[str, float]) -> dict[str, float]:
     """
     sums: dict[str, float] = {}
     for name, value in norms.items():
-        module = name.rpartition(".")[0] or name
+        module = owner(name) or name
         sums[module] = sums.get(module, 0.0) + value * value
     return {m: math.sqrt(s) for m, s in sums.items()}
 

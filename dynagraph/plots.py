@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ._records import owner
 from .norms import GradHistory, grad_norms, grad_stats, per_module
 
 __all__ = ["plot_grad_history", "plot_grad_norms"]
@@ -67,7 +68,7 @@ def _mark_problems(ax, values, norms):
     """Write 'no grad', 'inf/nan' or 'zero' over bars that cannot be drawn on a log axis."""
     missing = set(getattr(norms, "missing", ()))
     for i, (name, v) in enumerate(values.items()):
-        if name in missing or any(m.rpartition(".")[0] == name for m in missing):
+        if name in missing or any(owner(m) == name for m in missing):
             text = "no grad"
         elif not math.isfinite(v):
             text = "inf/nan"

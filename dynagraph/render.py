@@ -60,7 +60,7 @@ def quote(text: str) -> str:
 
 
 def to_dot(nodes, edges, module_types=None, *, title=None, node_attrs=None,
-           edge_attrs=None, split_leaves=SPLIT_LEAVES, id_prefix="") -> str:
+           edge_attrs=None, split_leaves=SPLIT_LEAVES) -> str:
     """DOT text for the records, modules drawn as nested clusters.
 
     Args:
@@ -72,7 +72,6 @@ def to_dot(nodes, edges, module_types=None, *, title=None, node_attrs=None,
         split_leaves: Draw a parameter or input that feeds more than this many ops
             once per op instead of as one node with a large fan-out (which makes
             layouts slow and tangled); ``None`` never splits.
-        id_prefix: Prepended to SVG element ids, to keep them unique in a page.
 
     Every SVG node group gets the classes ``dg-<kind> dg-n<id>`` (copies of a split
     leaf share them) and every edge ``dg-edge dg-from-<src> dg-to-<dst>``, which the
@@ -97,17 +96,17 @@ def to_dot(nodes, edges, module_types=None, *, title=None, node_attrs=None,
         users = consumers.get(node.id, [])
         if split_leaves is not None and node.kind in ("parameter", "input") and len(users) > split_leaves:
             for k, user in enumerate(users):
-                name = f"{id_prefix}n{node.id}_{k}"
+                name = f"n{node.id}_{k}"
                 copies[(node.id, user)] = name
                 owner = node.module if node.module is not None else by_id[user].module
                 tree.setdefault(owner, []).append(_node_line(node, name, extra))
         else:
-            tree.setdefault(node.module, []).append(_node_line(node, f"{id_prefix}n{node.id}", extra))
+            tree.setdefault(node.module, []).append(_node_line(node, f"n{node.id}", extra))
     lines.extend(_clusters(tree, module_types))
     for k, (src, dst) in enumerate(edges):
-        a = copies.get((src, dst), f"{id_prefix}n{src}")
+        a = copies.get((src, dst), f"n{src}")
         extra = edge_attrs.get((src, dst), "")
-        lines.append(f'  {a} -> {id_prefix}n{dst} [id="{id_prefix}e{k}" class="dg-edge dg-from-{src} dg-to-{dst}"'
+        lines.append(f'  {a} -> n{dst} [id="e{k}" class="dg-edge dg-from-{src} dg-to-{dst}"'
                      f"{' ' + extra if extra else ''}]\n")
     lines.append("}\n")
     return "".join(lines)

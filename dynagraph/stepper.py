@@ -79,8 +79,8 @@ def stepper_html(svg: str, steps: list[dict], *, mode: str = "reveal", title: st
     """HTML for a stepper over ``svg``.
 
     Args:
-        svg: Inline SVG laid out from DOT made with the same ``id_prefix`` rules as
-            :func:`dynagraph.render.to_dot` (classes ``dg-n<id>``, ``dg-from-/dg-to-``).
+        svg: Inline SVG laid out from DOT made by :func:`dynagraph.render.to_dot`
+            (classes ``dg-n<id>``, ``dg-from-/dg-to-``).
         steps: One dict per step with ``text`` (shown for the step) and ``nodes``
             (ids of the nodes that step adds or runs).
         mode: ``"reveal"`` hides nodes of later steps; ``"light"`` dims them.
