@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from dynagraph import render
+
 CHROMIUM = Path("/usr/bin/chromium")
 
 
@@ -44,3 +46,14 @@ def pytest_collection_modifyitems(config, items):
                 reasons[marker] = check()
             if reasons[marker]:
                 item.add_marker(pytest.mark.skip(reason=reasons[marker]))
+
+
+@pytest.fixture
+def fresh_renderer(monkeypatch):
+    """No DYNAGRAPH_DOT and no cached renderer lookup or output, before and after."""
+    monkeypatch.delenv("DYNAGRAPH_DOT", raising=False)
+    render._resolve.cache_clear()
+    render._run.cache_clear()
+    yield monkeypatch
+    render._resolve.cache_clear()
+    render._run.cache_clear()

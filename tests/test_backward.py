@@ -6,21 +6,10 @@ import weakref
 import pytest
 import torch
 from torch import nn
-from torch.autograd.function import Function
 
 import dynagraph as dg
 
-
-class Square(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return 2 * x * grad
+from _helpers import Square
 
 
 def traced(loss, params=None, **backward_args):

@@ -1,19 +1,14 @@
 """benchmarks/bench_live.py runs end to end on tiny models (no timing assertions)."""
-import importlib.util
-from pathlib import Path
 
 import pytest
 import torch
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_live.py"
+from _helpers import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_live", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_live")
 
 
 def test_quick_run_prints_a_table_and_verdicts(bench, capsys):

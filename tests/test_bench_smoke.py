@@ -1,24 +1,19 @@
 """benchmarks/bench_draw.py runs end to end on a tiny model (no timing assertions)."""
-import importlib.util
-from pathlib import Path
 
 import pytest
 
 from dynagraph import render
 
+from _helpers import load_benchmark
+
 pytest.importorskip("torchviz")
 # torchviz 0.0.3 compares versions with distutils' LooseVersion
 pytestmark = pytest.mark.filterwarnings("ignore:distutils Version classes:DeprecationWarning")
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_draw.py"
-
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_draw", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_draw")
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,8 @@ from torch import nn
 import dynagraph as dg
 from dynagraph.capture import capture, node_name
 
+from _helpers import Square
+
 
 def oracle(roots):
     """Walk ``grad_fn`` breadth-first: ``(name, in-degree, out-degree)`` of every autograd node.
@@ -59,18 +61,6 @@ def roots_list(roots):
     if isinstance(roots, torch.Tensor):
         return [roots]
     return list(roots.values()) if isinstance(roots, dict) else list(roots)
-
-
-class Square(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        return a * a
-
-    @staticmethod
-    def backward(ctx, grad):
-        (a,) = ctx.saved_tensors
-        return 2 * a * grad
 
 
 class Tied(nn.Module):

@@ -25,17 +25,6 @@ def graph():
     return dg.draw(model(torch.randn(5, 3)).sum(), params=model, title="MLP")
 
 
-@pytest.fixture
-def fresh_renderer(monkeypatch):
-    """No DYNAGRAPH_DOT and no cached renderer lookup or output, before and after."""
-    monkeypatch.delenv("DYNAGRAPH_DOT", raising=False)
-    render._resolve.cache_clear()
-    render._run.cache_clear()
-    yield monkeypatch
-    render._resolve.cache_clear()
-    render._run.cache_clear()
-
-
 def test_draw_returns_graph_with_counts_and_summary(graph):
     assert isinstance(graph, dg.Graph)
     assert graph.counts() == {"AccumulateGrad": 4, "AddmmBackward0": 2, "TBackward0": 2,

@@ -18,6 +18,8 @@ import dynagraph as dg
 from dynagraph import render
 from dynagraph._records import KINDS, Node
 
+from _helpers import Square
+
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("DYNAGRAPH_UPDATE_GOLDEN") == "1"
 SVG_TEXT = "{http://www.w3.org/2000/svg}text"
@@ -37,29 +39,6 @@ def check_golden(name: str, text: str) -> None:
 def svg_texts(svg: str) -> list[str]:
     """The text lines drawn in an SVG (parsing it proves it is well-formed XML)."""
     return ["".join(t.itertext()) for t in ET.fromstring(svg).iter(SVG_TEXT)]
-
-
-@pytest.fixture
-def fresh_renderer(monkeypatch):
-    """No DYNAGRAPH_DOT, no cached renderer lookup, before and after the test."""
-    monkeypatch.delenv("DYNAGRAPH_DOT", raising=False)
-    render._resolve.cache_clear()
-    render._run.cache_clear()
-    yield monkeypatch
-    render._resolve.cache_clear()
-    render._run.cache_clear()
-
-
-class Square(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        return a * a
-
-    @staticmethod
-    def backward(ctx, grad):
-        (a,) = ctx.saved_tensors
-        return 2 * a * grad
 
 
 # Golden DOT text.
