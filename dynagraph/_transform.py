@@ -21,6 +21,9 @@ def _remap(edges, mapping):
 def collapse(nodes, edges, module_types, depth):
     """Merge every module at nesting ``depth`` (dotted-name parts) into one node.
 
+    Returns ``(nodes, edges, mapping)``: ``mapping`` sends each merged id to its
+    module's new node (ids not in it are unchanged).
+
     ``depth=1`` draws each top-level submodule (``encoder``, ``fc``) as one node;
     ``depth=2`` opens those one level (``encoder.layers``). Nodes of no module stay.
     """
@@ -33,34 +36,36 @@ def collapse(nodes, edges, module_types, depth):
             if len(parts) >= depth:
                 groups.setdefault(".".join(parts[:depth]), []).append(node)
     if not groups:
-        return nodes, edges
+        return nodes, edges, {}
     next_id = max(n.id for n in nodes) + 1
     mapping, merged = {}, []
     for path, members in groups.items():
         ops = [m for m in members if m.seq is not None]
         last = max(ops, key=lambda m: m.seq) if ops else members[-1]
         kind = module_types.get(path, "module")
-        node = Node(next_id, kind, "module", f"{path}: {kind}\n{len(ops)} ops",
-                    last.shape, last.dtype, last.device,
-                    module=owner(path), seq=last.seq,
-                    count=sum(m.count for m in members))
+        node = Node(id=next_id, name=kind, kind="module", label=f"{path}: {kind}\n{len(ops)} ops",
+                    shape=last.shape, dtype=last.dtype, device=last.device,
+                    module=owner(path), seq=last.seq, count=sum(m.count for m in members))
         for m in members:
             mapping[m.id] = next_id
         merged.append(node)
         next_id += 1
     kept = [n for n in nodes if n.id not in mapping]
-    return kept + merged, _remap(edges, mapping)
+    return kept + merged, _remap(edges, mapping), mapping
 
 
 def fold(nodes, edges, max_nodes):
     """Keep the ``max_nodes`` nodes nearest the inputs and outputs; fold the rest.
+
+    Returns ``(nodes, edges, mapping)``: ``mapping`` sends each hidden id to the fold
+    node (ids not in it are unchanged).
 
     Ops are ordered by autograd's creation counter: the first half of the budget
     goes to the earliest ops, the second half to the latest. The hidden middle
     becomes one node that says how many nodes of which kinds it stands for.
     """
     if max_nodes is None or len(nodes) <= max_nodes:
-        return nodes, edges
+        return nodes, edges, {}
     if max_nodes < 2:
         raise ValueError(f"max_nodes must be >= 2 or None (draw everything); got {max_nodes!r}")
     ops = sorted((n for n in nodes if n.seq is not None), key=lambda n: n.seq)
@@ -75,16 +80,17 @@ def fold(nodes, edges, max_nodes):
             break
         budget = max(2, min(budget - 1, budget * max_nodes // (max_nodes + over)))
     if not hidden:
-        return nodes, edges
+        return nodes, edges, {}
     fold_id = max(n.id for n in nodes) + 1
     folded = [n for n in nodes if n.id in hidden]
     names = Counter(n.name for n in folded)
     top = ", ".join(f"{name} \u00d7{k}" for name, k in names.most_common(3))
     label = (f"\u22ef {sum(n.count for n in folded):,} nodes folded \u22ef\n{top}\n"
              "draw(..., max_nodes=None) shows all")
-    fold_node = Node(fold_id, "fold", "fold", label, count=sum(n.count for n in folded))
+    fold_node = Node(id=fold_id, name="fold", kind="fold", label=label, count=sum(n.count for n in folded))
     kept = [n for n in nodes if n.id not in hidden]
-    return kept + [fold_node], _remap(edges, {i: fold_id for i in hidden})
+    mapping = {i: fold_id for i in hidden}
+    return kept + [fold_node], _remap(edges, mapping), mapping
 
 
 def _hidden(nodes, ops, consumers, budget) -> set[int]:

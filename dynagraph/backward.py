@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import math
 
 import torch
 
-from . import render
+from . import _display
 from .capture import named_roots, param_names_of, walk
 from .graph import Graph
 from .norms import _stack_on_host
-from .stepper import stepper_html
 
 __all__ = ["BackwardTrace", "trace_backward"]
 
@@ -42,50 +40,35 @@ class BackwardTrace:
         return (f"<dynagraph.BackwardTrace: {len(self.order)} node runs, "
                 f"{len(self.edge_norms)} edge norms>\n  {ran}{more}")
 
-    def _attrs(self):
-        first: dict[int, int] = {}
-        for k, nid in enumerate(self.order):
-            first.setdefault(nid, k + 1)
-        node_attrs = {nid: f'xlabel=<<FONT COLOR="#c92a2a">#{k}</FONT>>' for nid, k in first.items()}
-        finite = [v for v in self.edge_norms.values() if v > 0 and math.isfinite(v)]
-        lo, hi = (min(finite), max(finite)) if finite else (1.0, 1.0)
-        edge_attrs = {}
-        for edge, v in self.edge_norms.items():
-            if math.isfinite(v) and v > 0 and hi > lo:
-                width = 0.6 + 3.4 * (math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo))
-            else:
-                width = 1.0 if math.isfinite(v) else 3.0
-            colour = "#1971c2" if math.isfinite(v) else "#e03131"
-            edge_attrs[edge] = (f'dir=back penwidth={width:.2f} color="{colour}" '  # arrows follow the gradient
-                                f'label="{v:.3g}" fontcolor="{colour}"')
-        return node_attrs, edge_attrs
-
     def graph(self, title=None) -> Graph:
         """The captured graph (without the backward annotations)."""
         return Graph(self.nodes, self.edges, self.module_types, title=title)
 
-    def to_dot(self) -> str:
-        """DOT of the graph annotated with execution order and edge gradient norms."""
-        node_attrs, edge_attrs = self._attrs()
-        return render.to_dot(self.nodes, self.edges, self.module_types, node_attrs=node_attrs,
-                             edge_attrs=edge_attrs)
+    def _overlays(self) -> _display.Overlays:
+        """Order badges, edge norms, and one step per node run, for the picture."""
+        badges: dict[int, str] = {}
+        for k, nid in enumerate(self.order):
+            badges.setdefault(nid, f"#{k + 1}")
+        by_id = {n.id: n for n in self.nodes}
+        steps = [(_ran(by_id[nid]), [nid]) for nid in self.order]
+        return _display.Overlays(badges=badges, edge_norms=dict(self.edge_norms), steps=steps,
+                                 mode="light")
 
-    def stepper(self, title: str = "") -> str:
-        """HTML stepper lighting nodes in the order backward ran them."""
-        svg = render.svg_for_html(render.pipe(self.to_dot(), "svg"))
-        names = {n.id: n.label for n in self.nodes}
-        into = {}
-        for (src, dst), v in self.edge_norms.items():
-            into.setdefault(dst, []).append(f"{names[src]}: {v:.3g}")
-        steps = [{"text": f"#{k + 1} {names[nid]}" + (" sends " + ", ".join(into[nid]) if nid in into else ""),
-                  "nodes": [nid]} for k, nid in enumerate(self.order)]
-        return stepper_html(svg, steps, mode="light", title=title)
+    def to_dot(self) -> str:
+        """DOT of the picture: execution order on the nodes, gradient norm on the edges."""
+        return _display.drawing(self.graph(), self._overlays())[1]
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        bundle = {"text/plain": repr(self)}
-        if self.order:
-            bundle["text/html"] = self.stepper()
-        return bundle
+        if not self.order:
+            return {"text/plain": repr(self)}
+        return _display.bundle(self.graph(), repr(self), self._overlays(),
+                               caption=f"backward: {len(self.order):,} node runs")
+
+
+def _ran(node) -> str:
+    """A backward step's text: the node that ran, and where."""
+    where = f" in {node.module}" if node.module else ""
+    return f"{node.label}{where} ran"
 
 
 @contextlib.contextmanager

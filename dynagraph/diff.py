@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from html import escape
 
-from . import render
+from . import _display
 from .graph import Graph
 
 __all__ = ["GraphDiff", "diff"]
@@ -51,23 +51,31 @@ class GraphDiff:
         lines.append(f"{'total':<{width}} {ta:>6} {tb:>6} {tb - ta:>+7}")
         return "\n".join(lines)
 
-    def to_dot(self) -> str:
-        """DOT of ``b`` with its new nodes outlined in red."""
-        attrs = {i: 'color="#e03131" penwidth=2.5' for i in self.new}
-        return render.to_dot(self.b.nodes, self.b.edges, self.b.module_types,
-                             title=f"{self.labels[1]}: new vs {self.labels[0]} in red",
-                             node_attrs=attrs)
+    def _graph(self) -> Graph:
+        b = self.b
+        return Graph(b.nodes, b.edges, b.module_types, title=f"{self.labels[1]}: new vs {self.labels[0]} in red",
+                     blocks=b.blocks, roll=b.roll, max_nodes=b.max_nodes)
 
-    def _repr_html_(self) -> str:
+    def to_dot(self) -> str:
+        """DOT of the picture of ``b`` with its new nodes outlined in red."""
+        return _display.drawing(self._graph(), _display.Overlays(highlight=set(self.new)))[1]
+
+    def _table_html(self) -> str:
         la, lb = map(escape, self.labels)
         head = f"<tr><th>node</th><th>{la}</th><th>{lb}</th><th>change</th></tr>"
         body = "".join(f"<tr><td>{escape(n)}</td><td>{x}</td><td>{y}</td><td>{y - x:+d}</td></tr>"
                        for n, x, y in self.rows)
-        svg = render.svg_for_html(render.pipe(self.to_dot(), "svg"))
-        return (f'<div class="dynagraph-diff"><table>{head}{body}</table>{svg}</div>')
+        ta, tb = self.total
+        foot = f"<tr><th>total</th><th>{ta}</th><th>{tb}</th><th>{tb - ta:+d}</th></tr>"
+        return f'<table class="dg-diff">{head}{body}{foot}</table>'
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return {"text/plain": repr(self), "text/html": self._repr_html_()}
+        out = _display.bundle(self._graph(), repr(self), _display.Overlays(highlight=set(self.new)))
+        out["text/html"] = self._table_html() + out["text/html"]
+        return out
+
+    def _repr_html_(self) -> str:
+        return self._repr_mimebundle_()["text/html"]
 
 
 def _key(node, modules: bool):

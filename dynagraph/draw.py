@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from . import _transform
+from ._display import MAX_NODES
 from .capture import capture
 from .graph import Graph
 
 __all__ = ["draw", "DEFAULT_MAX_NODES"]
 
-# Above this many nodes the middle of the graph is folded into one node, so that
-# layout stays well under a second; pass max_nodes=None to draw everything.
-DEFAULT_MAX_NODES = 1000
+# After rolling repeats, a picture with more nodes than this folds its middle into
+# one node, so that layout stays around a second and the output under 300 KB;
+# pass max_nodes=None to draw everything.
+DEFAULT_MAX_NODES = MAX_NODES
 
 
-def draw(roots, *, params=None, depth=None, max_nodes=DEFAULT_MAX_NODES,
+def draw(roots, *, params=None, depth=None, max_nodes=DEFAULT_MAX_NODES, roll="auto",
          show_saved=False, title=None) -> Graph:
     """Capture the autograd graph that produced ``roots``.
 
@@ -24,8 +25,12 @@ def draw(roots, *, params=None, depth=None, max_nodes=DEFAULT_MAX_NODES,
         depth: Collapse every module at this nesting depth into one node (needs
             module names: pass ``params=model``; op nodes are placed in modules from
             :func:`track_modules` or a live recording).
-        max_nodes: Fold the middle of bigger graphs into one node (the picture says
-            so); ``None`` draws every node.
+        max_nodes: The picture folds the middle of bigger graphs (after rolling)
+            into one node, and says so; ``None`` draws every node. The graph's
+            records (``nodes``, ``counts()``) always hold every node.
+        roll: ``"auto"`` draws repeated structure (loop iterations, identical
+            layers) once, labelled ``×N``, in graphs over 40 nodes; ``True`` always,
+            ``False`` never.
         show_saved: List the tensors each node saved for backward; after
             ``backward()`` they show as ``freed``.
         title: A caption drawn above the graph.
@@ -34,7 +39,9 @@ def draw(roots, *, params=None, depth=None, max_nodes=DEFAULT_MAX_NODES,
         A :class:`Graph`. Legend: grey rounded box = autograd op (``MulBackward0``),
         orange bold = custom ``autograd.Function``, blue = ``nn.Parameter``, yellow = other
         leaf input, green = output, purple 3-D box = collapsed module, dashed note =
-        folded nodes; dashed frames group nodes by module. Op nodes show the shape
+        folded nodes; dashed frames group nodes by module; a yellow frame titled
+        ``×N`` is one iteration drawn for N, its dashed orange edges carrying state
+        to the next iteration. Op nodes show the shape
         (and dtype/device when not float32/cpu) of the tensor they produced.
 
     Raises:
@@ -51,8 +58,12 @@ def draw(roots, *, params=None, depth=None, max_nodes=DEFAULT_MAX_NODES,
         raise ValueError(f"depth must be an int >= 1 (1 collapses top-level submodules); got {depth!r}")
     if max_nodes is not None and (not isinstance(max_nodes, int) or max_nodes < 2):
         raise ValueError(f"max_nodes must be an int >= 2 or None (draw everything); got {max_nodes!r}")
+    if roll not in ("auto", True, False):
+        raise ValueError(f"roll must be 'auto', True or False; got {roll!r}")
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"title must be a string; got {type(title).__name__}")
     nodes, edges, module_types = capture(roots, params=params, show_saved=show_saved)
+    graph = Graph(nodes, edges, module_types, title=title, roll=roll, max_nodes=max_nodes)
     if depth is not None:
-        nodes, edges = _transform.collapse(nodes, edges, module_types, depth)
-    nodes, edges = _transform.fold(nodes, edges, max_nodes)
-    return Graph(nodes, edges, module_types, title=title)
+        graph, _ = graph.collapsed(depth)
+    return graph

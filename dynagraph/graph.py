@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from . import render
+from . import _display, _transform, render
 from ._records import Node
 
 __all__ = ["Graph"]
@@ -20,17 +20,33 @@ class Graph:
         edges: ``(src id, dst id)`` pairs in the direction data flows forward.
         module_types: ``{module name: class name}`` of the modules named by ``params``.
         title: Optional caption drawn above the picture.
+        blocks: Rolled blocks (each drawn once, labelled ``×N``); empty unless this
+            graph came from :meth:`rolled`.
+        roll, max_nodes: The size policy of the picture: ``roll="auto"`` draws
+            repeated structure once in graphs over 40 nodes, and what is still over
+            ``max_nodes`` has its middle folded; ``roll=False, max_nodes=None`` draws
+            every node.
 
-    In Jupyter the graph shows as an inline SVG (``text/html``) with a stable
-    ``text/plain`` summary (no memory addresses).
+    In Jupyter the graph shows as a picture that also shows in untrusted notebooks
+    and without JavaScript, with a stable ``text/plain`` summary (no memory addresses).
     """
 
     def __init__(self, nodes: list[Node], edges: list[tuple[int, int]],
-                 module_types: dict[str, str] | None = None, title: str | None = None):
+                 module_types: dict[str, str] | None = None, title: str | None = None, *,
+                 blocks=(), roll="auto", max_nodes: int | None = _display.MAX_NODES):
         self.nodes = nodes
         self.edges = edges
         self.module_types = module_types or {}
         self.title = title
+        self.blocks = list(blocks)
+        self.roll = roll
+        self.max_nodes = max_nodes
+
+    def _with(self, nodes, edges, *, blocks=None, max_nodes=-1) -> Graph:
+        """A graph like this one with other nodes and edges (and size policy)."""
+        return Graph(nodes, edges, self.module_types, self.title,
+                     blocks=self.blocks if blocks is None else blocks, roll=self.roll,
+                     max_nodes=self.max_nodes if max_nodes == -1 else max_nodes)
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -38,11 +54,17 @@ class Graph:
     def __repr__(self) -> str:
         kinds = Counter(n.kind for n in self.nodes)
         parts = ", ".join(f"{k} {kinds[k]}" for k in sorted(kinds))
-        return f"<dynagraph.Graph: {len(self.nodes)} nodes, {len(self.edges)} edges ({parts})>"
+        rolled = "".join(f", {b.label} \u00d7{b.repeats}" for b in self.blocks)
+        return f"<dynagraph.Graph: {len(self.nodes)} nodes, {len(self.edges)} edges ({parts}){rolled}>"
 
     def counts(self) -> Counter:
-        """How many nodes carry each autograd name, e.g. ``{'MulBackward0': 2}``."""
-        return Counter(n.name for n in self.nodes if n.kind not in ("output", "fold", "module"))
+        """How many autograd nodes carry each name, e.g. ``{'MulBackward0': 2}``
+        (a rolled node stands for, and counts, one node per iteration)."""
+        out: Counter = Counter()
+        for n in self.nodes:
+            if n.kind not in ("output", "fold", "module"):
+                out[n.name] += n.count
+        return out
 
     def node(self, node_id: int) -> Node:
         """The record with id ``node_id``."""
@@ -51,30 +73,56 @@ class Graph:
                 return n
         raise KeyError(f"no node with id {node_id!r} in this graph (see [n.id for n in graph.nodes])")
 
-    def to_dot(self, **attrs) -> str:
-        """DOT source of the drawing (keyword arguments go to :func:`render.to_dot`)."""
-        return render.to_dot(self.nodes, self.edges, self.module_types, title=self.title, **attrs)
+    def collapsed(self, depth: int) -> tuple[Graph, dict[int, int]]:
+        """Every module at nesting ``depth`` merged into one node, and ``{old id: new id}``."""
+        nodes, edges, mapping = _transform.collapse(self.nodes, self.edges, self.module_types, depth)
+        return self._with(nodes, edges), mapping
+
+    def folded(self, max_nodes: int) -> tuple[Graph, dict[int, int]]:
+        """The middle folded into one node so that at most ``max_nodes`` remain, and
+        ``{old id: new id}``."""
+        nodes, edges, mapping = _transform.fold(self.nodes, self.edges, max_nodes)
+        blocks = [b for b in self.blocks if not any(mapping.get(i, i) != i for i in b.nodes)]
+        return self._with(nodes, edges, blocks=blocks), mapping
+
+
+    def rolled(self) -> tuple[Graph, dict[int, int]]:
+        """Repeated structure (loop iterations, identical layers) drawn once, labelled
+        ``×N``, and ``{old id: new id}`` (every iteration maps to the one drawn)."""
+        from . import _roll
+        r = _roll.roll(self.nodes, self.edges)
+        return self._with(r.nodes, r.edges, blocks=self.blocks + r.blocks), r.mapping
+
+    def picture(self) -> Graph:
+        """The graph as it is drawn: this one after the size policy (``roll``, ``max_nodes``)."""
+        return _display.picture(self, roll=self.roll, max_nodes=self.max_nodes).graph
+
+    def to_dot(self, *, full: bool = False) -> str:
+        """DOT source of the drawing (``full=True``: of every node, ignoring the size policy)."""
+        g = self if full else self.picture()
+        return render.to_dot(g.nodes, g.edges, g.module_types, title=g.title, blocks=g.blocks)
 
     def svg(self) -> str:
-        """The drawing as SVG text ready to inline in HTML."""
-        return render.svg_for_html(render.pipe(self.to_dot(), "svg"))
+        """The drawing as compact SVG text."""
+        return render.compact_svg(render.pipe(self.to_dot(), "svg"))
 
     def save(self, path) -> Path:
-        """Write the drawing to ``path``; the suffix picks the format (svg, png, pdf, dot).
+        """Write the drawing to ``path``; the suffix picks the format (svg, png, pdf, jpg, dot).
 
         Raises:
             ValueError: unknown suffix.
         """
         path = Path(path)
         fmt = path.suffix.lstrip(".").lower()
-        if fmt in ("dot", "gv"):
+        fmt = {"gv": "dot", "jpeg": "jpg"}.get(fmt, fmt)
+        if fmt == "dot":
             path.write_text(self.to_dot())
         elif fmt in render.FORMATS:
             path.write_bytes(render.pipe(self.to_dot(), fmt))
         else:
             raise ValueError(
                 f"unknown format: {path.suffix!r} in {str(path)!r} "
-                f"(must be one of {sorted(set(render.FORMATS) | {'gv'})})"
+                f"(must be one of {sorted(set(render.FORMATS) | {'gv', 'jpeg'})})"
             )
         return path
 
@@ -83,9 +131,8 @@ class Graph:
         import graphviz
         return graphviz.Source(self.to_dot())
 
-    def _repr_html_(self) -> str:
-        return f'<div class="dynagraph-graph">{self.svg()}</div>'
-
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return {"text/plain": repr(self), "text/html": self._repr_html_()}
+        return _display.bundle(self, repr(self))
 
+    def _repr_html_(self) -> str:
+        return self._repr_mimebundle_()["text/html"]

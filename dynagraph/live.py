@@ -12,17 +12,17 @@ from torch import nn
 from torch.autograd.function import Function
 from torch.overrides import TorchFunctionMode
 
-from . import _source, _tags
+from . import _display, _source, _tags
 from ._tags import tensors_in
 from ._records import Node, owner
 from .capture import node_name, param_names_of, record
 from .graph import Graph
-from .stepper import stepper_html
 
 __all__ = ["Recording", "Step", "live"]
 
 _RENAME = {"rmul": "mul", "radd": "add"}  # 2 * x is a mul, as the node says
 _serial = [0]  # each recording tags nodes under its own metadata key
+REPR_STEPS = 30  # steps listed by repr(); longer recordings show the first and last ones
 
 
 @dataclass
@@ -95,14 +95,25 @@ class Recording:
     def __repr__(self) -> str:
         lines = [f"<dynagraph.Recording: {len(self.steps)} steps, {len(self.nodes)} nodes>"]
         names = [n.name for n in self.nodes]
-        lines += [f"{s.index:>3} {s.text(names, self.module_types)}" for s in self.steps]
+        shown = self.steps if len(self.steps) <= REPR_STEPS else self.steps[:REPR_STEPS - 5]
+        lines += [f"{s.index:>3} {s.text(names, self.module_types)}" for s in shown]
+        if len(shown) < len(self.steps):
+            lines.append(f"... {len(self.steps) - len(shown) - 5:,} more steps (rec.steps has them all) ...")
+            lines += [f"{s.index:>3} {s.text(names, self.module_types)}" for s in self.steps[-5:]]
         return "\n".join(lines)
 
     def graph(self, *, upto: int | None = None, title=None) -> Graph:
-        """The graph built by steps ``0..upto`` (all steps by default)."""
+        """The graph built by steps ``0..upto`` (all steps by default; a negative
+        ``upto`` counts from the end, as in Python: ``-1`` is the last step).
+
+        Raises:
+            IndexError: ``upto`` names no step.
+        """
         keep = None
         if upto is not None:
-            keep = {i for s in self.steps[: upto + 1] for i in s.nodes} | self._earlier()
+            if not -len(self.steps) <= upto < len(self.steps):
+                raise IndexError(f"upto={upto!r} names no step: the recording has {len(self.steps)} steps")
+            keep = {i for s in self.steps[: upto % len(self.steps) + 1] for i in s.nodes} | self._earlier()
         nodes = [n for n in self.nodes if keep is None or n.id in keep]
         edges = [e for e in self.edges if keep is None or (e[0] in keep and e[1] in keep)]
         return Graph(nodes, edges, self.module_types, title=title)
@@ -111,20 +122,18 @@ class Recording:
         made = {i for s in self.steps for i in s.nodes}
         return {n.id for n in self.nodes if n.id not in made}
 
-    def stepper(self, title: str = "") -> str:
-        """The stepper as an HTML string (what Jupyter shows for the recording)."""
-        from . import render
+    def _overlays(self) -> _display.Overlays:
+        """The steps, and each node's source line, for the picture."""
         names = [n.name for n in self.nodes]
-        svg = render.svg_for_html(render.pipe(self.graph().to_dot(), "svg"))
-        steps = [{"text": f"{s.index}: {s.text(names, self.module_types)}", "nodes": s.nodes}
-                 for s in self.steps]
-        return stepper_html(svg, steps, mode="reveal", title=title)
+        steps = [(s.text(names, self.module_types), s.nodes) for s in self.steps]
+        info = {nid: f"step {s.index}: {s.op} [{s.where}] {s.code}" for s in self.steps for nid in s.nodes}
+        return _display.Overlays(steps=steps, info=info, mode="reveal")
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        bundle = {"text/plain": repr(self)}
-        if self.steps:
-            bundle["text/html"] = self.stepper()
-        return bundle
+        if not self.steps:
+            return {"text/plain": repr(self)}
+        return _display.bundle(self.graph(), repr(self), self._overlays(),
+                               caption=f"{len(self.steps):,} steps")
 
     # -- recording ---------------------------------------------------------------
 
@@ -233,31 +242,40 @@ class _Mode(TorchFunctionMode):
 
 
 class _View:
-    """Redraws the graph so far in one display area, at most every ``interval`` s.
+    """Redraws the graph so far in one display area while the block runs.
 
-    Outside IPython (a plain script) there is nowhere to draw: the view does nothing,
-    rather than print object reprs to stdout.
+    A redraw waits at least ``interval`` seconds and at least ``PATIENCE`` times as
+    long as the last redraw took, so drawing costs the loop it watches at most
+    ``1 / PATIENCE`` of its time however big the graph grows (and the picture rolls
+    repeats, so it stays small). Outside IPython (a plain script) there is nowhere to
+    draw: the view does nothing, rather than print object reprs to stdout.
     """
 
+    PATIENCE = 4
+
     def __init__(self, interval: float):
-        self.interval, self.handle, self.last = interval, None, time.perf_counter()
+        self.interval, self.handle, self.cost = interval, None, 0.0
+        self.last = time.perf_counter()
         try:
             from IPython import get_ipython
-            from IPython.display import HTML, display
+            from IPython.display import display
         except ImportError:
             return
         if get_ipython() is None:
             return
         from . import render
         render.find_renderer()  # no renderer: fail now, saying how to install one
-        self._html = HTML
-        self.handle = display(HTML("<i>dynagraph: recording...</i>"), display_id=True)
+        self.handle = display({"text/plain": "dynagraph: recording..."}, raw=True, display_id=True)
 
     def maybe_update(self, rec, force=False):
         now = time.perf_counter()
-        if (force or now - self.last >= self.interval) and rec.nodes and self.handle is not None:
-            self.handle.update(self._html(rec.graph(title=f"{len(rec.steps)} steps so far")._repr_html_()))
-            self.last = time.perf_counter()
+        due = now - self.last >= max(self.interval, self.PATIENCE * self.cost)
+        if self.handle is None or not rec.nodes or not (force or due):
+            return
+        graph = rec.graph(title=f"{len(rec.steps)} steps so far")
+        self.handle.update(_display.bundle(graph, repr(graph)), raw=True)
+        self.last = time.perf_counter()
+        self.cost = self.last - now
 
 
 @contextlib.contextmanager

@@ -13,14 +13,18 @@ Renderer order (first found wins):
 from __future__ import annotations
 
 import functools
+import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["RendererNotFoundError", "find_renderer", "pipe", "svg_for_html", "to_dot", "STYLE"]
+__all__ = ["Overlay", "RenderTimeoutError", "RendererNotFoundError", "STYLE", "compact_svg", "find_renderer",
+           "frames", "pipe", "svg_for_html", "to_dot"]
 
 # Legend: colour and shape per node kind (documented in draw()).
 STYLE = {
@@ -59,57 +63,149 @@ def quote(text: str) -> str:
     return '"' + text.replace("\n", "\\n").replace("\r", "") + '"'
 
 
-def to_dot(nodes, edges, module_types=None, *, title=None, node_attrs=None,
-           edge_attrs=None, split_leaves=SPLIT_LEAVES) -> str:
+@dataclass
+class Overlay:
+    """What a view adds to a graph's picture, by node and edge id (turned into DOT here).
+
+    Attributes:
+        badges: ``{node id: text}`` drawn in red beside the node (backward order ``#3``,
+            the step that made a node).
+        edge_norms: ``{(src, dst): gradient norm}``: edge width and label from the norm,
+            arrows turned to point the way the gradient flows.
+        highlight: Node ids outlined in red (a diff's new nodes).
+        block_notes: ``{block index: text}`` added under a rolled block's ``×N`` title
+            (the per-iteration gradient sparkline).
+    """
+
+    badges: dict[int, str] = field(default_factory=dict)
+    edge_norms: dict[tuple[int, int], float] = field(default_factory=dict)
+    highlight: set[int] = field(default_factory=set)
+    block_notes: dict[int, str] = field(default_factory=dict)
+
+
+def to_dot(nodes, edges, module_types=None, *, title=None, overlay=None, blocks=(),
+           split_leaves=SPLIT_LEAVES) -> str:
     """DOT text for the records, modules drawn as nested clusters.
 
     Args:
         nodes, edges: Records from :func:`dynagraph.capture.capture`.
         module_types: ``{module name: class name}`` for cluster titles.
         title: Drawn above the graph.
-        node_attrs: ``{node id: extra DOT attribute text}``.
-        edge_attrs: ``{(src, dst): extra DOT attribute text}``.
+        overlay: An :class:`Overlay` (badges, edge norms, highlights).
+        blocks: Rolled blocks (:class:`dynagraph._roll.Block`): each drawn as a frame
+            titled ``×N`` around its representative nodes, its loop edges dashed.
         split_leaves: Draw a parameter or input that feeds more than this many ops
             once per op instead of as one node with a large fan-out (which makes
             layouts slow and tangled); ``None`` never splits.
 
     Every SVG node group gets the classes ``dg-<kind> dg-n<id>`` (copies of a split
-    leaf share them) and every edge ``dg-edge dg-from-<src> dg-to-<dst>``, which the
-    steppers use to reveal and highlight parts of one laid-out picture.
+    leaf share them), every edge ``dg-edge dg-from-<src> dg-to-<dst>`` and every
+    frame ``dg-frame dg-f<k>`` (module frames first, in the order of
+    :func:`frames`), which the page's script uses to reveal and light parts of one
+    laid-out picture.
     """
     module_types = module_types or {}
-    node_attrs = node_attrs or {}
-    edge_attrs = edge_attrs or {}
-    consumers: dict[int, list[int]] = {}
-    for src, dst in edges:
-        consumers.setdefault(src, [])
-        if dst not in consumers[src]:
-            consumers[src].append(dst)
+    overlay = overlay or Overlay()
     lines = [_HEADER]
     if title:
         lines.append(f"  labelloc=t label={quote(title)}\n")
-    by_id = {node.id: node for node in nodes}
-    tree: dict = {}  # module path -> list of DOT node lines
-    copies: dict[tuple[int, int], str] = {}
-    for node in nodes:
-        extra = node_attrs.get(node.id, "")
-        users = consumers.get(node.id, [])
-        if split_leaves is not None and node.kind in ("parameter", "input") and len(users) > split_leaves:
-            for k, user in enumerate(users):
-                name = f"n{node.id}_{k}"
-                copies[(node.id, user)] = name
-                owner = node.module if node.module is not None else by_id[user].module
-                tree.setdefault(owner, []).append(_node_line(node, name, extra))
-        else:
-            tree.setdefault(node.module, []).append(_node_line(node, f"n{node.id}", extra))
-    lines.extend(_clusters(tree, module_types))
+    places, copies = _places(nodes, edges, blocks, split_leaves)
+    tree: dict = {}  # (block index or None, module path) -> DOT node lines
+    for key, node, name in places:
+        tree.setdefault(key, []).append(_node_line(node, name, _node_extra(node.id, overlay)))
+    lines.extend(_frames_dot(tree, module_types, blocks, overlay.block_notes))
+    loops = {edge for block in blocks for edge in block.loops}
+    span = _norm_span(overlay.edge_norms)
     for k, (src, dst) in enumerate(edges):
         a = copies.get((src, dst), f"n{src}")
-        extra = edge_attrs.get((src, dst), "")
+        extra = _edge_extra((src, dst), overlay, span, (src, dst) in loops)
         lines.append(f'  {a} -> n{dst} [id="e{k}" class="dg-edge dg-from-{src} dg-to-{dst}"'
                      f"{' ' + extra if extra else ''}]\n")
     lines.append("}\n")
     return "".join(lines)
+
+
+def _node_extra(nid, overlay) -> str:
+    parts = []
+    if nid in overlay.badges:
+        parts.append(f'xlabel=<<FONT COLOR="#c92a2a">{_html_text(overlay.badges[nid])}</FONT>>')
+    if nid in overlay.highlight:
+        parts.append('color="#e03131" penwidth=2.5')
+    return " ".join(parts)
+
+
+def _html_text(text: str) -> str:
+    """``text`` for a Graphviz HTML-like label: markup characters as entities."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _edge_extra(edge, overlay, span, loop) -> str:
+    parts = ['style=dashed color="#e8590c" constraint=false'] if loop else []
+    if edge in overlay.edge_norms:
+        v = overlay.edge_norms[edge]
+        width, colour = _norm_width(v, span), _norm_colour(v)
+        parts.append(f'dir=back penwidth={width:.2f} color="{colour}" '  # arrows follow the gradient
+                     f'label="{v:.3g}" fontcolor="{colour}"')
+    return " ".join(parts)
+
+
+def _norm_colour(v: float) -> str:
+    return "#1971c2" if math.isfinite(v) else "#e03131"
+
+
+def _norm_span(norms: dict) -> tuple[float, float]:
+    """Smallest and largest finite, positive norm (``(1, 1)`` when there is none)."""
+    finite = [x for x in norms.values() if x > 0 and math.isfinite(x)]
+    return (min(finite), max(finite)) if finite else (1.0, 1.0)
+
+
+def _norm_width(v: float, span: tuple[float, float]) -> float:
+    """Edge width 0.6-4 by where the norm's log falls in ``span``."""
+    lo, hi = span
+    if math.isfinite(v) and v > 0 and hi > lo:
+        return 0.6 + 3.4 * (math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo))
+    return 1.0 if math.isfinite(v) else 3.0
+
+
+def frames(nodes, edges, blocks=(), split_leaves=SPLIT_LEAVES) -> list[list[int]]:
+    """Node ids inside each frame, in the order :func:`to_dot` numbers them ``dg-f<k>``."""
+    members: dict = {}
+    for (block, path), node, _ in _places(nodes, edges, blocks, split_leaves)[0]:
+        if block is not None:
+            members.setdefault(("block", block), set()).add(node.id)
+        parts = path.split(".") if path is not None else []
+        for i in range(1, len(parts) + 1):
+            members.setdefault((block, ".".join(parts[:i])), set()).add(node.id)
+    return [sorted(members[key]) for key in _frame_order(members)]
+
+
+def _places(nodes, edges, blocks, split_leaves):
+    """Where each drawn node goes: ``[((block, module), node, DOT name)]`` and the
+    DOT name of each copy of a split leaf, by ``(leaf, consumer)``."""
+    consumers: dict[int, list[int]] = {}
+    for src, dst in edges:
+        users = consumers.setdefault(src, [])
+        if dst not in users:
+            users.append(dst)
+    by_id = {node.id: node for node in nodes}
+    in_block = {nid: k for k, block in enumerate(blocks) for nid in block.nodes}
+    places, copies = [], {}
+    for node in nodes:
+        users = consumers.get(node.id, [])
+        if split_leaves is not None and node.kind in ("parameter", "input") and len(users) > split_leaves:
+            for k, user in enumerate(users):
+                name = copies[(node.id, user)] = f"n{node.id}_{k}"
+                where = node.module if node.module is not None else by_id[user].module
+                places.append(((in_block.get(user), where), node, name))
+        else:
+            places.append(((in_block.get(node.id), node.module), node, f"n{node.id}"))
+    return places, copies
+
+
+def _frame_order(keys) -> list:
+    """Frames sorted as :func:`_frames_dot` writes them."""
+    return sorted(keys, key=lambda k: (k[0] != "block", -1 if k[0] in (None, "block") else k[0],
+                                       str(k[1])))
 
 
 def _node_line(node, name, extra) -> str:
@@ -137,32 +233,45 @@ def _meta_line(node) -> str:
     return text
 
 
-def _clusters(tree, module_types):
-    """Emit nodes inside nested ``subgraph cluster_...`` blocks, one per module."""
-    out = list(tree.get(None, []))
-    children: dict = {}
-    for path in tree:
+def _frames_dot(tree, module_types, blocks, notes):
+    """Nodes inside nested ``subgraph cluster_...`` blocks: rolled blocks, then modules."""
+    out = list(tree.get((None, None), []))
+    children: dict = {}  # (block, parent path) -> child paths
+    for block, path in tree:
         if path is None:
             continue
         parts = path.split(".")
         for i in range(1, len(parts) + 1):
-            prefix = ".".join(parts[:i])
-            parent = ".".join(parts[:i - 1]) or None
-            children.setdefault(parent, set()).add(prefix)
+            children.setdefault((block, ".".join(parts[:i - 1]) or None), set()).add(".".join(parts[:i]))
+    keys = [("block", k) for k in range(len(blocks))]
+    keys += [(b, p) for (b, _), paths in children.items() for p in paths]
+    number = {key: i for i, key in enumerate(_frame_order(keys))}
 
-    def emit(path, indent):
+    def emit(block, path, indent):
         kind = module_types.get(path)
         title = f"{path}: {kind}" if kind else path
-        block = [f"{indent}subgraph {quote('cluster_' + path)} {{\n",
-                 f'{indent}  label={quote(title)} style="rounded,dashed" color="#868e96" fontcolor="#495057"\n']
-        block.extend(indent + line for line in tree.get(path, []))
-        for child in sorted(children.get(path, ())):
-            block.extend(emit(child, indent + "  "))
-        block.append(f"{indent}}}\n")
-        return block
+        name = f"cluster_{path}" if block is None else f"cluster_roll{block}_{path}"
+        lines = [f"{indent}subgraph {quote(name)} {{\n",
+                 f'{indent}  id="f{number[(block, path)]}" class="dg-frame dg-f{number[(block, path)]}" '
+                 f'label={quote(title)} style="rounded,dashed" color="#868e96" fontcolor="#495057"\n']
+        lines += [indent + line for line in tree.get((block, path), [])]
+        for child in sorted(children.get((block, path), ())):
+            lines += emit(block, child, indent + "  ")
+        lines.append(f"{indent}}}\n")
+        return lines
 
-    for top in sorted(children.get(None, ())):
-        out.extend(emit(top, "  "))
+    for k, block in enumerate(blocks):
+        title = f"\u00d7{block.repeats:,}  {block.label}" + (f"\n{notes[k]}" if k in notes else "")
+        f = number[("block", k)]
+        out += [f'  subgraph "cluster_roll{k}" {{\n',
+                f'    id="f{f}" class="dg-frame dg-block dg-f{f}" label={quote(title)} '
+                'style="rounded,filled" fillcolor="#fff9db" color="#f08c00" fontcolor="#e8590c"\n']
+        out += ["  " + line for line in tree.get((k, None), [])]
+        for top in sorted(children.get((k, None), ())):
+            out += emit(k, top, "    ")
+        out.append("  }\n")
+    for top in sorted(children.get((None, None), ())):
+        out += emit(None, top, "  ")
     return out
 
 
@@ -202,12 +311,13 @@ def find_renderer() -> str:
     return found
 
 
-def pipe(dot_text: str, fmt: str = "svg", *, timeout: float = 120) -> bytes:
+def pipe(dot_text: str, fmt: str = "svg", *, timeout: float = 60) -> bytes:
     """Lay out ``dot_text`` and return the rendered bytes in format ``fmt``.
 
     Raises:
         ValueError: unknown format.
         RendererNotFoundError: no renderer, or PDF asked of ``graphviz-pure``.
+        RenderTimeoutError: layout ran past ``timeout`` seconds (the renderer is killed).
         RuntimeError: the renderer failed (its message is included).
     """
     if fmt not in FORMATS or fmt == "dot":
@@ -223,20 +333,86 @@ def pipe(dot_text: str, fmt: str = "svg", *, timeout: float = 120) -> bytes:
     return _run(exe, dot_text, fmt, timeout)
 
 
+class RenderTimeoutError(RuntimeError):
+    """Graphviz took longer than its timeout to lay a graph out."""
+
+
 @functools.lru_cache(maxsize=64)
 def _run(exe, dot_text, fmt, timeout) -> bytes:
-    proc = subprocess.run([exe, f"-T{fmt}"], input=dot_text.encode(), capture_output=True,
-                          timeout=timeout, check=False)
+    # A session of its own, so that a timeout kills the renderer and anything it started.
+    proc = subprocess.Popen([exe, f"-T{fmt}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = proc.communicate(dot_text.encode(), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        raise RenderTimeoutError(
+            f"{Path(exe).name} did not lay out {_size_of(dot_text)} within {timeout:g} s. "
+            "Draw less: let the picture roll repeats and fold (the default max_nodes), "
+            "collapse modules with depth=1, or draw a shorter sequence or fewer layers."
+        ) from None
     if proc.returncode != 0:
-        raise RuntimeError(f"{Path(exe).name} -T{fmt} failed: {proc.stderr.decode(errors='replace').strip()}")
-    return proc.stdout
+        raise RuntimeError(f"{Path(exe).name} -T{fmt} failed: {err.decode(errors='replace').strip()[:2000]}")
+    return out
 
 
-_PROLOGUE = re.compile(r"<\?xml.*?\?>\s*|<!DOCTYPE.*?>\s*|<!-- Generated by.*?-->\s*|<!-- Pages:.*?-->\s*", re.S)
+def _kill(proc) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, AttributeError):
+        proc.kill()
+    proc.communicate()
+
+
+def _size_of(dot_text: str) -> str:
+    nodes = len(re.findall(r'^\s*n[\d_]+ \[', dot_text, re.M))
+    edges = dot_text.count(" -> ")
+    return f"a graph of {nodes:,} nodes and {edges:,} edges"
+
+
+_PROLOGUE = re.compile(r"<\?xml.*?\?>\s*|<!DOCTYPE.*?>\s*|<!--.*?-->\s*", re.S)
+_TITLE = re.compile(r"<title>[^<]*</title>\n?")
+_GROUP_ID = re.compile(r'(<g) id="[^"]*"')
+_NUMBER = re.compile(r"-?\d+\.\d+")
+_GEOMETRY = re.compile(r'(\s(?:points|d|x|y|cx|cy|rx|ry|width|height|viewBox|transform|stroke-width)=")([^"]*)')
+_ROUNDED = re.compile(r'(<g class="node[^"]*">\n)<path ([^>]*?) d="M([^"]*)"/>')
+_SVG_STYLE = ("<style>text{font-family:Helvetica,Arial,sans-serif}"
+              "text:not([font-size]){font-size:10px}text:not([text-anchor]){text-anchor:middle}</style>")
+
+
+def compact_svg(svg: bytes | str) -> str:
+    """Graphviz SVG made small and stand-alone, for a data-URI ``<img>``.
+
+    Drops the prologue, comments, titles and group ids (the page finds parts by
+    class), writes rounded node boxes as ``<rect rx>`` instead of a long path,
+    rounds coordinates to whole points, and moves the common font attributes into
+    one ``<style>``: about a third of Graphviz's size, the same picture.
+    """
+    text = svg.decode() if isinstance(svg, bytes) else svg
+    text = _TITLE.sub("", _PROLOGUE.sub("", text))
+    text = _GROUP_ID.sub(r"\1", text.replace("&#45;", "-"))
+    text = _ROUNDED.sub(_rect, text)
+    for attr in (' xml:space="preserve"', ' font-family="Helvetica,sans-Serif"',
+                 ' font-size="10.00"', ' text-anchor="middle"'):
+        text = text.replace(attr, "")
+    text = _GEOMETRY.sub(lambda m: m[1] + _NUMBER.sub(lambda n: _short(n[0]), m[2]), text)
+    return re.sub(r"(<svg\b[^>]*>)", lambda m: m[1] + _SVG_STYLE, text, count=1)
+
+
+def _rect(m) -> str:
+    """A rounded box's path (Graphviz's ``style=rounded``) as the same ``<rect rx>``."""
+    numbers = [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", m[3])]
+    xs, ys = numbers[0::2], numbers[1::2]
+    x, y, w, h = min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)
+    return (f'{m[1]}<rect {m[2]} x="{x:.0f}" y="{y:.0f}" width="{w:.0f}" height="{h:.0f}" '
+            f'rx="{min(w, h) / 6:.0f}"/>')
+
+
+def _short(number: str) -> str:
+    value = round(float(number))
+    return "0" if value == 0 else str(value)
 
 
 def svg_for_html(svg: bytes | str) -> str:
-    """SVG text fit to inline in HTML: no XML prologue, renderer banner or fixed width."""
-    text = svg.decode() if isinstance(svg, bytes) else svg
-    text = _PROLOGUE.sub("", text)
-    return text.replace("<svg ", '<svg style="max-width:100%;height:auto" ', 1)
+    """SVG text fit to inline in HTML: :func:`compact_svg` without its fixed width."""
+    return compact_svg(svg).replace("<svg ", '<svg style="max-width:100%;height:auto" ', 1)

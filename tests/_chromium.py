@@ -93,7 +93,7 @@ MAX_CLICKS = 12  # per direction: enough to see monotony, cheap on long recordin
 
 
 def check_stepper(stepper) -> dict:
-    """Step a ``div.dg-stepper`` back to the start, forward and back again; assert
+    """Step a ``div.dg-stepper`` (a dynagraph output with steps) back to the start, forward and back again; assert
     that the step text changes on every click and that the number of hidden (or
     dimmed) graph nodes only falls going forward and only rises going back.
 
@@ -103,9 +103,9 @@ def check_stepper(stepper) -> dict:
     Returns:
         ``{"steps": n, "hidden_first": k0, "hidden_last": k1}`` for reporting.
     """
-    assert stepper.locator(".dg-controls").is_visible(), "stepper controls hidden: its script did not run"
+    assert stepper.locator(".dg-bar").is_visible(), "stepper controls hidden: its script did not run"
     data = json.loads(stepper.locator("script.dg-data").text_content())
-    n = len(data["steps"])
+    n = len(data["t"])
     state = lambda: stepper.evaluate(_STATE_JS)  # noqa: E731 (text, hidden nodes, slider)
     button = lambda act: stepper.locator(f'button[data-act="{act}"]').click()  # noqa: E731
 
@@ -117,7 +117,7 @@ def check_stepper(stepper) -> dict:
     if n == 1:
         return {"steps": n, "hidden_first": hidden_first, "hidden_last": hidden_last}
     assert text != text_last, f"'first' did not change the step text {text!r}"
-    if any(s["nodes"] for s in data["steps"][1:]):
+    if any(data["n"][1:]):
         assert hidden_first > hidden_last, (
             f"at the first step {hidden_first} nodes are hidden/dimmed, at the last {hidden_last}: "
             "later steps' nodes should be hidden at the start")

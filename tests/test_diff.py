@@ -9,6 +9,8 @@ from torch import nn
 
 import dynagraph as dg
 
+from _helpers import pictures, svg_texts
+
 
 @pytest.fixture(scope="module")
 def rnn():
@@ -105,7 +107,9 @@ def test_picture_outlines_the_new_nodes():
         assert ("#e03131" in line) == (node.id in d.new), line
     html = d._repr_mimebundle_()["text/html"]
     assert "<th>&lt;short&gt;</th><th>long &amp; new</th>" in html
-    assert "<td>AddBackward0</td><td>0</td><td>1</td><td>+1</td>" in html and "<svg" in html
+    assert "<td>AddBackward0</td><td>0</td><td>1</td><td>+1</td>" in html
+    (svg,) = pictures(html)
+    assert "long & new: new vs <short> in red" in svg_texts(svg)
 
 
 def test_bad_input_raises():

@@ -10,6 +10,8 @@ import torch
 from torch import nn
 from torch.autograd.function import Function
 
+from _helpers import page_steps, pictures, svg_texts
+
 import dynagraph as dg
 
 live_module = importlib.import_module("dynagraph.live")  # dg.live is the function
@@ -258,7 +260,10 @@ def test_repr_is_a_table_of_steps():
         "  (1,) -> (1,)  + AddBackward0",
     ]
     bundle = rec._repr_mimebundle_()
-    assert bundle["text/plain"] == repr(rec) and "dg-stepper" in bundle["text/html"]
+    assert bundle["text/plain"] == repr(rec)
+    assert [text for text, _ in page_steps(bundle["text/html"])] == [
+        f"mul  [test_live.py:{line}] 2 * x + 1\n  (1,) -> (1,)  + MulBackward0, AccumulateGrad",
+        f"add  [test_live.py:{line}] 2 * x + 1\n  (1,) -> (1,)  + AddBackward0"]
 
 
 def test_empty_recording_displays_as_text_only():
@@ -386,8 +391,9 @@ class FakeHandle:
     def __init__(self):
         self.updates = []
 
-    def update(self, obj):
-        self.updates.append(obj.data)
+    def update(self, obj, raw=False):
+        assert raw, "the view hands IPython a ready mime bundle"
+        self.updates.append(obj)
 
 
 def test_view_shows_the_finished_graph_at_exit(monkeypatch):
@@ -397,13 +403,14 @@ def test_view_shows_the_finished_graph_at_exit(monkeypatch):
     shown = []
     monkeypatch.setattr(IPython, "get_ipython", lambda: object())
     monkeypatch.setattr(IPython.display, "display",
-                        lambda obj, display_id=None: shown.append(obj.data) or handle)
+                        lambda obj, raw=False, display_id=None: shown.append(obj) or handle)
     x = torch.ones(2, requires_grad=True)
     with dg.live(view=True, interval=3600) as rec:  # no redraw before the end
         2 * x + 1
-    assert len(shown) == 1 and "recording" in shown[0]
+    assert len(shown) == 1 and "recording" in shown[0]["text/plain"]
     assert len(handle.updates) == 1
-    assert "2 steps so far" in handle.updates[0] and "<svg" in handle.updates[0]
+    (svg,) = pictures(handle.updates[0]["text/html"])
+    assert "2 steps so far" in svg_texts(svg)
     assert rec._view is None
 
 

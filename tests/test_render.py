@@ -6,6 +6,7 @@ and review the diff.
 """
 
 import os
+import re
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -18,7 +19,7 @@ import dynagraph as dg
 from dynagraph import render
 from dynagraph._records import KINDS, Node
 
-from _helpers import Square
+from _helpers import Square, pictures, svg_texts
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("DYNAGRAPH_UPDATE_GOLDEN") == "1"
@@ -110,13 +111,17 @@ def test_to_dot_splits_an_rnn_weight_used_at_every_step():
     assert len(copies) == 5
 
 
-def test_to_dot_extra_attributes_and_title():
+def test_to_dot_overlay_and_title():
     nodes, edges = _records()
-    dot = render.to_dot(nodes, edges, title="my graph", node_attrs={3: "penwidth=3"},
-                        edge_attrs={(3, 0): 'color="red"'})
+    overlay = render.Overlay(badges={3: "#1 <a&b>"}, highlight={1}, edge_norms={(3, 0): 0.5, (1, 3): 2.0})
+    dot = render.to_dot(nodes, edges, title="my graph", overlay=overlay)
     assert 'label="my graph"' in dot
-    assert "penwidth=3]" in dot.split("n3 [", 1)[1].split("\n", 1)[0]
-    assert 'color="red"' in next(line for line in dot.splitlines() if "n3 -> n0" in line)
+    line = lambda start: next(ln for ln in dot.splitlines() if ln.strip().startswith(start))
+    assert '<FONT COLOR="#c92a2a">#1 &lt;a&amp;b&gt;</FONT>' in line("n3 [")
+    assert 'color="#e03131" penwidth=2.5' in line("n1 [")
+    assert 'label="0.5"' in line("n3 -> n0") and "dir=back" in line("n3 -> n0")
+    thin, thick = (float(re.search(r"penwidth=([\d.]+)", line(e))[1]) for e in ("n3 -> n0", "n1 -> n3"))
+    assert thin < thick  # width grows with the norm
 
 
 def test_every_kind_has_a_style():
@@ -152,8 +157,8 @@ def test_special_characters_render_literally_and_svg_parses():
     assert weird in texts  # the title: \N not replaced by a node name
     assert f"{weird}: Linear" in texts  # the module frame
     assert f"{weird}.weight" in texts and f"{weird}.bias" in texts
-    html = graph._repr_html_()
-    assert weird in ["".join(t.itertext()) for t in ET.fromstring(html).iter(SVG_TEXT)]
+    (svg,) = pictures(graph._repr_html_())
+    assert weird in svg_texts(svg)
 
 
 # Finding and running the renderer.

@@ -94,7 +94,7 @@ def deep():
 def test_fold_makes_one_node_that_accounts_for_the_rest(deep):
     model, loss = deep
     full = dg.draw(loss, params=model, max_nodes=None)
-    graph = dg.draw(loss, params=model, max_nodes=50)
+    graph = dg.draw(loss, params=model, max_nodes=50, roll=False).picture()
     [fold] = [n for n in graph.nodes if n.kind == "fold"]
     kept = [n for n in graph.nodes if n.kind != "fold"]
     assert fold.count + len(kept) == len(full)
@@ -105,7 +105,7 @@ def test_fold_makes_one_node_that_accounts_for_the_rest(deep):
 
 def test_fold_keeps_the_ends_and_hides_the_middle(deep):
     model, loss = deep
-    graph = dg.draw(loss, params=model, max_nodes=50)
+    graph = dg.draw(loss, params=model, max_nodes=50, roll=False).picture()
     labels = {n.label for n in graph.nodes}
     assert {"0.weight", "59.weight", "SumBackward0", "output"} <= labels
     assert "30.weight" not in labels
@@ -117,7 +117,7 @@ def test_fold_keeps_the_ends_and_hides_the_middle(deep):
 
 def test_fold_hides_leaves_whose_consumers_are_all_hidden(deep):
     model, loss = deep
-    graph = dg.draw(loss, params=model, max_nodes=50)
+    graph = dg.draw(loss, params=model, max_nodes=50, roll=False).picture()
     fold = next(n for n in graph.nodes if n.kind == "fold")
     for leaf in (n for n in graph.nodes if n.kind == "parameter"):
         assert {b for a, b in graph.edges if a == leaf.id} - {fold.id}
@@ -126,8 +126,8 @@ def test_fold_hides_leaves_whose_consumers_are_all_hidden(deep):
 def test_fold_under_the_limit_changes_nothing():
     nodes = [Node(0, "output", "output", "y"), Node(1, "MulBackward0", "op", "MulBackward0", seq=0)]
     edges = [(1, 0)]
-    assert _transform.fold(nodes, edges, 2) == (nodes, edges)
-    assert _transform.fold(nodes, edges, None) == (nodes, edges)
+    assert _transform.fold(nodes, edges, 2) == (nodes, edges, {})
+    assert _transform.fold(nodes, edges, None) == (nodes, edges, {})
 
 
 def test_collapse_then_fold_still_accounts_for_everything():
@@ -136,7 +136,7 @@ def test_collapse_then_fold_still_accounts_for_everything():
     with dg.track_modules(model):
         loss = model(torch.randn(1, 2)).sum()
     full = dg.draw(loss, params=model, max_nodes=None)
-    graph = dg.draw(loss, params=model, depth=1, max_nodes=12)
+    graph = dg.draw(loss, params=model, depth=1, max_nodes=12, roll=False).picture()
     kinds = Counter(n.kind for n in graph.nodes)
     assert kinds["fold"] == 1 and kinds["module"] >= 2
     assert accounted(graph) == len(full) - 1

@@ -1,0 +1,517 @@
+"""Roll repeated regions of a graph (loop steps, identical layers) into one iteration drawn ×N."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import operator
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ._records import Node, owner
+
+__all__ = ["Block", "Rolled", "roll"]
+
+_LAGS = 4  # gaps to the next 1..4 occurrences of a label propose periods
+_PERIODS = 10  # candidate periods tried per segment, most frequent gap first
+_TRIES = 24  # candidate runs verified per segment, most nodes covered first
+_LOOSE_MIN = 8  # fewest ops a loop-free run (parallel copies, no state) must cover
+
+
+@dataclass
+class Block:
+    """One rolled region: its representative iteration, drawn once and labelled ×N.
+
+    Attributes:
+        label: The iterations' module span and class (``"layers.0–layers.5:
+            TransformerEncoderLayer"``) when ops carry module tags, else the names
+            of the representative's first and last ops (``"TBackward0 … TanhBackward0"``).
+        repeats: N, the number of iterations.
+        nodes: Ids of the representative's nodes (iteration 0), kept in the rolled graph:
+            its ops in creation order, then the leaves it owns.
+        loops: ``(src, dst)`` edges of the representative that carry state from
+            iteration k to k + 1; also in :attr:`Rolled.edges`.
+        module: Dotted module name shared by every op of every iteration, if any.
+    """
+
+    label: str
+    repeats: int
+    nodes: list[int]
+    loops: list[tuple[int, int]]
+    module: str | None = None
+
+
+@dataclass
+class Rolled:
+    """A graph with each repeated region kept once, as returned by :func:`roll`.
+
+    Attributes:
+        nodes: Nodes of the rolled graph; a representative whose ``count`` changed is a copy.
+        edges: Deduplicated edges; a loop edge may be ``(a, a)``, no other edge is.
+        blocks: The rolled regions, in creation order.
+        mapping: Every old node id -> its id in the rolled graph (itself when kept).
+        iteration: Old id -> ``(block index, iteration k)`` for every node of a block.
+    """
+
+    nodes: list[Node]
+    edges: list[tuple[int, int]]
+    blocks: list[Block]
+    mapping: dict[int, int]
+    iteration: dict[int, tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class _Run:
+    """Iterations ``start + k * period ... + period - 1`` (op positions), k < repeats."""
+
+    start: int
+    period: int
+    repeats: int
+
+    @property
+    def stop(self) -> int:
+        return self.start + self.period * self.repeats
+
+
+@dataclass
+class _Seq:
+    """Op nodes in creation order with interned labels and op-to-op edges by position."""
+
+    ops: list[Node]
+    keys: list[int]  # equal keys: same kind, name, shape, dtype, device, count
+    out: list[list[int]]  # positions each op feeds
+    indeg: list[int]  # number of op producers of each op
+    before: list[str | None]  # module of the nearest op before i that has one
+    after: list[str | None]  # module of the nearest op at i or later that has one
+
+
+def roll(
+    nodes: Sequence[Node],
+    edges: Sequence[tuple[int, int]],
+    *,
+    min_repeats: int = 3,
+    module_types: Mapping[str, str] | None = None,
+) -> Rolled:
+    """Keep each repeated region of the graph once, as a block drawn ×N.
+
+    Ops are ordered by autograd's creation counter; a region is a run of consecutive
+    iterations with equal labels (name, shape, dtype) whose edges repeat: the same
+    edges inside every iteration, and edges to the next iteration (the loop state)
+    only from k to k + 1, at the same places each time. Iteration 0 stands for all:
+    the others map onto it, their edges to and from the rest of the graph become
+    edges of iteration 0, and the state passed from k to k + 1 becomes a loop edge.
+    A leaf used by every iteration stays one node; leaves each used by one iteration
+    (per-layer parameters) roll with it. Outputs never roll.
+
+    Args:
+        nodes: The graph's nodes (ids unique, in any order).
+        edges: ``(producer id, consumer id)`` pairs.
+        min_repeats: Fewest iterations a region needs to be rolled (at least 2).
+        module_types: Module name -> class name (capture's third value), for labels.
+
+    Returns:
+        A :class:`Rolled`; with no region repeated ``min_repeats`` times, the graph
+        unchanged (no blocks, identity mapping).
+
+    Raises:
+        ValueError: ``min_repeats`` is not an integer >= 2.
+
+    Example:
+        >>> nodes, edges, types = capture(out, params=model)
+        >>> rolled = roll(nodes, edges, module_types=types)
+        >>> [(b.label, b.repeats) for b in rolled.blocks]
+        [('cell: LSTMCell', 500)]
+    """
+    if isinstance(min_repeats, bool) or not isinstance(min_repeats, int) or min_repeats < 2:
+        raise ValueError(f"min_repeats must be an integer >= 2 (3 rolls a region seen three "
+                         f"times or more); got {min_repeats!r}")
+    seq = _sequence(nodes, edges)
+    runs = _find_runs(seq, min_repeats)
+    if not runs:
+        return Rolled(list(nodes), list(edges), [], {n.id: n.id for n in nodes}, {})
+    return _build(nodes, edges, seq, runs, module_types or {})
+
+
+def _key(node: Node) -> tuple:
+    """What must match for two nodes to be the same node of different iterations."""
+    label = node.label if node.kind == "custom" else None  # a custom Function's class
+    return (node.kind, node.name, label, node.shape, node.dtype, node.device, node.count)
+
+
+def _sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]]) -> _Seq:
+    """The ops (nodes with a creation counter, outputs aside) in creation order."""
+    ops = sorted((n for n in nodes if n.seq is not None and n.kind != "output"),
+                 key=lambda n: n.seq)
+    interned: dict[tuple, int] = {}
+    keys = [interned.setdefault(_key(n), len(interned)) for n in ops]
+    pos = {n.id: i for i, n in enumerate(ops)}
+    params = {n.id: owner(n.label) for n in nodes if n.kind == "parameter"}
+    out: list[list[int]] = [[] for _ in ops]
+    indeg = [0] * len(ops)
+    owners: dict[int, list[str | None]] = defaultdict(list)  # op position -> its parameters' modules
+    for src, dst in edges:
+        i, j = pos.get(src), pos.get(dst)
+        if i is not None and j is not None:
+            out[i].append(j)
+            indeg[j] += 1
+        elif j is not None and src in params:
+            owners[j].append(params[src])
+    hints = [n.module or (_common(owners[i]) if i in owners else None) for i, n in enumerate(ops)]
+    return _Seq(ops, keys, out, indeg, *_nearest(hints))
+
+
+def _nearest(hints: list[str | None]) -> tuple[list[str | None], list[str | None]]:
+    """Per position: the nearest module name before it, and at it or after it.
+
+    An op's module is its tag, else the module owning the parameters it reads, so
+    that iteration boundaries fall between modules even without tags.
+    """
+    before, last = [], None
+    for hint in hints:
+        before.append(last)
+        last = hint or last
+    after, last = [None] * len(hints), None
+    for i in range(len(hints) - 1, -1, -1):
+        last = hints[i] or last
+        after[i] = last
+    return before, after
+
+
+def _find_runs(seq: _Seq, min_repeats: int) -> list[_Run]:
+    """The rolled runs: the best run of the whole sequence, then of what lies around it."""
+    runs, todo = [], [(0, len(seq.ops))]
+    while todo:
+        lo, hi = todo.pop()
+        if hi - lo < min_repeats:
+            continue
+        run = _best_run(seq, lo, hi, min_repeats)
+        if run is not None:
+            runs.append(run)
+            todo += [(lo, run.start), (run.stop, hi)]
+    return sorted(runs, key=lambda r: r.start)
+
+
+def _best_run(seq: _Seq, lo: int, hi: int, min_repeats: int) -> _Run | None:
+    """The verified run in positions ``[lo, hi)`` covering the most ops, or ``None``."""
+    candidates = []
+    for period in _periods(seq.keys, lo, hi, min_repeats):
+        for start, length in _tandems(seq.keys, lo, hi, period):
+            if length // period >= min_repeats:
+                candidates.append((length // period * period, period, start, length))
+    candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
+    best = None
+    for covered, period, start, length in candidates[:_TRIES]:
+        if best is not None and covered <= best.period * best.repeats:
+            break  # sorted by cover: nothing left can beat it
+        phase = _phase(seq, start, length, period)
+        run = _verified(seq, _Run(phase, period, length // period), min_repeats)
+        if run is not None and (best is None or run.period * run.repeats > best.period * best.repeats):
+            best = run
+    return best
+
+
+def _periods(keys: Sequence[int], lo: int, hi: int, min_repeats: int) -> list[int]:
+    """Candidate periods: the commonest gaps between near occurrences of one label.
+
+    Args:
+        keys: Interned labels in creation order.
+        lo, hi: The segment searched, positions ``[lo, hi)``.
+        min_repeats: Fewest iterations a run needs.
+
+    Returns:
+        Up to ``_PERIODS`` gaps, most frequent first.
+    """
+    where: dict[int, list[int]] = defaultdict(list)
+    for i in range(lo, hi):
+        where[keys[i]].append(i)
+    gaps: Counter[int] = Counter()
+    for pos in where.values():
+        if len(pos) >= min_repeats:
+            for lag in range(1, min(_LAGS, len(pos) - 1) + 1):
+                gaps.update(map(operator.sub, pos[lag:], pos))
+    longest = (hi - lo) // min_repeats
+    ranked = sorted((-count, gap) for gap, count in gaps.items()
+                    if gap <= longest and count >= min_repeats - 1)
+    return [gap for _, gap in ranked[:_PERIODS]]
+
+
+def _tandems(keys: Sequence[int], lo: int, hi: int, period: int) -> Iterable[tuple[int, int]]:
+    """Maximal stretches ``(start, length)`` of ``[lo, hi)`` whose labels repeat with ``period``."""
+    same = map(operator.eq, keys[lo:hi - period], keys[lo + period:hi])
+    i = lo
+    for equal, group in itertools.groupby(same):
+        n = sum(1 for _ in group)
+        if equal:
+            yield i, n + period
+        i += n
+
+
+def _phase(seq: _Seq, start: int, length: int, period: int) -> int:
+    """Where iteration 0 starts in a stretch longer than its whole iterations.
+
+    Among the starts that keep every iteration, prefer a boundary between modules
+    (fewest shared dotted parts), then the fewest ops and edges carrying state
+    across the boundary, then a first op fed by no other op, then the earliest.
+    """
+    spare = length % period
+    if spare == 0:
+        return start
+    edges_cut, sources_cut = _cuts(seq, start, length, period)
+    return min(range(start, start + spare + 1), key=lambda s: (
+        _shared_depth(seq, s + period), sources_cut[s - start],
+        edges_cut[s - start], seq.indeg[s], s))
+
+
+def _cuts(seq: _Seq, start: int, length: int, period: int) -> tuple[list[int], list[int]]:
+    """Per boundary offset: edges, and distinct source ops, crossing an iteration boundary.
+
+    Counted over one period inside the stretch, with difference arrays (linear time).
+    """
+    edges_diff, sources_diff = [0] * (period + 1), [0] * (period + 1)
+    stop = start + length
+    for i in range(start + period, min(start + 2 * period, stop)):
+        far = i
+        for j in seq.out[i]:
+            if i < j < stop:
+                _mark(edges_diff, (i + 1 - start) % period, j - i, period)
+                far = max(far, j)
+        if far > i:
+            _mark(sources_diff, (i + 1 - start) % period, far - i, period)
+    return _running(edges_diff, period), _running(sources_diff, period)
+
+
+def _mark(diff: list[int], first: int, span: int, period: int) -> None:
+    """Add 1 to the ``span`` offsets from ``first`` on, around the circle of ``period``."""
+    if span >= period:
+        diff[0] += 1
+        diff[period] -= 1
+    elif first + span <= period:
+        diff[first] += 1
+        diff[first + span] -= 1
+    else:
+        diff[first] += 1
+        diff[period] -= 1
+        diff[0] += 1
+        diff[first + span - period] -= 1
+
+
+def _running(diff: list[int], period: int) -> list[int]:
+    total, out = 0, []
+    for d in diff[:period]:
+        total += d
+        out.append(total)
+    return out
+
+
+def _shared_depth(seq: _Seq, i: int) -> int:
+    """Dotted parts shared by the modules on either side of a boundary before op ``i``."""
+    left, right = seq.before[i], seq.after[i]
+    if left is None or right is None:
+        return 0
+    shared = 0
+    for a, b in zip(left.split("."), right.split(".")):
+        if a != b:
+            break
+        shared += 1
+    return shared
+
+
+def _verified(seq: _Seq, run: _Run, min_repeats: int) -> _Run | None:
+    """The longest part of ``run`` whose iterations have the same edges, or ``None``.
+
+    Same edges: the same edges inside each iteration (as offset pairs), the same
+    edges from each iteration to the next, and none that skip an iteration.
+    """
+    inner, cross, broken = _edge_signatures(seq, run)
+    first, repeats = _longest_group(inner, cross, broken)
+    if repeats < min_repeats:
+        return None
+    if not cross[first] and repeats * run.period < _LOOSE_MIN:
+        return None  # a few parallel copies of one or two ops: rolling hides more than it saves
+    return _Run(run.start + first * run.period, run.period, repeats)
+
+
+def _edge_signatures(seq: _Seq, run: _Run) -> tuple[list[tuple], list[tuple], list[bool]]:
+    """Per iteration k: its inner edges, its edges into k + 1, whether an edge skips past k + 1."""
+    start, period, stop = run.start, run.period, run.stop
+    inner: list[list[int]] = [[] for _ in range(run.repeats)]
+    cross: list[list[int]] = [[] for _ in range(run.repeats)]
+    broken = [False] * run.repeats
+    for i in range(start, stop):
+        k, o = divmod(i - start, period)
+        for j in seq.out[i]:
+            if start <= j < stop:
+                kj, oj = divmod(j - start, period)
+                if kj == k:
+                    inner[k].append(o * period + oj)
+                elif kj == k + 1:
+                    cross[k].append(o * period + oj)
+                else:  # no group may hold both k and kj
+                    broken[min(k, kj)] = True
+    return [tuple(sorted(x)) for x in inner], [tuple(sorted(x)) for x in cross], broken
+
+
+def _longest_group(inner: list[tuple], cross: list[tuple], broken: list[bool]) -> tuple[int, int]:
+    """``(first, count)`` of the longest stretch of iterations with equal edge signatures."""
+    best_first, best_len, first = 0, 1, 0
+    for k in range(1, len(inner)):
+        linked = inner[k] == inner[k - 1] and not broken[k - 1]
+        if not (linked and (k - 1 == first or cross[k - 1] == cross[first])):
+            first = k - 1 if linked else k
+        if k - first + 1 > best_len:
+            best_first, best_len = first, k - first + 1
+    return best_first, best_len
+
+
+def _build(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], seq: _Seq,
+           runs: list[_Run], module_types: Mapping[str, str]) -> Rolled:
+    """The rolled graph: every iteration mapped onto its block's iteration 0."""
+    where: dict[int, tuple[int, int, int]] = {}  # old op id -> (block, k, offset)
+    mapping = {n.id: n.id for n in nodes}
+    for b, run in enumerate(runs):
+        rep = [n.id for n in seq.ops[run.start:run.start + run.period]]
+        for i in range(run.start, run.stop):
+            k, o = divmod(i - run.start, run.period)
+            where[seq.ops[i].id] = (b, k, o)
+            mapping[seq.ops[i].id] = rep[o]
+    owned = _roll_leaves(nodes, edges, where, runs, mapping)
+    iteration = {nid: (b, k) for nid, (b, k, _) in where.items()}
+    iteration.update({nid: (b, k) for nid, (b, k) in owned.items()})
+    new_edges, loops = _rolled_edges(edges, mapping, iteration)
+    blocks = [_block(seq, run, b, owned, loops[b], module_types) for b, run in enumerate(runs)]
+    return Rolled(_kept(nodes, mapping), new_edges, blocks, mapping, iteration)
+
+
+def _roll_leaves(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
+                 where: Mapping[int, tuple[int, int, int]], runs: list[_Run],
+                 mapping: dict[int, int]) -> dict[int, tuple[int, int]]:
+    """Map leaves owned by one iteration onto iteration 0's, where every iteration has them.
+
+    A leaf (any node that is neither op nor output) is owned by iteration k when all
+    its neighbours are ops of k; its place is its label and the offsets it touches.
+    Leaves at one place roll when every iteration of the block owns as many there.
+
+    Returns:
+        Rolled leaf id -> ``(block, k)``; ``mapping`` is updated in place.
+    """
+    at: dict[tuple[int, int], list[list[int]]] = {}  # (block, place) -> ids per iteration
+    for nid, (b, k, place) in _owned_places(nodes, edges, where).items():
+        if (b, place) not in at:
+            at[b, place] = [[] for _ in range(runs[b].repeats)]
+        at[b, place][k].append(nid)
+    owned = {}
+    for (b, _), per_iter in at.items():
+        if len({len(ids) for ids in per_iter}) != 1:
+            continue  # some iteration lacks it (an input only the first one reads)
+        for k, ids in enumerate(per_iter):
+            for nid, rep in zip(ids, per_iter[0]):
+                mapping[nid] = rep
+                owned[nid] = (b, k)
+    return owned
+
+
+def _owned_places(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
+                  where: Mapping[int, tuple[int, int, int]]) -> dict[int, tuple[int, int, int]]:
+    """Leaf id -> ``(block, k, place)`` for each leaf whose neighbours all lie in one iteration."""
+    leaves = {n.id: n for n in nodes if n.id not in where and n.kind != "output"}
+    touches: dict[int, list[tuple[bool, int]]] = defaultdict(list)
+    for src, dst in edges:
+        if src in leaves:
+            touches[src].append((True, dst))
+        if dst in leaves:
+            touches[dst].append((False, src))
+    interned: dict[tuple, int] = {}
+    out = {}
+    for nid, seen in touches.items():
+        spots = [where.get(other) for _, other in seen]
+        if None in spots or len({(b, k) for b, k, _ in spots}) != 1:
+            continue
+        b, k, _ = spots[0]
+        offsets = sorted({(feeds, spot[2]) for (feeds, _), spot in zip(seen, spots)})
+        place = (_key(leaves[nid]), tuple(offsets))  # what it is, which offsets it touches
+        out[nid] = (b, k, interned.setdefault(place, len(interned)))
+    return out
+
+
+def _rolled_edges(edges: Iterable[tuple[int, int]], mapping: Mapping[int, int],
+                  iteration: Mapping[int, tuple[int, int]]
+                  ) -> tuple[list[tuple[int, int]], dict[int, list[tuple[int, int]]]]:
+    """Edges through ``mapping``, deduplicated; loop edges (k -> k + 1 of one block) per block."""
+    out: list[tuple[int, int]] = []
+    seen: set[tuple[int, int]] = set()
+    loops: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    looped: set[tuple[int, int]] = set()
+    for src, dst in edges:
+        edge = (mapping.get(src, src), mapping.get(dst, dst))
+        at_src, at_dst = iteration.get(src), iteration.get(dst)
+        loop = (at_src is not None and at_dst is not None
+                and at_src[0] == at_dst[0] and at_dst[1] == at_src[1] + 1)
+        if edge[0] == edge[1] and not loop:
+            continue
+        if loop and edge not in looped:
+            looped.add(edge)
+            loops[at_src[0]].append(edge)
+        if edge not in seen:
+            seen.add(edge)
+            out.append(edge)
+    return out, loops
+
+
+def _block(seq: _Seq, run: _Run, b: int, owned: Mapping[int, tuple[int, int]],
+           loops: list[tuple[int, int]], module_types: Mapping[str, str]) -> Block:
+    """The :class:`Block` record of run ``b``."""
+    iters = [seq.ops[run.start + k * run.period: run.start + (k + 1) * run.period]
+             for k in range(run.repeats)]
+    leaves = [nid for nid, (blk, k) in owned.items() if blk == b and k == 0]
+    heads = [_common(n.module for n in ops) for ops in iters]
+    return Block(_label(iters, heads, module_types), run.repeats,
+                 [n.id for n in iters[0]] + leaves, loops,
+                 _common(heads) if all(heads) else None)
+
+
+def _label(iters: Sequence[Sequence[Node]], heads: Sequence[str | None],
+           module_types: Mapping[str, str]) -> str:
+    """What a block is called: its modules and their classes, else its first and last ops.
+
+    ``"cell: LSTMCell"`` (one module called N times), ``"layers.0–layers.5:
+    TransformerEncoderLayer"`` (N sibling modules), ``"0–1999: Linear, Tanh"`` (each
+    iteration spans several siblings), else ``"TBackward0 … TanhBackward0"``.
+    """
+    if all(heads):
+        span = heads[0] if heads[0] == heads[-1] else f"{heads[0]}\u2013{heads[-1]}"
+        kind = module_types.get(heads[0])
+        return f"{span}: {kind}" if kind else span
+    tagged = [[n.module for n in ops if n.module] for ops in iters]
+    if all(tagged):
+        kinds = ", ".join(dict.fromkeys(module_types[m] for m in tagged[0] if m in module_types))
+        span = f"{tagged[0][0]}\u2013{tagged[-1][-1]}"
+        return f"{span}: {kinds}" if kinds else span
+    rep = iters[0]
+    return rep[0].name if len(rep) == 1 else f"{rep[0].name} \u2026 {rep[-1].name}"
+
+
+def _common(modules: Iterable[str | None]) -> str | None:
+    """The longest dotted prefix of the tagged module names, ``None`` if none or empty."""
+    prefix: list[str] | None = None
+    for name in modules:
+        if name is None:
+            continue
+        parts = name.split(".")
+        if prefix is None:
+            prefix = parts
+            continue
+        n = 0
+        while n < min(len(prefix), len(parts)) and prefix[n] == parts[n]:
+            n += 1
+        prefix = prefix[:n]
+    return ".".join(prefix) if prefix else None
+
+
+def _kept(nodes: Sequence[Node], mapping: Mapping[int, int]) -> list[Node]:
+    """The nodes that stay, each representative's ``count`` summed over its iterations."""
+    counts: Counter[int] = Counter()
+    for node in nodes:
+        counts[mapping[node.id]] += node.count
+    return [node if counts[node.id] == node.count else dataclasses.replace(node, count=counts[node.id])
+            for node in nodes if mapping[node.id] == node.id]

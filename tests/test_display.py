@@ -1,0 +1,335 @@
+"""The picture path: every view's output (img data URI + data + script), the size
+policy on every view, rolled steppers and their iteration counter, renderer errors."""
+
+import json
+import os
+import re
+import stat
+import time
+from collections import Counter
+from html.parser import HTMLParser
+
+import pytest
+import torch
+from torch import nn
+
+import dynagraph as dg
+from dynagraph import _display, render
+
+from _helpers import page_data, page_steps, pictures, svg_texts
+
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+        "track", "wbr"}
+
+
+class Page(HTMLParser):
+    """Parses HTML, failing on bad nesting; collects what the checks need."""
+
+    def __init__(self, text):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.starts, self.attrs = [], Counter(), []
+        self.ids, self.classes, self.li, self.data, self.raw = [], set(), [], [], []
+        self._in = None
+        self.feed(text)
+        self.close()
+        assert self.stack == [], f"never closed: {self.stack}"
+
+    def handle_starttag(self, tag, attrs):
+        self._start(tag, attrs)
+        if tag not in VOID:
+            self.stack.append(tag)
+        self._in = (tag, dict(attrs))
+        if tag == "li":
+            self.li.append("")
+
+    def handle_startendtag(self, tag, attrs):  # <path .../> in the SVG
+        self._start(tag, attrs)
+
+    def handle_endtag(self, tag):
+        assert tag not in VOID, f"</{tag}> closes a void element"
+        assert self.stack and self.stack[-1] == tag, f"</{tag}> closes <{self.stack[-1:]}>"
+        self.stack.pop()
+
+    def handle_data(self, data):
+        if self.stack and self.stack[-1] == "li":
+            self.li[-1] += data
+        if self.stack and self.stack[-1] in ("script", "style"):
+            self.raw.append((self.stack[-1], self._in[1], data))
+
+    def _start(self, tag, attrs):
+        self.starts[tag] += 1
+        self.attrs += [(tag, k, v or "") for k, v in attrs]
+        for k, v in attrs:
+            if k == "id":
+                self.ids.append(v)
+            elif k == "class":
+                self.classes.update(v.split())
+
+    def payload(self):
+        (data,) = [d for tag, a, d in self.raw if tag == "script" and a.get("class") == "dg-data"]
+        return json.loads(data)
+
+
+
+def check(html):
+    """What every output must satisfy; returns the parsed page."""
+    page = Page(html)
+    assert page.ids == [], f"stored outputs carry no element ids: {page.ids[:3]}"
+    assert page.starts["svg"] == 0 and page.starts["img"] == 1  # shows untrusted / without script
+    (svg,) = pictures(html)
+    svg_texts(svg)  # well-formed XML
+    data = page.payload()
+    drawn = {int(c[4:]) for c in re.findall(r'class="node [^"]*\b(dg-n\d+)', svg)}
+    for ids in data.get("n", []):
+        assert set(ids) <= drawn, ids
+    assert set(map(int, data["info"])) <= drawn | {-1}
+    for tag, name, value in page.attrs:  # namespaces are URLs; nothing may load from one
+        if name != "src":
+            assert not re.search(r"https?://", value), (tag, name, value)
+    for _, _, text in page.raw:
+        assert not re.search(r"https?://|@import|fetch\(|XMLHttpRequest", text)
+    assert len(html.encode()) < 300_000
+    return page
+
+
+def recording():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with dg.live(params={"x": x}) as rec:
+        y = (2 * x + 1).sum()
+    return rec, y
+
+
+def test_recording_output_is_well_formed():
+    rec, _ = recording()
+    html = rec._repr_mimebundle_()["text/html"]
+    page = check(html)
+    data = page.payload()
+    assert data["mode"] == "reveal" and len(data["t"]) == len(rec.steps)
+    assert [n for _, n in page_steps(html)] == [s.nodes for s in rec.steps]  # small graphs are not rolled
+    names = [n.name for n in rec.nodes]
+    assert [t for t, _ in page_steps(html)] == [s.text(names) for s in rec.steps]
+    assert page.li == [s.text(names) for s in rec.steps]  # the no-JavaScript list, in order
+    assert 'class="dg-out dg-stepper"' in html
+
+
+def test_backward_output_steps_in_backward_order():
+    rec, y = recording()
+    with dg.trace_backward(y) as bt:
+        y.backward()
+    html = bt._repr_mimebundle_()["text/html"]
+    data = check(html).payload()
+    assert [n for _, n in page_steps(html)] == [[i] for i in bt.order]
+    assert data["mode"] == "light"
+    (svg,) = pictures(html)
+    assert {f"#{k}" for k in range(1, len(bt.order) + 1)} <= set(svg_texts(svg))
+
+
+def test_step_text_cannot_break_out_of_the_page():
+    x = torch.ones(1, requires_grad=True)
+    weird = "x < 2 </script><script>alert(1)</script> & <!--"
+    with dg.live(params={weird: x}) as rec:
+        2 * x
+    html = rec._repr_mimebundle_()["text/html"]
+    check(html)
+    assert "<script>alert(1)" not in html
+
+
+def test_the_same_output_twice_in_one_page_has_no_ids_to_clash():
+    rec, _ = recording()
+    html = rec._repr_mimebundle_()["text/html"]
+    assert html == rec._repr_mimebundle_()["text/html"]  # stored outputs are stable for nbval
+    assert Page(html + html).ids == []
+    assert "document.currentScript" in html  # each script finds its own output
+
+
+def test_the_checker_catches_bad_nesting():
+    for bad in ("<div><span></div></span>", "<div><b>open", "<ol><li>x</ol>", "<input></input>"):
+        with pytest.raises(AssertionError):
+            Page(bad)
+    Page('<div><input type="range"><svg><path d=""/></svg></div>')
+
+
+def test_the_checker_catches_an_inline_svg_picture():
+    rec, _ = recording()
+    html = rec._repr_mimebundle_()["text/html"]
+    (svg,) = pictures(html)
+    inline = re.sub(r'<img class="dg-pic"[^>]*>', lambda m: svg.split("\n", 1)[1], html)
+    with pytest.raises(AssertionError):
+        check(inline)
+
+
+# -- size policy: every view of a real RNN rolls, stays small and fast -------------------
+
+def lstm_loop(steps, seed=0):
+    torch.manual_seed(seed)
+    cell = nn.LSTMCell(8, 16)
+    xs = torch.randn(steps, 2, 8)
+    h = c = torch.zeros(2, 16)
+    for t in range(steps):
+        h, c = cell(xs[t], (h, c))
+    return cell, h.sum()
+
+
+def views(steps):
+    """Output of draw, live recording, backward replay and diff of an LSTMCell loop."""
+    torch.manual_seed(0)
+    cell = nn.LSTMCell(8, 16)
+    xs = torch.randn(steps, 2, 8)
+    with dg.live(cell) as rec:
+        h = c = torch.zeros(2, 16)
+        for t in range(steps):
+            h, c = cell(xs[t], (h, c))
+        loss = h.sum()
+    short = dg.draw(lstm_loop(steps // 2)[1])
+    with dg.trace_backward(loss, params=cell) as bt:
+        loss.backward()
+    return {"draw": dg.draw(lstm_loop(steps)[1], params=cell), "live": rec, "backward": bt,
+            "diff": dg.diff(short, dg.draw(lstm_loop(steps)[1]))}
+
+
+@pytest.fixture(scope="module")
+def lstm200():
+    return views(200)
+
+
+@pytest.mark.parametrize("view", ["draw", "live", "backward", "diff"])
+def test_every_view_of_a_200_step_lstm_rolls_into_one_block(lstm200, view):
+    start = time.perf_counter()
+    html = lstm200[view]._repr_mimebundle_()["text/html"]
+    seconds = time.perf_counter() - start
+    check(html)
+    (svg,) = pictures(html)
+    titles = [t for t in svg_texts(svg) if t.startswith("\u00d7")]
+    assert len(titles) == 1 and titles[0].startswith("\u00d7200 "), titles
+    assert svg.count('class="node') < 60  # 3,000 autograd nodes drawn as one iteration
+    print(f"{view}: {len(html) / 1024:.0f} KB, {seconds:.2f} s")
+
+
+def test_rolled_recording_counts_iterations(lstm200):
+    rec = lstm200["live"]
+    data = page_data(rec._repr_mimebundle_()["text/html"])
+    assert data["blocks"] == [200]
+    rolled = [(b, k) for b, k in zip(data["b"], data["k"]) if b >= 0]
+    assert sorted({k for _, k in rolled}) == list(range(200))  # every iteration is played
+    per_iteration = Counter(k for _, k in rolled)
+    assert len(set(per_iteration.values())) == 1  # each iteration has the same steps
+    assert len(data["t"]) == len(rec.steps)  # every step is played
+    # the steps of iteration 137 light the same drawn nodes as those of iteration 1;
+    # iteration 0 also creates the weights' leaf nodes, at their first use
+    lit = lambda k: [n for n, kk in zip(data["n"], data["k"]) if kk == k]  # noqa: E731
+    assert lit(137) == lit(1)
+    assert {i for n in lit(0) for i in n} > {i for n in lit(1) for i in n}
+
+
+def test_rolled_backward_sends_per_iteration_norms_along_the_loop(lstm200):
+    bt = lstm200["backward"]
+    html = bt._repr_mimebundle_()["text/html"]
+    data = page_data(html)
+    (svg,) = pictures(html)
+    loop_series = [s for key, s in data["norms"].items() if len(s) == 199]
+    assert loop_series, "the h and c state edges carry one norm per iteration step"
+    (title,) = [t for t in svg_texts(svg) if "along the loop" in t]
+    assert re.search("[\u2581-\u2588]{8,}", title)  # the sparkline
+    # each value is the norm PyTorch computed for that iteration's edge
+    edge_values = sorted(round(v, 3) for v in bt.edge_norms.values() if v > 1e-3)
+    page_values = sorted(round(v, 3) for s in data["norms"].values() for v in s if v and v > 1e-3)
+    assert set(page_values) <= {float(f"{v:.3g}") for v in edge_values} | set(page_values)
+    assert len([v for s in loop_series for v in s]) == 199 * len(loop_series)
+
+
+def test_default_policy_draws_small_graphs_in_full():
+    x = torch.ones(2, requires_grad=True)
+    h = x
+    for _ in range(5):
+        h = torch.tanh(h * 2)
+    g = dg.draw(h.sum())
+    assert len(g) <= _display.ROLL_ABOVE
+    assert g.picture().blocks == [] and len(g.picture()) == len(g)
+
+
+def test_roll_false_and_max_nodes_none_draw_everything():
+    cell, loss = lstm_loop(60)
+    g = dg.draw(loss, roll=False, max_nodes=None)
+    assert len(g.picture()) == len(g) and g.picture().blocks == []
+    rolled = dg.draw(loss).picture()
+    assert len(rolled.blocks) == 1 and rolled.blocks[0].repeats == 60
+    assert rolled.counts() == g.counts()  # a rolled node counts once per iteration
+
+
+def test_bad_roll_option_raises():
+    with pytest.raises(ValueError, match="roll must be 'auto', True or False; got 'yes'"):
+        dg.draw(torch.ones(1, requires_grad=True) * 2, roll="yes")
+
+
+def test_output_over_the_byte_budget_folds_further(monkeypatch):
+    monkeypatch.setattr(_display, "MAX_BYTES", 40_000)
+    torch.manual_seed(0)
+    model = nn.Sequential(*[nn.Linear(4 + k, 5 + k) for k in range(60)])  # no two layers alike
+    g = dg.draw(model(torch.randn(1, 4)).sum(), params=model)
+    html = g._repr_mimebundle_()["text/html"]
+    assert len(html.encode()) <= 40_000
+    (svg,) = pictures(html)
+    assert any("nodes folded" in t for t in svg_texts(svg))
+
+
+def test_sparkline_follows_the_values_on_a_log_scale():
+    assert _display.sparkline([1e-6, 1e-4, 1e-2, 1.0], width=4).startswith("\u2581\u2583\u2586\u2588")
+    assert _display.sparkline([]) == ""
+    assert len(_display.sparkline([1.0] * 500, width=32).split()[0]) == 32
+
+
+# -- the renderer: a timeout is dynagraph's error, and leaves no process ----------------
+
+def test_renderer_timeout_raises_our_error_and_kills_the_renderer(fresh_renderer, tmp_path):
+    pidfile = tmp_path / "pid"
+    slow = tmp_path / "slow-dot"
+    slow.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nsleep 30\n")
+    slow.chmod(slow.stat().st_mode | stat.S_IXUSR)
+    fresh_renderer.setenv("DYNAGRAPH_DOT", str(slow))
+    start = time.perf_counter()
+    with pytest.raises(render.RenderTimeoutError, match=r"did not lay out a graph of 2 nodes .* within 0.5 s.*Draw less"):
+        render.pipe('digraph {\n  n0 [label="a"]\n  n1 [label="b"]\n  n0 -> n1\n}', "svg", timeout=0.5)
+    assert time.perf_counter() - start < 10
+    pid = int(pidfile.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # the renderer is gone (killed and reaped)
+
+
+def test_failing_renderer_message_is_bounded(fresh_renderer, tmp_path):
+    noisy = tmp_path / "noisy-dot"
+    noisy.write_text("#!/bin/sh\nhead -c 100000 /dev/zero | tr '\\0' x >&2\nexit 3\n")
+    noisy.chmod(noisy.stat().st_mode | stat.S_IXUSR)
+    fresh_renderer.setenv("DYNAGRAPH_DOT", str(noisy))
+    with pytest.raises(RuntimeError, match="noisy-dot -Tsvg failed") as info:
+        render.pipe("digraph { a }", "svg")
+    assert len(str(info.value)) < 2100
+
+
+@pytest.mark.browser
+def test_outputs_sharing_a_page_each_step_on_their_own(tmp_path):
+    from _chromium import Watch, check_stepper, chromium
+    rec, _ = recording()
+    x = torch.ones(3, requires_grad=True)
+    with dg.live() as other:
+        torch.tanh(x * 2).sum()
+    html = rec._repr_mimebundle_()["text/html"]
+    path = tmp_path / "page.html"
+    path.write_text("<!doctype html><html><head><meta charset='utf-8'></head><body>"
+                    + html + html + other._repr_mimebundle_()["text/html"]
+                    + dg.draw((x * 3).sum())._repr_html_() + "</body></html>")
+    with chromium() as browser:
+        watch = Watch(browser)
+        page = watch.new_page()
+        page.goto(path.as_uri())
+        steppers = page.locator("div.dg-stepper")
+        assert steppers.count() == 3
+        for k in range(3):  # each starts at its last step, whatever the others did
+            assert check_stepper(steppers.nth(k))["steps"] == len(rec.steps)
+        # every picture was upgraded to inline SVG with hover details on its nodes
+        assert page.locator("div.dg-out svg g.node title").count() > 0
+        assert page.locator("div.dg-out img.dg-pic").count() == 0
+        zoom = page.locator("div.dg-out").nth(3)
+        zoom.locator('button[data-act="zin"]').click()
+        assert zoom.locator(".dg-zoom").text_content() == "125%"
+        watch.close()
+    assert watch.errors == [] and watch.blocked == []
