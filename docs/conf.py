@@ -3,8 +3,8 @@
 Build with ``python3 dev.py docs`` (or ``sphinx-build -b html docs docs/_build/html``).
 
 Why Sphinx + myst-nb + pydata-sphinx-theme: it renders committed notebook outputs
-without running them, keeps text/html outputs (inline SVG and the steppers'
-<script>) intact, generates the API reference from the docstrings (autodoc +
+without running them, keeps text/html outputs (dynagraph's picture as a data-URI image and the
+<script> that makes it live) intact, generates the API reference from the docstrings (autodoc +
 napoleon), and builds with no network once MathJax is served from _static.
 jupyter-book 2 builds through a Node.js tool that downloads its site theme at build
 time (no offline build), and MkDocs Material has announced its end of life.
@@ -63,7 +63,7 @@ mirror_notebooks(NOTEBOOKS_SRC, NOTEBOOKS_DST)
 
 nb_execution_mode = "off"  # render the stored outputs; nbval checks they are current
 nb_ipywidgets_js = {}  # no widget manager from a CDN (the notebooks use no widgets)
-# text/html first: dynagraph's pictures and steppers are HTML (inline SVG + script);
+# text/html first: dynagraph's pictures and steppers are HTML (a data-URI image + script);
 # the plain-text repr beside them is for terminals.
 nb_mime_priority_overrides = [
     ("html", "text/html", 0),

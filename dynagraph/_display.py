@@ -62,7 +62,7 @@ def picture(graph, *, roll="auto", max_nodes=MAX_NODES) -> Picture:
         raise ValueError(f"max_nodes must be an int >= 2 or None (draw everything); got {max_nodes!r}")
     pic = Picture(graph, {n.id: n.id for n in graph.nodes})
     if roll is True or (roll == "auto" and len(graph.nodes) > ROLL_ABOVE):
-        rolled = _roll.roll(graph.nodes, graph.edges)
+        rolled = _roll.roll(graph.nodes, graph.edges, module_types=graph.module_types)
         if rolled.blocks:
             pic = Picture(graph._with(rolled.nodes, rolled.edges, blocks=rolled.blocks),
                           rolled.mapping, rolled.iteration)

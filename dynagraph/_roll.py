@@ -71,7 +71,11 @@ class _Run:
 
     @property
     def stop(self) -> int:
-        return self.start + self.period * self.repeats
+        return self.start + self.covered
+
+    @property
+    def covered(self) -> int:
+        return self.period * self.repeats
 
 
 @dataclass
@@ -149,7 +153,7 @@ def _sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]]) -> _Seq:
     params = {n.id: owner(n.label) for n in nodes if n.kind == "parameter"}
     out: list[list[int]] = [[] for _ in ops]
     indeg = [0] * len(ops)
-    owners: dict[int, list[str | None]] = defaultdict(list)  # op position -> its parameters' modules
+    owners: dict[int, list[str | None]] = defaultdict(list)  # op position -> its parameters' owners
     for src, dst in edges:
         i, j = pos.get(src), pos.get(dst)
         if i is not None and j is not None:
@@ -202,11 +206,11 @@ def _best_run(seq: _Seq, lo: int, hi: int, min_repeats: int) -> _Run | None:
     candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
     best = None
     for covered, period, start, length in candidates[:_TRIES]:
-        if best is not None and covered <= best.period * best.repeats:
+        if best is not None and covered <= best.covered:
             break  # sorted by cover: nothing left can beat it
         phase = _phase(seq, start, length, period)
         run = _verified(seq, _Run(phase, period, length // period), min_repeats)
-        if run is not None and (best is None or run.period * run.repeats > best.period * best.repeats):
+        if run is not None and (best is None or run.covered > best.covered):
             best = run
     return best
 
@@ -241,7 +245,7 @@ def _tandems(keys: Sequence[int], lo: int, hi: int, period: int) -> Iterable[tup
     same = map(operator.eq, keys[lo:hi - period], keys[lo + period:hi])
     i = lo
     for equal, group in itertools.groupby(same):
-        n = sum(1 for _ in group)
+        n = len(list(group))
         if equal:
             yield i, n + period
         i += n
@@ -297,6 +301,7 @@ def _mark(diff: list[int], first: int, span: int, period: int) -> None:
 
 
 def _running(diff: list[int], period: int) -> list[int]:
+    """Running sums of a difference array: the count at each of the ``period`` offsets."""
     total, out = 0, []
     for d in diff[:period]:
         total += d
@@ -321,15 +326,32 @@ def _verified(seq: _Seq, run: _Run, min_repeats: int) -> _Run | None:
     """The longest part of ``run`` whose iterations have the same edges, or ``None``.
 
     Same edges: the same edges inside each iteration (as offset pairs), the same
-    edges from each iteration to the next, and none that skip an iteration.
+    edges from each iteration to the next, and none that skip an iteration. Copies
+    that pass no state along (no such edges) must also feed the same ops outside
+    and cover at least ``_LOOSE_MIN`` ops: per-step work gathered by one stack rolls;
+    the query, key and value projections, whose results go different ways, do not.
     """
     inner, cross, broken = _edge_signatures(seq, run)
     first, repeats = _longest_group(inner, cross, broken)
     if repeats < min_repeats:
         return None
-    if not cross[first] and repeats * run.period < _LOOSE_MIN:
-        return None  # a few parallel copies of one or two ops: rolling hides more than it saves
-    return _Run(run.start + first * run.period, run.period, repeats)
+    found = _Run(run.start + first * run.period, run.period, repeats)
+    if not cross[first] and (found.covered < _LOOSE_MIN or not _same_consumers(seq, found)):
+        return None
+    return found
+
+
+def _same_consumers(seq: _Seq, run: _Run) -> bool:
+    """Whether every iteration of ``run`` feeds the same ops outside it."""
+    outside = set()
+    for k in range(run.repeats):
+        first = run.start + k * run.period
+        fed = {j for i in range(first, first + run.period) for j in seq.out[i]
+               if not run.start <= j < run.stop}
+        if k and fed != outside:
+            return False
+        outside = fed
+    return True
 
 
 def _edge_signatures(seq: _Seq, run: _Run) -> tuple[list[tuple], list[tuple], list[bool]]:
@@ -513,5 +535,6 @@ def _kept(nodes: Sequence[Node], mapping: Mapping[int, int]) -> list[Node]:
     counts: Counter[int] = Counter()
     for node in nodes:
         counts[mapping[node.id]] += node.count
-    return [node if counts[node.id] == node.count else dataclasses.replace(node, count=counts[node.id])
+    return [node if counts[node.id] == node.count
+            else dataclasses.replace(node, count=counts[node.id])  # a copy: callers keep theirs
             for node in nodes if mapping[node.id] == node.id]

@@ -90,7 +90,7 @@ class Graph:
         """Repeated structure (loop iterations, identical layers) drawn once, labelled
         ``×N``, and ``{old id: new id}`` (every iteration maps to the one drawn)."""
         from . import _roll
-        r = _roll.roll(self.nodes, self.edges)
+        r = _roll.roll(self.nodes, self.edges, module_types=self.module_types)
         return self._with(r.nodes, r.edges, blocks=self.blocks + r.blocks), r.mapping
 
     def picture(self) -> Graph:

@@ -20,9 +20,8 @@ def live_picture() -> str:
     model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
     with dg.live(model) as rec:
         loss = model(torch.ones(2, 3)).pow(2).mean()
-    step_of = {n: s.index for s in rec.steps for n in s.nodes}
-    attrs = {n: f'xlabel=<<FONT COLOR="#c92a2a">step {k}</FONT>>' for n, k in step_of.items()}
-    dot = render.to_dot(rec.nodes, rec.edges, rec.module_types, node_attrs=attrs,
+    badges = {n: f"step {s.index}" for s in rec.steps for n in s.nodes}
+    dot = render.to_dot(rec.nodes, rec.edges, rec.module_types, overlay=render.Overlay(badges=badges),
                         title=f"dg.live(): {len(rec.steps)} steps, each node labelled by its step")
     return render.pipe(dot, "svg").decode()
 
