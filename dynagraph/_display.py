@@ -13,7 +13,8 @@ from importlib import resources
 from . import _roll, render
 from ._records import Node
 
-__all__ = ["MAX_NODES", "ROLL_ABOVE", "Overlays", "Picture", "bundle", "drawing", "picture", "sparkline"]
+__all__ = ["MAX_NODES", "ROLL_ABOVE", "Overlays", "Picture", "bundle", "drawing", "expand_steps", "picture",
+           "sparkline"]
 
 # Graphs with more nodes than this draw repeated structure once, labelled ×N; smaller
 # ones are drawn in full, so that a learner sees every op of a short example.
@@ -28,6 +29,9 @@ MAX_SERIES_VALUES = 20_000
 MAX_BYTES = 300_000
 # Steps listed in the no-JavaScript list under a stepper.
 LISTED_STEPS = 40
+# Where a step text's varying part (its module's name) goes: loops over many
+# modules of one class then share one text.
+FILL = "\x00"
 _SPARK = "\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588"
 
 
@@ -83,7 +87,8 @@ class Overlays:
         edge_norms: ``{edge: gradient norm}``.
         highlight: Node ids outlined in red.
         info: ``{node id: text}`` added to a node's hover details (its source line).
-        steps: ``[(text, [node ids])]`` for a stepper, in order; ``mode`` is
+        steps: ``[(text, [node ids])]`` for a stepper, in order (a text may be
+            ``(template, fill)``: see :data:`FILL`); ``mode`` is
             ``"reveal"`` (later nodes hidden) or ``"light"`` (later nodes dimmed).
     """
 
@@ -218,19 +223,39 @@ def _describe(node: Node, repeats: int | None, note: str | None) -> str:
 
 
 def _steps(pic: Picture, overlays: Overlays) -> dict:
-    """Step data in drawn ids: a table of distinct texts, and per step its text,
-    nodes, block and iteration (``-1`` outside rolled blocks)."""
+    """Step data in drawn ids, compact for long loops: a table of distinct texts, a
+    table of distinct step kinds ``[text, drawn nodes, block]`` (a rolled loop's
+    iterations share them), and per step its kind, iteration (``-1`` outside rolled
+    blocks) and fill (the module name put in a text's :data:`FILL` mark, or ``-1``)."""
     texts: dict[str, int] = {}
-    t, n, b, k = [], [], [], []
+    fills: dict[str, int] = {}
+    kinds: dict[tuple, int] = {}
+    s, k, f = [], [], []
     for text, ids in overlays.steps:
-        t.append(texts.setdefault(text, len(texts)))
-        drawn = list(dict.fromkeys(pic.mapping[i] for i in ids if i in pic.mapping))
-        n.append(drawn)
-        where = next((pic.iteration[i] for i in ids if i in pic.iteration), (-1, -1))
-        b.append(where[0])
-        k.append(where[1])
-    return {"mode": overlays.mode, "texts": list(texts), "t": t, "n": n, "b": b, "k": k,
-            "blocks": [block.repeats for block in pic.graph.blocks]}
+        template, fill = text if isinstance(text, tuple) else (text, None)
+        drawn = tuple(dict.fromkeys(pic.mapping[i] for i in ids if i in pic.mapping))
+        block, it = next((pic.iteration[i] for i in ids if i in pic.iteration), (-1, -1))
+        kind = (texts.setdefault(template, len(texts)), drawn, block)
+        s.append(kinds.setdefault(kind, len(kinds)))
+        k.append(it)
+        f.append(-1 if fill is None else fills.setdefault(fill, len(fills)))
+    data = {"mode": overlays.mode, "texts": list(texts), "kinds": [[t, list(n), b] for t, n, b in kinds],
+            "s": s, "k": k, "blocks": [block.repeats for block in pic.graph.blocks]}
+    if fills:
+        data.update(fills=list(fills), f=f)
+    return data
+
+
+def expand_steps(data: dict) -> list[tuple[str, list[int], int, int]]:
+    """``(text, drawn nodes, block, iteration)`` per step, from :func:`_steps`'s data
+    (what the page's script reads)."""
+    out = []
+    fills = data.get("f", [-1] * len(data["s"]))
+    for kind, it, fill in zip(data["s"], data["k"], fills):
+        t, nodes, block = data["kinds"][kind]
+        text = data["texts"][t]
+        out.append((text.replace(FILL, data["fills"][fill]) if fill >= 0 else text, nodes, block, it))
+    return out
 
 
 _BUTTONS = (("first", "\u00ab"), ("prev", "\u2039 prev"), ("play", "play"), ("next", "next \u203a"),
@@ -265,10 +290,15 @@ def page(svg: str, data: dict, alt: str, caption: str, steps) -> str:
 
 def _listing(steps) -> str:
     """The steps as a list that needs no script (the first :data:`LISTED_STEPS`)."""
-    items = "".join(f"<li>{escape(text)}</li>" for text, _ in steps[:LISTED_STEPS])
+    items = "".join(f"<li>{escape(_filled(text))}</li>" for text, _ in steps[:LISTED_STEPS])
     more = len(steps) - LISTED_STEPS
     tail = f"<p>\u2026 and {more:,} more steps (the stepper plays them all)</p>" if more > 0 else ""
     return f"<details><summary>{len(steps):,} steps</summary><ol>{items}</ol>{tail}</details>"
+
+
+def _filled(text) -> str:
+    """A step text: a plain string, or ``(template, fill)`` with one :data:`FILL` mark."""
+    return text[0].replace(FILL, text[1]) if isinstance(text, tuple) else text
 
 
 @cache

@@ -125,7 +125,7 @@ class Recording:
     def _overlays(self) -> _display.Overlays:
         """The steps, and each node's source line, for the picture."""
         names = [n.name for n in self.nodes]
-        steps = [(s.text(names, self.module_types), s.nodes) for s in self.steps]
+        steps = [(_template(s, s.text(names, self.module_types)), s.nodes) for s in self.steps]
         info = {nid: f"step {s.index}: {s.op} [{s.where}] {s.code}" for s in self.steps for nid in s.nodes}
         return _display.Overlays(steps=steps, info=info, mode="reveal")
 
@@ -192,6 +192,15 @@ class Recording:
         for child, nid in pending:
             self.edges.append((child.metadata[key], nid))
         return sorted(new)
+
+
+def _template(step: Step, text: str):
+    """``text`` with its module's name marked, so that a loop over many modules of one
+    class (an MLP's 1,000 layers) shares one text in the page."""
+    if not step.module:
+        return text
+    template = text.replace(f" in {step.module}", f" in {_display.FILL}", 1)
+    return (template, step.module) if template != text else text
 
 
 def _why_no_node(ins, outs) -> str:

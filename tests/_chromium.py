@@ -105,7 +105,7 @@ def check_stepper(stepper) -> dict:
     """
     assert stepper.locator(".dg-bar").is_visible(), "stepper controls hidden: its script did not run"
     data = json.loads(stepper.locator("script.dg-data").text_content())
-    n = len(data["t"])
+    n = len(data["s"])
     state = lambda: stepper.evaluate(_STATE_JS)  # noqa: E731 (text, hidden nodes, slider)
     button = lambda act: stepper.locator(f'button[data-act="{act}"]').click()  # noqa: E731
 
@@ -117,7 +117,7 @@ def check_stepper(stepper) -> dict:
     if n == 1:
         return {"steps": n, "hidden_first": hidden_first, "hidden_last": hidden_last}
     assert text != text_last, f"'first' did not change the step text {text!r}"
-    if any(data["n"][1:]):
+    if any(data["kinds"][kind][1] for kind in data["s"][1:]):
         assert hidden_first > hidden_last, (
             f"at the first step {hidden_first} nodes are hidden/dimmed, at the last {hidden_last}: "
             "later steps' nodes should be hidden at the start")

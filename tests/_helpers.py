@@ -54,5 +54,5 @@ def page_data(html: str) -> dict:
 
 def page_steps(html: str) -> list[tuple[str, list[int]]]:
     """``(text, drawn node ids)`` of each step of a stepper output, in order."""
-    data = page_data(html)
-    return [(data["texts"][t], n) for t, n in zip(data["t"], data["n"])]
+    from dynagraph._display import expand_steps
+    return [(text, nodes) for text, nodes, _, _ in expand_steps(page_data(html))]

@@ -80,7 +80,7 @@ def check(html):
     svg_texts(svg)  # well-formed XML
     data = page.payload()
     drawn = {int(c[4:]) for c in re.findall(r'class="node [^"]*\b(dg-n\d+)', svg)}
-    for ids in data.get("n", []):
+    for _, ids, _, _ in _display.expand_steps(data) if "s" in data else []:
         assert set(ids) <= drawn, ids
     assert set(map(int, data["info"])) <= drawn | {-1}
     for tag, name, value in page.attrs:  # namespaces are URLs; nothing may load from one
@@ -104,7 +104,7 @@ def test_recording_output_is_well_formed():
     html = rec._repr_mimebundle_()["text/html"]
     page = check(html)
     data = page.payload()
-    assert data["mode"] == "reveal" and len(data["t"]) == len(rec.steps)
+    assert data["mode"] == "reveal" and len(data["s"]) == len(rec.steps)
     assert [n for _, n in page_steps(html)] == [s.nodes for s in rec.steps]  # small graphs are not rolled
     names = [n.name for n in rec.nodes]
     assert [t for t, _ in page_steps(html)] == [s.text(names) for s in rec.steps]
@@ -209,14 +209,16 @@ def test_rolled_recording_counts_iterations(lstm200):
     rec = lstm200["live"]
     data = page_data(rec._repr_mimebundle_()["text/html"])
     assert data["blocks"] == [200]
-    rolled = [(b, k) for b, k in zip(data["b"], data["k"]) if b >= 0]
+    steps = _display.expand_steps(data)
+    rolled = [(b, k) for _, _, b, k in steps if b >= 0]
     assert sorted({k for _, k in rolled}) == list(range(200))  # every iteration is played
     per_iteration = Counter(k for _, k in rolled)
     assert len(set(per_iteration.values())) == 1  # each iteration has the same steps
-    assert len(data["t"]) == len(rec.steps)  # every step is played
+    assert len(steps) == len(rec.steps)  # every step is played
+    assert len(data["kinds"]) < 40  # the iterations share their step kinds
     # the steps of iteration 137 light the same drawn nodes as those of iteration 1;
     # iteration 0 also creates the weights' leaf nodes, at their first use
-    lit = lambda k: [n for n, kk in zip(data["n"], data["k"]) if kk == k]  # noqa: E731
+    lit = lambda k: [n for _, n, _, kk in steps if kk == k]  # noqa: E731
     assert lit(137) == lit(1)
     assert {i for n in lit(0) for i in n} > {i for n in lit(1) for i in n}
 
@@ -333,3 +335,16 @@ def test_outputs_sharing_a_page_each_step_on_their_own(tmp_path):
         assert zoom.locator(".dg-zoom").text_content() == "125%"
         watch.close()
     assert watch.errors == [] and watch.blocked == []
+
+
+def test_a_loop_over_many_layers_shares_step_texts_and_stays_small():
+    torch.manual_seed(0)
+    model = nn.Sequential(*[m for _ in range(300) for m in (nn.Linear(8, 8), nn.ReLU())])
+    with dg.live(model) as rec:
+        model(torch.randn(2, 8)).sum()
+    html = rec._repr_mimebundle_()["text/html"]
+    data = check(html).payload()
+    names = [n.name for n in rec.nodes]
+    assert [t for t, _ in page_steps(html)] == [s.text(names, rec.module_types) for s in rec.steps]
+    assert len(data["texts"]) < 10 and len(data["fills"]) == 600  # one text per op, a name per layer
+    assert len(html.encode()) < 100_000

@@ -49,13 +49,17 @@
   }
 
   const act = { zin: () => setZoom(zoom * 1.25), zout: () => setZoom(zoom / 1.25), fit: fit, one: () => setZoom(1) };
-  if (data.t) stepper(act);
+  if (data.s) stepper(act);
   root.querySelectorAll("button[data-act]").forEach((b) => b.addEventListener("click", () => act[b.dataset.act]()));
   bar.hidden = false;
   setZoom(1);
 
   function stepper(act) {
-    const S = data.t.length, mode = data.mode, off = mode === "reveal" ? "dg-hidden" : "dg-dim";
+    // Steps come as kinds [text, nodes, block] shared by a loop's iterations.
+    data.t = data.s.map((s) => data.kinds[s][0]);
+    data.n = data.s.map((s) => data.kinds[s][1]);
+    data.b = data.s.map((s) => data.kinds[s][2]);
+    const S = data.s.length, mode = data.mode, off = mode === "reveal" ? "dg-hidden" : "dg-dim";
     const slider = root.querySelector("input[type=range]"), info = root.querySelector(".dg-info");
     const first = {};
     data.n.forEach((ids, i) => ids.forEach((id) => { if (!(id in first)) first[id] = i; }));
@@ -85,7 +89,8 @@
       for (const [g, s] of frames) g.classList.toggle(off, s > cur);
       info.textContent = "step " + (cur + 1) + " / " + S +
         (b >= 0 ? " \u00b7 iteration " + (it + 1) + " of " + data.blocks[b] : "");
-      now.textContent = data.texts[data.t[cur]];
+      const text = data.texts[data.t[cur]], fill = data.f ? data.f[cur] : -1;
+      now.textContent = fill >= 0 ? text.replace("\u0000", data.fills[fill]) : text;
     }
     const fmt = (v) => (v === null ? "inf" : Number(v).toPrecision(3).replace(/\.?0+(e|$)/, "$1"));
     const stop = () => { clearInterval(timer); timer = null; };
