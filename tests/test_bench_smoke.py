@@ -1,6 +1,10 @@
-"""benchmarks/bench_draw.py runs end to end on a tiny model (no timing assertions)."""
+"""benchmarks/bench_draw.py and bench_views.py run end to end on tiny models (no timing assertions)."""
+
+import subprocess
+import time
 
 import pytest
+import torch
 
 from dynagraph import render
 
@@ -53,3 +57,115 @@ def test_models_cover_the_brief(bench):
     assert names == ["MLP depth 10", "MLP depth 100", "MLP depth 1000",
                      "Transformer 2 layers", "Transformer 6 layers", "Transformer 12 layers",
                      "LSTMCell 50 steps", "LSTMCell 500 steps"]
+
+
+# -- benchmarks/bench_views.py ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def views():
+    return load_benchmark("bench_views")
+
+
+def test_views_quick_run_prints_both_tables(views, capsys):
+    threads = torch.get_num_threads()
+    try:
+        result = views.main(["--quick"])
+    finally:
+        torch.set_num_threads(threads)
+    out = capsys.readouterr().out
+    header = views.table_header().splitlines()[0]
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line]
+    table = rows[1:rows.index("| loop | s | / plain | displays | verdict |")]
+    # 4 RNNs x (draw, live, backward, diff) + GPT, ResNet, MLP x (draw, live, backward)
+    assert header in out and len(table) == len(result["views"]) == 4 * 4 + 3 * 3
+    assert all(line.count("|") == header.count("|") for line in table)
+    verdicts = [line.rsplit("|", 2)[1].strip() for line in table]
+    assert all(v == "PASS" or v.startswith("FAIL (") for v in verdicts), verdicts
+    assert set(result["overhead"]) == set(views.LOOP_VARIANTS)
+    assert "baseline for both ratios: the plain loop" in out
+    assert "target <= 1.5x the live loop" in out and "live(view=True): " in out.splitlines()[-1]
+
+
+def test_views_timeout_kills_the_child_and_its_subprocesses(views, tmp_path):
+    pid_file = tmp_path / "pid"
+
+    def hang():
+        proc = subprocess.Popen(["sleep", "60"])
+        pid_file.write_text(str(proc.pid))
+        time.sleep(60)
+
+    start = time.perf_counter()
+    assert views.run_case(hang, (), timeout=1) == "> 1 s"
+    assert time.perf_counter() - start < 10
+    pid = int(pid_file.read_text())
+    deadline = time.time() + 5
+    while time.time() < deadline and _alive(pid):
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+def _alive(pid):
+    """True while ``pid`` runs (a zombie, exited but unreaped, counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_views_failures_print_the_error_class_name(views):
+    def deep(n=0):
+        return deep(n + 1)
+
+    assert views.run_case(deep, (), timeout=30) == "RecursionError"
+    assert views.run_case(dict, (), timeout=30) == {}
+    assert views.verdict("RecursionError") == "FAIL (RecursionError)"
+    assert views.cells("> 30 s") == ("> 30 s", "-")
+
+
+def test_views_without_dot_peers_print_na(views):
+    spec = views.models(quick=True)[0]
+    assert views.peer_results(spec, 1, 1, dot=None) == (views.NO_DOT, views.NO_DOT)
+    line = views.table_line(spec.name, {"nodes": 65}, "draw", {"s": 0.5, "kb": 12.0},
+                            (views.NO_DOT, views.NO_DOT))
+    assert line == "| LSTMCell 4 steps | 65 | draw | 0.500 | 12.0 | n/a (no dot) | - | n/a (no dot) | - | PASS |"
+
+
+def test_views_verdicts_against_the_targets(views):
+    assert views.verdict({"s": 2.0, "kb": 300.0}) == "PASS"
+    assert views.verdict({"s": 2.1, "kb": 10.0}) == "FAIL (time)"
+    assert views.verdict({"s": 9.0, "kb": 301.0}) == "FAIL (time, size)"
+    assert views.verdict("> 30 s") == "FAIL (> 30 s)"
+    lines, passed = views.overhead_lines(600, {"plain": {"s": 1.0, "displays": 0},
+                                               "live": {"s": 1.0, "displays": 0},
+                                               "view": {"s": 1.6, "displays": 2}})
+    assert not passed and "| view | 1.60 | 1.60x | 1.60x | 2 | FAIL (target <= 1.5x the live loop) |" in lines
+    lines, passed = views.overhead_lines(600, {"plain": {"s": 1.0, "displays": 0},
+                                               "live": {"s": 1.2, "displays": 0},
+                                               "view": {"s": 1.6, "displays": 2}})
+    assert passed and "| view | 1.60 | 1.60x | 1.33x | 2 | PASS (target <= 1.5x the live loop) |" in lines
+
+
+def test_views_models_cover_the_brief(views):
+    names = [s.name for s in views.models(quick=False)]
+    assert names == ["LSTMCell 50 steps", "LSTMCell 200 steps", "LSTMCell 500 steps",
+                     "GRUCell 100 steps", "nn.GRU 1 layer, 100 steps", "nn.GRU 2 layers, 100 steps",
+                     "GPT 4 blocks", "ResNet-18-like", "MLP depth 1000"]
+    assert [s.name for s in views.select(views.models(), ["gru"])] == [
+        "GRUCell 100 steps", "nn.GRU 1 layer, 100 steps", "nn.GRU 2 layers, 100 steps"]
+    with pytest.raises(SystemExit, match="matches no model"):
+        views.select(views.models(), ["vgg"])
+
+
+def test_views_models_run_and_count_their_nodes(views):
+    torch.manual_seed(0)
+    shapes = {"LSTMCell": (4, 64), "GRUCell": (4, 64), "nn.GRU": (4, 4, 64), "GPT": (1, 16, 64),
+              "ResNet": (1, 10), "MLP": (4, 32)}
+    for spec in views.models(quick=True):
+        model, x = spec.build()
+        out = model(x)
+        assert out.shape == next(s for k, s in shapes.items() if spec.name.startswith(k)), spec.name
+    model, x = views.mlp(2, width=4, batch=2)
+    assert views.autograd_nodes(model(x).sum()) == 11  # 2 x (Addmm, T, 2 AccumulateGrad, ReLU) + Sum
+    with pytest.raises(ValueError, match="unknown variant: 'fast'"):
+        views.watcher("fast", model)
