@@ -37,7 +37,6 @@ import shutil
 import signal
 import statistics
 import subprocess
-import sys
 import time
 import warnings
 from dataclasses import dataclass

@@ -20,11 +20,11 @@ from .render import RendererNotFoundError
 
 __version__ = "0.1.0"
 
-__all__ = sorted([
+__all__ = [  # sorted; literal, so that linters and type checkers read it
     "BackwardTrace",
-    "Graph",
     "GradHistory",
     "GradNorms",
+    "Graph",
     "GraphDiff",
     "Node",
     "Recording",
@@ -39,4 +39,4 @@ __all__ = sorted([
     "plot_grad_norms",
     "trace_backward",
     "track_modules",
-])
+]

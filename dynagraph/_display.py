@@ -278,8 +278,10 @@ def page(svg: str, data: dict, alt: str, caption: str, steps) -> str:
     head = f"<b>{escape(caption)}</b>" if caption else ""
     return (
         f'<div class="dg-out{" dg-stepper" if steps else ""}"><style>{_asset("view.css")}</style>{head}'
-        f'<div class="dg-bar" hidden>{controls}</div>'
-        + ('<div class="dg-now" hidden></div>' if steps else "")
+        # Controls work only where script runs: hidden by an inline style (which
+        # JupyterLab's sanitizer keeps, unlike `hidden`) that the script clears.
+        f'<div class="dg-bar" style="display:none">{controls}</div>'
+        + ('<div class="dg-now" style="display:none"></div>' if steps else "")
         + '<div class="dg-canvas" style="overflow:auto;max-height:70vh">'
         f'<img class="dg-pic" style="max-width:none" alt="{escape(alt[:300])}" src="{uri}"></div>'
         f"{listing}"

@@ -15,7 +15,7 @@ from torch.overrides import TorchFunctionMode
 from . import _display, _source, _tags
 from ._tags import tensors_in
 from ._records import Node, owner
-from .capture import node_name, param_names_of, record
+from .capture import param_names_of, record
 from .graph import Graph
 
 __all__ = ["Recording", "Step", "live"]

@@ -75,14 +75,14 @@ def test_views_quick_run_prints_both_tables(views, capsys):
     out = capsys.readouterr().out
     header = views.table_header().splitlines()[0]
     rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line]
-    table = rows[1:rows.index("| loop | s | / plain | displays | verdict |")]
+    table = rows[1:rows.index("| loop | s | / plain | / live | displays | verdict |")]
     # 4 RNNs x (draw, live, backward, diff) + GPT, ResNet, MLP x (draw, live, backward)
     assert header in out and len(table) == len(result["views"]) == 4 * 4 + 3 * 3
     assert all(line.count("|") == header.count("|") for line in table)
     verdicts = [line.rsplit("|", 2)[1].strip() for line in table]
     assert all(v == "PASS" or v.startswith("FAIL (") for v in verdicts), verdicts
     assert set(result["overhead"]) == set(views.LOOP_VARIANTS)
-    assert "baseline for both ratios: the plain loop" in out
+    assert "whole `with` block timed (final redraw included)" in out
     assert "target <= 1.5x the live loop" in out and "live(view=True): " in out.splitlines()[-1]
 
 

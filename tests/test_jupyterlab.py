@@ -7,33 +7,19 @@ settings and workspace folders, serving a temporary copy of notebooks/ only.
 
 from __future__ import annotations
 
-import json
 import os
-import secrets
 import shutil
-import signal
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from _chromium import ARTIFACTS, ROOT, Watch, check_stepper, chromium, free_port
+from _chromium import ARTIFACTS, ROOT, Watch, check_stepper, chromium
+from _lab import serve
 
 NOTEBOOK_DIR = Path(os.environ.get("DYNAGRAPH_DOCS_NOTEBOOKS", ROOT / "notebooks"))
 # DYNAGRAPH_LAB_NOTEBOOK=05_dynamic_depth.ipynb runs another notebook through the same check.
 PREFERRED = os.environ.get("DYNAGRAPH_LAB_NOTEBOOK", "01_simple_backward.ipynb")
-START_TIMEOUT = 60  # s, server up
 RUN_TIMEOUT = 75_000  # ms, Run All to an idle kernel
-# Settings for this run only: every cell attached to the page (no windowing, so
-# off-screen outputs are in the DOM to check) and no news or update checks.
-SETTINGS = {
-    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
-        "checkForUpdates": False, "fetchNews": "false"},
-}
 
 
 def _notebook() -> str | None:
@@ -51,61 +37,8 @@ def lab(tmp_path):
         pytest.skip(f"no notebook in {NOTEBOOK_DIR}")
     served = tmp_path / "notebooks"
     shutil.copytree(NOTEBOOK_DIR, served, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    env = dict(os.environ)
-    for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTERLAB_SETTINGS_DIR",
-                "JUPYTERLAB_WORKSPACES_DIR", "IPYTHONDIR"):
-        env[var] = str(tmp_path / var.lower())
-    for rel, values in SETTINGS.items():
-        path = tmp_path / "jupyterlab_settings_dir" / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(values))
-    port, token = free_port(), secrets.token_hex(16)
-    log = (tmp_path / "lab.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={served}",
-         "--LabApp.expose_app_in_browser=True",  # window.jupyterapp, to run commands
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        cwd=served, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_up(proc, f"{base}/api/status?token={token}", tmp_path / "lab.log")
+    with serve(served, tmp_path) as (base, port, token, _):
         yield base, port, token, name
-    finally:
-        _stop(proc, f"{base}/api/shutdown?token={token}")
-        log.close()
-
-
-def _wait_until_up(proc, url, log: Path):
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"jupyter lab exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    pytest.fail(f"jupyter lab did not answer within {START_TIMEOUT} s:\n{log.read_text()[-3000:]}")
-
-
-def _stop(proc, shutdown_url):
-    """Ask the server to shut down (it stops its kernels); kill its process group if it won't."""
-    if proc.poll() is None:
-        try:
-            urllib.request.urlopen(urllib.request.Request(shutdown_url, method="POST"), timeout=5)
-            proc.wait(timeout=15)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 # The open notebook panel, once its kernel is ready.

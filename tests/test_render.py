@@ -23,7 +23,6 @@ from _helpers import Square, pictures, svg_texts
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("DYNAGRAPH_UPDATE_GOLDEN") == "1"
-SVG_TEXT = "{http://www.w3.org/2000/svg}text"
 
 
 def check_golden(name: str, text: str) -> None:
@@ -35,11 +34,6 @@ def check_golden(name: str, text: str) -> None:
     assert text == path.read_text(), (
         f"DOT differs from {path}; if the change is intended, rerun with DYNAGRAPH_UPDATE_GOLDEN=1"
     )
-
-
-def svg_texts(svg: str) -> list[str]:
-    """The text lines drawn in an SVG (parsing it proves it is well-formed XML)."""
-    return ["".join(t.itertext()) for t in ET.fromstring(svg).iter(SVG_TEXT)]
 
 
 # Golden DOT text.

@@ -51,7 +51,7 @@
   const act = { zin: () => setZoom(zoom * 1.25), zout: () => setZoom(zoom / 1.25), fit: fit, one: () => setZoom(1) };
   if (data.s) stepper(act);
   root.querySelectorAll("button[data-act]").forEach((b) => b.addEventListener("click", () => act[b.dataset.act]()));
-  bar.hidden = false;
+  bar.style.display = "";
   setZoom(1);
 
   function stepper(act) {
@@ -104,7 +104,7 @@
       },
     });
     slider.addEventListener("input", () => show(+slider.value));
-    now.hidden = false;
+    now.style.display = "";
     show(S - 1);
   }
 })();
