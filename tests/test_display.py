@@ -348,3 +348,26 @@ def test_a_loop_over_many_layers_shares_step_texts_and_stays_small():
     assert [t for t, _ in page_steps(html)] == [s.text(names, rec.module_types) for s in rec.steps]
     assert len(data["texts"]) < 10 and len(data["fills"]) == 600  # one text per op, a name per layer
     assert len(html.encode()) < 100_000
+
+
+@pytest.mark.browser
+def test_rolled_stepper_counts_iterations_in_the_page(lstm200, tmp_path):
+    from _chromium import Watch, chromium
+    rec = lstm200["live"]
+    data = page_data(rec._repr_mimebundle_()["text/html"])
+    middle = next(i for i, k in enumerate(data["k"]) if k == 137)  # a step of iteration 138
+    path = tmp_path / "rolled.html"
+    path.write_text("<!doctype html><html><head><meta charset='utf-8'></head><body>"
+                    + rec._repr_mimebundle_()["text/html"] + "</body></html>")
+    with chromium() as browser:
+        watch = Watch(browser)
+        page = watch.new_page()
+        page.goto(path.as_uri())
+        page.evaluate("k => { const s = document.querySelector('input[type=range]'); s.value = k;"
+                      " s.dispatchEvent(new Event('input')); }", middle)
+        info = page.locator(".dg-info").text_content()
+        lit = page.locator("g.node.dg-lit").count()
+        watch.close()
+    assert info == f"step {middle + 1} / {len(rec.steps)} \u00b7 iteration 138 of 200", info
+    assert lit == len(_display.expand_steps(data)[middle][1]) > 0  # the representative's nodes light
+    assert watch.errors == []
