@@ -61,8 +61,11 @@ def fold(nodes, edges, max_nodes):
     node (ids not in it are unchanged).
 
     Ops are ordered by autograd's creation counter: the first half of the budget
-    goes to the earliest ops, the second half to the latest. The hidden middle
-    becomes one node that says how many nodes of which kinds it stands for.
+    goes to the earliest ops, the second half to the latest; a leaf or output is
+    hidden with the ops it feeds or comes from. Should leaves and outputs alone
+    still overflow (3,000 roots), the middle ones are hidden too, so the result never
+    has more than ``max_nodes`` nodes. The hidden middle becomes one node that says
+    how many nodes of which kinds it stands for.
     """
     if max_nodes is None or len(nodes) <= max_nodes:
         return nodes, edges, {}
@@ -70,15 +73,19 @@ def fold(nodes, edges, max_nodes):
         raise ValueError(f"max_nodes must be >= 2 or None (draw everything); got {max_nodes!r}")
     ops = sorted((n for n in nodes if n.seq is not None), key=lambda n: n.seq)
     consumers: dict[int, set[int]] = {}
+    producers: dict[int, set[int]] = {}
     for src, dst in edges:
         consumers.setdefault(src, set()).add(dst)
+        producers.setdefault(dst, set()).add(src)
     budget = max_nodes - 1  # ops kept; leaves and outputs ride along, so shrink to fit
     while True:
-        hidden = _hidden(nodes, ops, consumers, budget)
+        hidden = _hidden(nodes, ops, consumers, producers, budget)
         over = len(nodes) - len(hidden) + 1 - max_nodes
         if over <= 0 or budget <= 2:
             break
         budget = max(2, min(budget - 1, budget * max_nodes // (max_nodes + over)))
+    if over > 0:  # leaves or outputs alone overflow: hide the middle ones too
+        hidden |= _trim(nodes, hidden, over)
     if not hidden:
         return nodes, edges, {}
     fold_id = max(n.id for n in nodes) + 1
@@ -93,10 +100,26 @@ def fold(nodes, edges, max_nodes):
     return kept + [fold_node], _remap(edges, mapping), mapping
 
 
-def _hidden(nodes, ops, consumers, budget) -> set[int]:
+def _hidden(nodes, ops, consumers, producers, budget) -> set[int]:
     """Ids hidden when the first and last ``budget / 2`` ops are kept."""
     hidden = {n.id for n in ops[budget // 2: len(ops) - (budget - budget // 2)]}
     for n in nodes:  # a leaf whose every consumer is hidden is hidden too
         if n.seq is None and n.kind in ("parameter", "input") and consumers.get(n.id, set()) <= hidden:
             hidden.add(n.id)
+    for n in nodes:  # and an output whose every producer is hidden
+        if n.kind == "output" and n.id in producers and producers[n.id] <= hidden:
+            hidden.add(n.id)
     return hidden
+
+
+def _trim(nodes, hidden, excess) -> set[int]:
+    """``excess`` more ids to hide: the middle of the kept leaves and outputs, then of the rest."""
+    kept = [n for n in nodes if n.id not in hidden]
+    extra = _middle([n.id for n in kept if n.seq is None], excess)
+    return set(extra + _middle([n.id for n in kept if n.seq is not None], excess - len(extra)))
+
+
+def _middle(ids: list[int], k: int) -> list[int]:
+    """``k`` ids from the middle of ``ids`` (all of them if there are fewer)."""
+    start = max(0, (len(ids) - k) // 2)
+    return ids[start:start + k] if k > 0 else []

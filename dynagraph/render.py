@@ -8,11 +8,15 @@ Renderer order (first found wins):
    the same layout on every machine, so stored notebook outputs compare equal
    whether or not the machine has a system Graphviz.
 3. The system ``dot`` from Graphviz.
+
+A successful lookup is remembered (a failed one is retried on the next call, so
+``pip install graphviz-pure`` helps without a restart). Rendered output is cached by
+DOT text and format, at most :data:`CACHE_BYTES` in all (least recently used first
+out); :func:`clear_cache` empties it.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 import re
@@ -20,11 +24,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Overlay", "RenderTimeoutError", "RendererNotFoundError", "STYLE", "compact_svg", "find_renderer",
-           "frames", "pipe", "svg_for_html", "to_dot"]
+__all__ = ["CACHE_BYTES", "Overlay", "RenderTimeoutError", "RendererNotFoundError", "STYLE", "clear_cache",
+           "compact_svg", "find_renderer", "frames", "pipe", "to_dot"]
 
 # Legend: colour and shape per node kind (documented in draw()).
 STYLE = {
@@ -46,6 +52,9 @@ FORMATS = ("dot", "svg", "png", "pdf", "jpg")
 # A leaf feeding more ops than this is drawn once per op: small graphs keep one box
 # per tensor, while an RNN weight used at every step no longer fans out everywhere.
 SPLIT_LEAVES = 3
+# Rendered output kept for reuse, DOT text and result bytes together: a drawing of
+# ~3,000 nodes is about 4 MB, so a handful of big ones or many small ones fit.
+CACHE_BYTES = 32 * 2**20
 
 
 class RendererNotFoundError(RuntimeError):
@@ -56,11 +65,32 @@ def quote(text: str) -> str:
     """A DOT double-quoted string that shows ``text`` literally.
 
     Backslashes are doubled so that escapes such as ``\\N`` (node name) are not
-    interpreted; ``<``, ``>`` and ``&`` need no escaping in quoted strings, and
-    Graphviz writes them as entities in SVG.
+    interpreted, and ``&`` is written ``&amp;`` because Graphviz reads entities
+    (``&lt;``) in quoted strings too; ``<`` and ``>`` need no escaping. Newlines
+    break the line, carriage returns are dropped, and characters that cannot be
+    drawn (see :func:`_visible`) are shown as escapes.
     """
-    text = text.replace("\\", "\\\\").replace('"', '\\"')
-    return '"' + text.replace("\n", "\\n").replace("\r", "") + '"'
+    text = _visible(text.replace("\r", "")).replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + text.replace("&", "&amp;").replace("\n", "\\n") + '"'
+
+
+def _visible(text: str) -> str:
+    """``text`` with characters no picture can hold shown as Python escapes.
+
+    Control characters other than newline (NUL becomes ``\\x00``), lone surrogates
+    (``\\ud800``, which cannot be written as UTF-8) and U+FFFE/U+FFFF (not allowed in
+    XML, so not in SVG) are replaced; everything else is kept.
+    """
+    return _UNDRAWABLE.sub(_escape, text)
+
+
+# Unicode categories Cc (controls) less the newline, Cs (surrogates), and U+FFFE/U+FFFF.
+_UNDRAWABLE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def _escape(m: re.Match) -> str:
+    code = ord(m[0])
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 @dataclass
@@ -135,7 +165,10 @@ def _node_extra(nid, overlay) -> str:
 
 
 def _html_text(text: str) -> str:
-    """``text`` for a Graphviz HTML-like label: markup characters as entities."""
+    """``text`` for a Graphviz HTML-like label: markup characters as entities,
+    backslashes doubled (Graphviz expands ``\\N`` here too) and characters that
+    cannot be drawn as escapes (:func:`_visible`)."""
+    text = _visible(text.replace("\r", "")).replace("\\", "\\\\")
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -283,13 +316,17 @@ def _candidates():
     return [str(here / "graphviz-pure"), "graphviz-pure", "dot"]
 
 
-@functools.lru_cache(maxsize=None)
+_FOUND: dict[tuple[str, ...], str] = {}  # successful lookups only: a failed one is retried
+
+
 def _resolve(candidates: tuple[str, ...]) -> str | None:
-    for c in candidates:
-        found = shutil.which(c)
-        if found:
-            return found
-    return None
+    """Path of the first of ``candidates`` that is an executable, remembered once found."""
+    if candidates not in _FOUND:
+        found = next(filter(None, map(shutil.which, candidates)), None)
+        if found is None:
+            return None
+        _FOUND[candidates] = found
+    return _FOUND[candidates]
 
 
 def find_renderer() -> str:
@@ -314,11 +351,15 @@ def find_renderer() -> str:
 def pipe(dot_text: str, fmt: str = "svg", *, timeout: float = 60) -> bytes:
     """Lay out ``dot_text`` and return the rendered bytes in format ``fmt``.
 
+    The result is cached (see :func:`clear_cache`): the same text and format again
+    returns the same bytes without running the renderer.
+
     Raises:
         ValueError: unknown format.
         RendererNotFoundError: no renderer, or PDF asked of ``graphviz-pure``.
         RenderTimeoutError: layout ran past ``timeout`` seconds (the renderer is killed).
-        RuntimeError: the renderer failed (its message is included).
+        RuntimeError: the renderer failed, or wrote something that is not a ``fmt``
+            file (the first and last lines of its error output are included).
     """
     if fmt not in FORMATS or fmt == "dot":
         raise ValueError(f"unknown format: {fmt!r} (must be one of {sorted(set(FORMATS) - {'dot'})})")
@@ -333,12 +374,73 @@ def pipe(dot_text: str, fmt: str = "svg", *, timeout: float = 60) -> bytes:
     return _run(exe, dot_text, fmt, timeout)
 
 
+def clear_cache() -> None:
+    """Forget every cached picture and the renderer lookup, freeing their memory.
+
+    :func:`pipe` keeps up to :data:`CACHE_BYTES` of rendered output (least recently
+    used dropped first); after this the next drawing runs the renderer again, and
+    the renderer is looked up again (say, after installing Graphviz).
+
+    Example:
+        >>> import dynagraph.render
+        >>> dynagraph.render.clear_cache()
+    """
+    _run.cache_clear()
+    _FOUND.clear()
+
+
 class RenderTimeoutError(RuntimeError):
     """Graphviz took longer than its timeout to lay a graph out."""
 
 
-@functools.lru_cache(maxsize=64)
-def _run(exe, dot_text, fmt, timeout) -> bytes:
+class _ByteCache:
+    """``fn``'s results by its arguments, the least recently used dropped past ``max_bytes``.
+
+    An entry weighs what its result and its string arguments (the DOT text) hold in
+    memory; one heavier than ``max_bytes`` is returned but not kept. Errors are not
+    cached. ``__wrapped__`` is ``fn`` itself (to bypass the cache).
+    """
+
+    def __init__(self, fn, max_bytes: int):
+        self.__wrapped__ = fn
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict = OrderedDict()  # args -> (result, weight)
+        self._bytes = 0
+        self._lock = threading.Lock()  # pictures are drawn from recording threads too
+
+    def __call__(self, *args):
+        with self._lock:
+            if args in self._entries:
+                self._entries.move_to_end(args)
+                return self._entries[args][0]
+        result = self.__wrapped__(*args)
+        self._keep(args, result)
+        return result
+
+    def _keep(self, args, result) -> None:
+        weight = sys.getsizeof(result) + sum(sys.getsizeof(a) for a in args if isinstance(a, str))
+        with self._lock:
+            if weight > self.max_bytes or args in self._entries:
+                return
+            self._entries[args] = (result, weight)
+            self._bytes += weight
+            while self._bytes > self.max_bytes:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self._bytes -= dropped
+
+    def cache_info(self) -> tuple[int, int]:
+        """``(entries, bytes)`` held now."""
+        with self._lock:
+            return len(self._entries), self._bytes
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+def _layout(exe, dot_text, fmt, timeout) -> bytes:
+    """Run ``exe -T<fmt>`` on ``dot_text`` and return its checked output."""
     # A session of its own, so that a timeout kills the renderer and anything it started.
     proc = subprocess.Popen([exe, f"-T{fmt}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
@@ -352,8 +454,42 @@ def _run(exe, dot_text, fmt, timeout) -> bytes:
             "collapse modules with depth=1, or draw a shorter sequence or fewer layers."
         ) from None
     if proc.returncode != 0:
-        raise RuntimeError(f"{Path(exe).name} -T{fmt} failed: {err.decode(errors='replace').strip()[:2000]}")
+        raise RuntimeError(f"{Path(exe).name} -T{fmt} failed: {_stderr_summary(err)}")
+    _check_output(exe, fmt, out, err)
     return out
+
+
+_run = _ByteCache(_layout, CACHE_BYTES)
+
+
+def _stderr_summary(err: bytes, keep: int = 5, width: int = 200) -> str:
+    """A renderer's error output cut to its first and last ``keep`` lines, each at most ``width``."""
+    lines = [ln if len(ln) <= width else ln[:width] + "…"
+             for ln in err.decode(errors="replace").strip().splitlines()]
+    if len(lines) > 2 * keep:
+        lines = lines[:keep] + [f"… {len(lines) - 2 * keep} lines …"] + lines[-keep:]
+    return "\n".join(lines)
+
+
+_MAGIC = {"png": b"\x89PNG\r\n\x1a\n", "jpg": b"\xff\xd8\xff", "pdf": b"%PDF"}
+_SVG_LEAD = re.compile(rb"\s*(?:(?:<\?xml.*?\?>|<!DOCTYPE[^>]*>|<!--.*?-->)\s*)*", re.S)
+
+
+def _check_output(exe, fmt, out: bytes, err: bytes) -> None:
+    """Raise unless ``out`` looks like a whole ``fmt`` file (magic bytes; SVG: ``<svg`` to ``</svg>``)."""
+    if fmt == "svg":
+        ok = out[_SVG_LEAD.match(out).end():].startswith(b"<svg") and out.rstrip().endswith(b"</svg>")
+    else:
+        ok = out.startswith(_MAGIC[fmt])
+    if ok:
+        return
+    what = "nothing" if not out else f"{len(out):,} bytes that are not {fmt.upper()} ({out[:20]!r}…)"
+    said = f"; it said: {_stderr_summary(err)}" if err.strip() else ""
+    raise RuntimeError(
+        f"{Path(exe).name} -T{fmt} wrote {what}{said}. The renderer is broken or not Graphviz: "
+        "reinstall it (`pip install --force-reinstall graphviz-pure`) or set DYNAGRAPH_DOT "
+        "to a working Graphviz `dot`."
+    )
 
 
 def _kill(proc) -> None:
@@ -411,8 +547,3 @@ def _rect(m) -> str:
 def _short(number: str) -> str:
     value = round(float(number))
     return "0" if value == 0 else str(value)
-
-
-def svg_for_html(svg: bytes | str) -> str:
-    """SVG text fit to inline in HTML: :func:`compact_svg` without its fixed width."""
-    return compact_svg(svg).replace("<svg ", '<svg style="max-width:100%;height:auto" ', 1)

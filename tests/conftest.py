@@ -37,6 +37,7 @@ CHECKS = {"dot": _missing_dot, "gpu": _missing_gpu, "browser": _missing_browser}
 
 
 def pytest_collection_modifyitems(config, items):
+    long_selected = "long" in (config.getoption("markexpr") or "")
     reasons = {}  # marker -> skip reason, computed once per run
     for item in items:
         for marker, check in CHECKS.items():
@@ -46,14 +47,14 @@ def pytest_collection_modifyitems(config, items):
                 reasons[marker] = check()
             if reasons[marker]:
                 item.add_marker(pytest.mark.skip(reason=reasons[marker]))
+        if item.get_closest_marker("long") and not long_selected:
+            item.add_marker(pytest.mark.skip(reason="a long property-based run: select it with -m long"))
 
 
 @pytest.fixture
 def fresh_renderer(monkeypatch):
     """No DYNAGRAPH_DOT and no cached renderer lookup or output, before and after."""
     monkeypatch.delenv("DYNAGRAPH_DOT", raising=False)
-    render._resolve.cache_clear()
-    render._run.cache_clear()
+    render.clear_cache()
     yield monkeypatch
-    render._resolve.cache_clear()
-    render._run.cache_clear()
+    render.clear_cache()

@@ -54,3 +54,43 @@ def test_cuda_override_on_a_cuda_machine(env):
     env.setenv(ENV, "cuda")
     assert dg.device() == torch.device("cuda")
     assert torch.ones(1, device=dg.device()).is_cuda
+
+
+@pytest.fixture
+def no_accelerators(env):
+    for kind in ("cuda", "mps", "xpu"):
+        env.setattr(getattr(torch, kind), "is_available", lambda: False)
+    return env
+
+
+@pytest.mark.parametrize("value, name", [("mps", "MPS"), ("mps:0", "MPS"), ("xpu", "XPU"), ("xpu:1", "XPU")])
+def test_unavailable_mps_or_xpu_raises_listing_what_there_is(no_accelerators, value, name):
+    no_accelerators.setenv(ENV, value)
+    with pytest.raises(ValueError, match=rf"DYNAGRAPH_DEVICE='{value}' but {name} is not available here "
+                                         r"\(available: cpu\): unset it or use one of those"):
+        dg.device()
+
+
+def test_available_xpu_is_used(no_accelerators):
+    no_accelerators.setattr(torch.xpu, "is_available", lambda: True)
+    no_accelerators.setattr(torch.xpu, "device_count", lambda: 1)
+    no_accelerators.setenv(ENV, "xpu")
+    assert dg.device() == torch.device("xpu")
+
+
+def test_cuda_index_past_the_last_gpu_raises(no_accelerators):
+    no_accelerators.setattr(torch.cuda, "is_available", lambda: True)
+    no_accelerators.setattr(torch.cuda, "device_count", lambda: 2)
+    no_accelerators.setenv(ENV, "cuda:2")
+    with pytest.raises(ValueError, match=r"DYNAGRAPH_DEVICE='cuda:2' but this machine has 2 CUDA devices "
+                                         r"\(available: cpu, cuda:0, cuda:1\)"):
+        dg.device()
+
+
+@pytest.mark.gpu
+def test_cuda_index_past_the_last_gpu_raises_on_a_cuda_machine(env):
+    env.setenv(ENV, f"cuda:{torch.cuda.device_count()}")
+    with pytest.raises(ValueError, match=rf"this machine has {torch.cuda.device_count()} CUDA device"):
+        dg.device()
+    env.setenv(ENV, f"cuda:{torch.cuda.device_count() - 1}")
+    assert torch.ones(1, device=dg.device()).is_cuda

@@ -128,6 +128,39 @@ def test_quote_shows_text_literally():
     assert render.quote("one\ntwo\r") == r'"one\ntwo"'
 
 
+def test_quote_writes_ampersand_as_an_entity():
+    assert render.quote("a &lt; b & c") == '"a &amp;lt; b &amp; c"'  # Graphviz reads entities
+
+
+@pytest.mark.parametrize("text, shown", [("a\x00b", r"a\x00b"), ("\ud800", r"\ud800"), ("\uffff", r"\uffff"),
+                                         ("tab\t", r"tab\x09"), ("\x7f\x85", r"\x7f\x85")])
+def test_quote_and_html_text_escape_what_cannot_be_drawn(text, shown):
+    assert render.quote(text) == render.quote(shown)  # the escape's backslash shown, not read
+    assert render._html_text(text) == render._html_text(shown)
+
+
+# Every character a Python string can hold, as far as a picture goes: all of
+# Latin-1 and beyond, controls, lone surrogates, XML's forbidden U+FFFE/U+FFFF, an
+# emoji, entities and Graphviz escapes (a newline or CR would split or drop the line).
+ODD = ("".join(chr(i) for i in range(0x200) if chr(i) not in "\n\r")
+       + "\ud800\udfff\ufffe\uffff\U0001f600 a &lt; b &#60; &amp; \\N \\G \\")
+
+
+def test_labels_with_any_character_render_literally():
+    nodes = [Node(0, "output", "output", ODD), Node(1, "MulBackward0", "op", ODD, seq=0)]
+    dot = render.to_dot(nodes, [(1, 0)], {}, title=ODD, overlay=render.Overlay(badges={1: ODD}))
+    shown = render._visible(ODD)  # controls and surrogates as \x00, \ud800
+    assert "\\x00" in shown and "\\ud800" in shown and "a &lt; b" in shown
+    assert svg_texts(render.pipe(dot, "svg").decode()) == [shown] * 4  # title, 2 labels, badge
+
+
+def test_html_entities_in_names_are_shown_not_interpreted():
+    x = torch.ones(2, requires_grad=True)
+    graph = dg.draw((2 * x).sum(), params={"a &lt; b": x}, title="&amp;")
+    texts = svg_texts(graph.svg())
+    assert "a &lt; b" in texts and "&amp;" in texts and "a < b" not in texts
+
+
 def test_node_label_lists_label_meta_and_saved():
     node = Node(1, "SquareBackward", "custom", "Square", (3,), "float64", "cuda:0",
                 saved=[("tensors[0]", "(3,) float64")])
@@ -182,6 +215,15 @@ def test_pipe_unknown_format_raises(fmt):
         render.pipe("digraph { a -> b }", fmt)
 
 
+def test_failed_renderer_lookup_is_retried(fresh_renderer, tmp_path):
+    fresh_renderer.setenv("PATH", str(tmp_path))
+    fresh_renderer.setattr(sys, "executable", str(tmp_path / "bin" / "python"))
+    with pytest.raises(render.RendererNotFoundError, match=r"pip install graphviz-pure"):
+        render.find_renderer()
+    (tmp_path / "graphviz-pure").symlink_to(Path(__file__).parent.parent / ".venv" / "bin" / "graphviz-pure")
+    assert render.find_renderer() == str(tmp_path / "graphviz-pure")  # installed: no restart needed
+
+
 def test_pdf_without_system_graphviz_raises(fresh_renderer, tmp_path):
     fresh_renderer.setenv("PATH", str(tmp_path))  # graphviz-pure still found beside python
     with pytest.raises(render.RendererNotFoundError,
@@ -194,19 +236,105 @@ def test_renderer_failure_carries_its_message():
         render.pipe("digraph {", "svg")
 
 
+def fake_renderer(monkeypatch, tmp_path, script: str) -> Path:
+    """A ``fake-dot`` shell script used as the renderer (``DYNAGRAPH_DOT``)."""
+    exe = tmp_path / "fake-dot"
+    exe.write_text("#!/bin/sh\n" + script)
+    exe.chmod(0o755)
+    monkeypatch.setenv("DYNAGRAPH_DOT", str(exe))
+    return exe
+
+
+def test_failing_renderer_message_keeps_first_and_last_five_lines(fresh_renderer, tmp_path):
+    fake_renderer(fresh_renderer, tmp_path, "for i in $(seq 1 30); do echo line$i >&2; done\nexit 1\n")
+    with pytest.raises(RuntimeError, match=r"fake-dot -Tsvg failed: line1\n") as info:
+        render.pipe("digraph { a }", "svg")
+    kept = [f"line{i}" for i in (*range(1, 6), *range(26, 31))]
+    assert str(info.value).split("failed: ")[1].splitlines() == kept[:5] + ["… 20 lines …"] + kept[5:]
+
+
+def test_failing_renderer_message_cuts_long_lines():
+    summary = render._stderr_summary(b"x" * 100_000 + b"\nlast\n")
+    assert summary == "x" * 200 + "…\nlast"
+
+
+@pytest.mark.parametrize("fmt, output, what", [
+    ("svg", "", "nothing"),
+    ("svg", "hello", r"5 bytes that are not SVG \(b'hello'…\)"),
+    ("svg", '<?xml version="1.0"?>\n<svg width="1pt">', "39 bytes that are not SVG"),  # cut short
+    ("png", "GIF89a", "6 bytes that are not PNG"),
+    ("jpg", "PNG", "3 bytes that are not JPG"),
+    ("pdf", "%!PS", "4 bytes that are not PDF"),
+])
+def test_renderer_output_that_is_not_the_format_raises(fresh_renderer, tmp_path, fmt, output, what):
+    fake_renderer(fresh_renderer, tmp_path, f"cat >/dev/null\nprintf '%s' '{output}'\n")
+    with pytest.raises(RuntimeError, match=rf"fake-dot -T{fmt} wrote {what}.*reinstall it "
+                                           r"\(`pip install --force-reinstall graphviz-pure`\)"):
+        render.pipe("digraph { a }", fmt)
+
+
+def test_renderer_output_error_carries_its_stderr(fresh_renderer, tmp_path):
+    fake_renderer(fresh_renderer, tmp_path, "cat >/dev/null\necho 'out of fonts' >&2\n")
+    with pytest.raises(RuntimeError, match=r"fake-dot -Tpng wrote nothing; it said: out of fonts\. "):
+        render.pipe("digraph { a }", "png")
+
+
+def test_output_check_accepts_a_comment_before_svg():
+    render._check_output("dot", "svg", b'<?xml version="1.0"?>\n<!-- by dot\n -->\n<svg>\n</svg>\n', b"")
+
+
+# The cache of rendered output.
+
+BIG_SVG = "<?xml version='1.0'?>\n<svg>" + "<!--" + "x" * 2**20 + "-->" + "</svg>\n"  # about 1 MB
+
+
+@pytest.fixture
+def counting_renderer(fresh_renderer, tmp_path):
+    """A renderer that writes BIG_SVG and counts its runs in ``runs`` (read with ``runs()``)."""
+    (tmp_path / "big.svg").write_text(BIG_SVG)
+    log = tmp_path / "runs"
+    log.write_text("")
+    fake_renderer(fresh_renderer, tmp_path, f"cat >/dev/null\necho run >> {log}\ncat {tmp_path / 'big.svg'}\n")
+    return lambda: len(log.read_text().splitlines())
+
+
+def test_cache_returns_the_same_picture_without_running_again(counting_renderer):
+    first = render.pipe("digraph { a }", "svg")
+    assert render.pipe("digraph { a }", "svg") is first and counting_renderer() == 1
+
+
+def test_cache_is_bounded_by_bytes_dropping_the_least_recently_used(counting_renderer):
+    for k in range(40):  # about 40 MB of pictures
+        render.pipe(f"digraph {{ n{k} }}", "svg")
+        render.pipe("digraph { n0 }", "svg")  # kept in use: never the oldest
+    entries, held = render._run.cache_info()
+    assert held <= render.CACHE_BYTES and 20 < entries < 40
+    runs = counting_renderer()
+    render.pipe("digraph { n0 }", "svg")
+    render.pipe("digraph { n39 }", "svg")
+    assert counting_renderer() == runs  # the most recent stayed
+    render.pipe("digraph { n1 }", "svg")
+    assert counting_renderer() == runs + 1  # the oldest was dropped
+
+
+def test_cache_does_not_keep_a_picture_bigger_than_its_bound(counting_renderer, monkeypatch):
+    monkeypatch.setattr(render._run, "max_bytes", 2**19)
+    assert render.pipe("digraph { a }", "svg") == BIG_SVG.encode()
+    assert render._run.cache_info() == (0, 0)
+
+
+def test_clear_cache_empties_the_cache(counting_renderer):
+    render.pipe("digraph { a }", "svg")
+    render.clear_cache()
+    assert render._run.cache_info() == (0, 0)
+    render.pipe("digraph { a }", "svg")
+    assert counting_renderer() == 2
+
+
 @pytest.mark.parametrize("fmt, magic", [("svg", b"<?xml"), ("png", b"\x89PNG\r\n\x1a\n"),
                                         ("jpg", b"\xff\xd8\xff")])
 def test_pipe_writes_each_format(fmt, magic):
     assert render.pipe("digraph { a -> b }", fmt).startswith(magic)
-
-
-def test_svg_for_html_drops_prologue_and_fixed_width():
-    raw = render.pipe("digraph { a -> b }", "svg")
-    for svg in (raw, raw.decode()):
-        html = render.svg_for_html(svg)
-        assert html.startswith('<svg style="max-width:100%;height:auto" ')
-        assert "<?xml" not in html and "<!DOCTYPE" not in html and "Generated by" not in html
-        ET.fromstring(html)
 
 
 @pytest.mark.dot

@@ -8,6 +8,7 @@ from torch import nn
 
 import dynagraph as dg
 from dynagraph import _transform
+from dynagraph._display import MAX_NODES
 from dynagraph._records import Node
 
 
@@ -141,3 +142,35 @@ def test_collapse_then_fold_still_accounts_for_everything():
     assert kinds["fold"] == 1 and kinds["module"] >= 2
     assert accounted(graph) == len(full) - 1
     check_edges(graph)
+
+
+def test_fold_bounds_3000_roots_outputs_included():
+    x = torch.ones(3, requires_grad=True)
+    roots = [(x * i).sum() for i in range(3000)]
+    full = dg.draw(roots, max_nodes=None)
+    graph = dg.draw(roots, max_nodes=500, roll=False).picture()
+    assert len(graph) <= 500 < len(full)
+    [fold] = [n for n in graph.nodes if n.kind == "fold"]
+    assert fold.count + len(graph) - 1 == len(full)  # every node kept or folded
+    assert Counter(n.kind for n in graph.nodes)["output"] > 100  # outputs kept with their ops
+    check_edges(graph)
+
+
+def test_fold_bounds_a_rolled_picture_of_3000_roots():
+    x = torch.ones(3, requires_grad=True)
+    graph = dg.draw([(x * i).sum() for i in range(3000)]).picture()  # rolled, then folded
+    assert len(graph) <= MAX_NODES
+    check_edges(graph)
+
+
+@pytest.mark.parametrize("max_nodes", [2, 3, 50])
+def test_fold_bounds_leaves_that_ride_along_with_one_op(max_nodes):
+    nodes = [Node(0, "output", "output", "y"), Node(1, "StackBackward0", "op", "StackBackward0", seq=0)]
+    nodes += [Node(k, "AccumulateGrad", "input", f"x{k}") for k in range(2, 3002)]  # 3,000 leaves
+    edges = [(1, 0)] + [(k, 1) for k in range(2, 3002)]
+    kept, kept_edges, mapping = _transform.fold(nodes, edges, max_nodes)
+    assert len(kept) == max_nodes and len(mapping) == len(nodes) - max_nodes + 1
+    assert "StackBackward0" in {n.label for n in kept}  # leaves go first, from the middle
+    assert ("y" in {n.label for n in kept}) == (max_nodes == 50)
+    ids = {n.id for n in kept}
+    assert all(a in ids and b in ids and a != b for a, b in kept_edges)
