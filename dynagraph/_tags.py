@@ -8,22 +8,29 @@ import functools
 import torch
 from torch import nn
 
+from . import _torch
+
+__all__ = ["KEY", "active", "module_of", "tag_new_nodes", "tensors_in", "track_modules"]
+
 KEY = "dynagraph.module"
 _used = False  # capture reads node.metadata only once tagging has been used
 
 
 def active() -> bool:
+    """Whether module tagging has been used (so capture should read the tags)."""
     return _used
 
 
-def module_of(fn):
-    return fn.metadata.get(KEY)
+def module_of(fn) -> str | None:
+    """The module tag of autograd node ``fn``, if it has one."""
+    return _torch.metadata(fn).get(KEY)
 
 
 def _current_seq():
     """Autograd's per-thread creation counter now, or None where no node is recorded."""
     probe = _probe() * 1
-    return None if probe.grad_fn is None else probe.grad_fn._sequence_nr() + 1
+    seq = None if probe.grad_fn is None else _torch.sequence_nr(probe.grad_fn)
+    return None if seq is None else seq + 1
 
 
 @functools.cache
@@ -55,10 +62,10 @@ def tag_new_nodes(outputs, name, start) -> None:
     seen = set()
     while stack:
         fn = stack.pop()
-        if fn in seen or fn._sequence_nr() < start or fn.name().endswith("AccumulateGrad"):
+        if fn in seen or fn.name().endswith("AccumulateGrad") or _torch.sequence_nr(fn) < start:
             continue
         seen.add(fn)
-        fn.metadata.setdefault(KEY, name)
+        _torch.metadata(fn).setdefault(KEY, name)
         stack.extend(child for child, _ in fn.next_functions if child is not None)
 
 

@@ -9,12 +9,11 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from . import _tags
+from . import _tags, _torch
 from ._records import Node, owner
 
 __all__ = ["capture", "named_roots", "node_name", "param_names_of", "record", "walk"]
 
-_CUSTOM = torch.autograd.function.BackwardCFunction
 _PREFIX = "torch::autograd::"
 
 
@@ -28,8 +27,9 @@ def capture(roots, *, params=None, show_saved=False):
     """Walk ``grad_fn`` from ``roots`` and return ``(nodes, edges, module_types)``.
 
     Iterative (no recursion limit), breadth-first from the roots; keeps no reference
-    to any tensor or autograd node once it returns. Edges point the way data flows in
-    the forward pass (producer -> consumer).
+    to any tensor or autograd node once it returns (a graph deeper than
+    ``_torch.SAFE_DEPTH`` is held until its roots die, then freed node by node).
+    Edges point the way data flows in the forward pass (producer -> consumer).
 
     Raises:
         TypeError: a root or parameter is not a tensor, or ``params`` has the wrong type.
@@ -44,7 +44,8 @@ def walk(roots, param_names, show_saved=False):
     """The walk behind :func:`capture`; also returns the autograd node of each record.
 
     ``fns[i]`` is the autograd node of ``nodes[i]`` (``None`` for outputs). Callers
-    that keep ``fns`` keep the graph alive: drop it when done.
+    that keep ``fns`` keep the graph alive: drop it when done. A deep graph is held
+    until its roots die, then freed root first (torch would crash freeing it).
     """
     nodes: list[Node] = []
     edges: list[tuple[int, int]] = []
@@ -60,14 +61,17 @@ def walk(roots, param_names, show_saved=False):
             queue.append(fn)
         return ids[fn]
 
+    starts = []
     for label, tensor in roots:
         out = len(nodes)
         nodes.append(Node(out, "output", "output", label, *_meta_of(tensor)))
         fns.append(None)
         fn = tensor.grad_fn
         if fn is None:  # a leaf root: its AccumulateGrad, shared with its other uses
-            fn = torch.autograd.graph.get_gradient_edge(tensor).node
-        edges.append((visit(fn), out))
+            fn = _torch.gradient_edge_node(tensor)
+        start = visit(fn)
+        edges.append((start, out))
+        starts.append((tensor, start))
     while queue:
         fn = queue.popleft()
         consumer = ids[fn]
@@ -75,6 +79,7 @@ def walk(roots, param_names, show_saved=False):
             if child is not None:
                 edges.append((visit(child), consumer))
     _place_parameters(nodes)
+    _torch.hold_deep_graph(starts, fns, edges)
     return nodes, edges, fns
 
 
@@ -94,6 +99,13 @@ def named_roots(roots) -> list[tuple[str, torch.Tensor]]:
     for label, t in items:
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"root {label!r} is a {type(t).__name__}, not a tensor")
+        if t.grad_fn is None and not t.requires_grad and not (t.is_floating_point() or t.is_complex()):
+            raise ValueError(
+                f"root {label!r} has dtype {t.dtype}: integer and bool "
+                "tensors are not differentiable, so autograd records no graph for them. Draw a "
+                "float tensor instead: compute it from float inputs that require grad "
+                "(torch.ones(3, requires_grad=True), or x.float().requires_grad_())."
+            )
         if t.grad_fn is None and not t.requires_grad:
             raise ValueError(
                 f"root {label!r} has no grad_fn and does not require grad, so autograd "
@@ -133,7 +145,13 @@ def _leaf_kind(tensor, param_names):
 
 
 def _meta_of(tensor):
-    return tuple(tensor.shape), _text(tensor.dtype), _text(tensor.device)
+    return _torch.shape_of(tensor), _text(tensor.dtype), _text(tensor.device)
+
+
+def _output_meta(fn):
+    """Shape, dtype and device of the node's first forward output (``None`` each if unknown)."""
+    meta = _torch.output_meta(fn)
+    return (None, None, None) if meta is None else (meta[0], _text(meta[1]), _text(meta[2]))
 
 
 @functools.lru_cache(maxsize=None)  # few distinct dtypes and devices, asked for per node
@@ -149,11 +167,14 @@ def record(fn, nid, param_names, show_saved=False, tags=True) -> Node:
         var = fn.variable
         kind, label = _leaf_kind(var, param_names)
         return Node(nid, name, kind, label, *_meta_of(var))
-    if isinstance(fn, _CUSTOM):
-        kind, label = "custom", fn._forward_cls.__name__  # the user's Function class
+    if _torch.is_custom(fn):
+        kind, label = "custom", _torch.custom_name(fn)  # the user's Function class
     else:
         kind, label = "op", name
-    node = Node(nid, name, kind, label, *_output_meta(fn), seq=fn._sequence_nr())
+    seq = _torch.sequence_nr(fn)
+    if seq is None:  # no creation counter: discovery order (found later, made earlier)
+        seq = -nid
+    node = Node(nid, name, kind, label, *_output_meta(fn), seq=seq)
     if tags and _tags.active():
         node.module = _tags.module_of(fn)
     if show_saved:
@@ -161,37 +182,16 @@ def record(fn, nid, param_names, show_saved=False, tags=True) -> Node:
     return node
 
 
-def _output_meta(fn):
-    """Shape, dtype and device of the node's first forward output.
-
-    ``_input_metadata`` is private (torch 2.x); it survives ``backward()``, unlike
-    saved tensors. Without it we degrade to unknown metadata.
-    """
-    try:
-        meta = fn._input_metadata
-    except (AttributeError, RuntimeError):
-        return None, None, None
-    if not meta:
-        return None, None, None
-    m = meta[0]
-    return tuple(m.shape), _text(m.dtype), _text(m.device)
-
-
 def _saved(fn) -> list[tuple[str, str]]:
     """Describe each ``_saved_*`` attribute; freed buffers say so instead of raising."""
-    if isinstance(fn, _CUSTOM):  # a custom Function keeps ctx.saved_tensors instead
+    if _torch.is_custom(fn):  # a custom Function keeps ctx.saved_tensors instead
         return _saved_custom(fn)
     out = []
-    for attr in dir(fn):
-        if not attr.startswith("_saved_"):
-            continue
-        try:
-            value = getattr(fn, attr)
-        except RuntimeError:  # "Trying to backward through the graph a second time"
-            out.append((attr[7:], "freed"))
-            continue
-        if isinstance(value, torch.Tensor):  # sizes, strides and scalars are not shown
-            out.append((attr[7:], f"{tuple(value.shape)} {_text(value.dtype)}"))
+    for name, value in _torch.saved_values(fn):
+        if value is _torch.FREED:
+            out.append((name, "freed"))
+        elif isinstance(value, torch.Tensor):  # sizes, strides and scalars are not shown
+            out.append((name, f"{tuple(value.shape)} {_text(value.dtype)}"))
     return out
 
 
@@ -200,7 +200,7 @@ def _saved_custom(fn) -> list[tuple[str, str]]:
         tensors = fn.saved_tensors
     except RuntimeError:  # freed by backward(); how many there were is gone with them
         return [("tensors", "freed")]
-    return [(f"tensors[{i}]", f"{tuple(t.shape)} {_text(t.dtype)}")
+    return [(f"tensors[{i}]", f"{_torch.shape_of(t)} {_text(t.dtype)}")
             for i, t in enumerate(tensors) if isinstance(t, torch.Tensor)]
 
 

@@ -434,3 +434,25 @@ def test_params_mapping_with_non_tensor_raises():
     x = torch.ones(1, requires_grad=True)
     with pytest.raises(TypeError, match=r"params\['w'\] is a float, not a tensor"):
         dg.draw(x * 2, params={"w": 1.0})
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+def test_nested_tensor_graph_draws_records_and_replays():
+    a = torch.randn(2, 3, requires_grad=True)
+    b = torch.randn(4, 3, requires_grad=True)
+    nt = torch.nested.as_nested_tensor([a, b], layout=torch.strided)
+    y = nt * 2
+    graph = dg.draw(y)
+    assert graph.counts()["MulBackward0"] == 1
+    assert next(n for n in graph.nodes if n.kind == "output").shape is None  # no single shape
+    assert "text/html" in graph._repr_mimebundle_()
+    with dg.live() as rec:
+        nt * 3
+    assert rec.steps[0].outputs == [None] and "nested -> nested" in repr(rec)
+    grad = torch.nested.as_nested_tensor([torch.ones(2, 3), torch.ones(4, 3)], layout=torch.strided)
+    with dg.trace_backward(y) as bt:
+        y.backward(grad)
+    leaf = {n.id for n in bt.nodes if n.kind == "input"}
+    norms = sorted(v for (src, _), v in bt.edge_norms.items() if src in leaf)
+    expected = sorted(torch.linalg.vector_norm(t.grad).item() for t in (a, b))
+    assert norms == pytest.approx(expected)

@@ -1,0 +1,315 @@
+"""Every torch internal dynagraph reads, each behind a feature check with a fallback."""
+
+from __future__ import annotations
+
+import functools
+import gc
+import sys
+import warnings
+import weakref
+
+import torch
+
+__all__ = [
+    "FEATURES",
+    "FREED",
+    "MISSING",
+    "SAFE_DEPTH",
+    "custom_name",
+    "gradient_edge_node",
+    "has_foreach_norm",
+    "has_patchable_apply",
+    "hold_deep_graph",
+    "is_custom",
+    "longest_chain",
+    "metadata",
+    "output_meta",
+    "release_pending",
+    "saved_values",
+    "sequence_nr",
+    "shape_of",
+]
+
+# Private attribute names, each written once here (tests rename them to play a torch
+# release that dropped one).
+_BACKWARD_CLASS = "BackwardCFunction"  # torch.autograd.function: custom Functions' node class
+_FORWARD_CLS = "_forward_cls"  # on that class: the user's Function subclass
+_INPUT_METADATA = "_input_metadata"  # shape/dtype/device of the forward outputs
+_SEQUENCE_NR = "_sequence_nr"  # autograd's per-thread creation counter
+_METADATA = "metadata"  # a dict per node that outlives its Python wrapper
+_SAVED = "_saved_"  # prefix of the saved-for-backward attributes of built-in nodes
+
+# What the picture loses, or how dynagraph copes, without each feature.
+FEATURES = {
+    "BackwardCFunction": "custom Functions are recognised by their _forward_cls attribute instead",
+    "_forward_cls": "custom Function nodes are labelled with their node name, not their class",
+    "_input_metadata": "op nodes show no shape, dtype or device",
+    "_sequence_nr": "ops are ordered by discovery; track_modules and live() cannot tag modules",
+    "metadata": "nodes carry no module tags (no grouping by module)",
+    "_saved_": "show_saved lists nothing for built-in ops",
+    "get_gradient_edge": "a leaf root's node is found through a view of it instead",
+    "_foreach_norm": "gradient norms are computed one tensor at a time",
+    "Function.apply": "live() records a custom Function's inner ops, not one apply step",
+}
+MISSING: set[str] = set()  # features this torch lacks, found so far (each warned about once)
+FREED = object()  # a saved tensor that backward() released
+SAFE_DEPTH = 1_000  # deeper graphs are freed by dynagraph, node by node (hold_deep_graph)
+_pending: list[list] = []  # held wrappers of deep graphs whose roots died, to free
+_owned: list[list] = []  # held wrappers something else owned at the last try
+
+
+def _missing(feature: str) -> None:
+    """Note that ``feature`` is missing; warn the first time, naming it and the torch version."""
+    if feature in MISSING:
+        return
+    MISSING.add(feature)
+    warnings.warn(f"dynagraph: torch {torch.__version__} has no {feature}: {FEATURES[feature]}",
+                  RuntimeWarning, stacklevel=3)
+
+
+def is_custom(fn) -> bool:
+    """Whether ``fn`` is the backward node of a custom ``autograd.Function``."""
+    cls = getattr(torch.autograd.function, _BACKWARD_CLASS, None)
+    if cls is not None:
+        return isinstance(fn, cls)
+    _missing("BackwardCFunction")
+    return hasattr(fn, _FORWARD_CLS)
+
+
+def custom_name(fn) -> str:
+    """The user's ``Function`` class name (``Square``), or the node's name less ``Backward``."""
+    forward_cls = getattr(fn, _FORWARD_CLS, None)
+    if forward_cls is not None:
+        return forward_cls.__name__
+    _missing("_forward_cls")
+    return type(fn).__name__.removesuffix("Backward")
+
+
+def output_meta(fn) -> tuple | None:
+    """``(shape, dtype, device)`` of the node's first forward output, or ``None`` if unknown.
+
+    Unlike saved tensors this survives ``backward()``.
+    """
+    try:
+        meta = getattr(fn, _INPUT_METADATA)
+    except AttributeError:
+        _missing("_input_metadata")
+        return None
+    except RuntimeError:  # a node kind that keeps none
+        return None
+    if not meta:
+        return None
+    try:
+        return tuple(meta[0].shape), meta[0].dtype, meta[0].device
+    except RuntimeError:  # a nested tensor's output has no single shape
+        return None, meta[0].dtype, meta[0].device
+
+
+def shape_of(tensor: torch.Tensor) -> tuple[int, ...] | None:
+    """``tuple(tensor.shape)``, or ``None`` for a tensor without one shape (nested)."""
+    try:
+        return tuple(tensor.shape)
+    except RuntimeError:  # NestedTensorImpl doesn't support sizes
+        return None
+
+
+def sequence_nr(fn) -> int | None:
+    """Autograd's creation counter of ``fn`` (later ops higher), or ``None`` if unknown."""
+    method = getattr(fn, _SEQUENCE_NR, None)
+    if method is None:
+        _missing("_sequence_nr")
+        return None
+    return method()
+
+
+def metadata(fn) -> dict:
+    """The node's own metadata dict (a throwaway dict where torch has none)."""
+    try:
+        return getattr(fn, _METADATA)
+    except AttributeError:
+        _missing("metadata")
+        return {}
+
+
+def saved_values(fn) -> list[tuple[str, object]]:
+    """``(name, value)`` of each saved attribute of a built-in node; :data:`FREED` once released."""
+    if not _exposes_saved(_SAVED):
+        _missing("_saved_")
+        return []
+    out = []
+    for attr in dir(fn):
+        if not attr.startswith(_SAVED):
+            continue
+        try:
+            out.append((attr[len(_SAVED):], getattr(fn, attr)))
+        except RuntimeError:  # "Trying to backward through the graph a second time"
+            out.append((attr[len(_SAVED):], FREED))
+    return out
+
+
+@functools.cache  # one probe per attribute prefix
+def _exposes_saved(prefix: str) -> bool:
+    """Whether built-in nodes expose what they saved (``MulBackward0._saved_other``)."""
+    with torch.inference_mode(False), torch.enable_grad():
+        probe = torch.ones(1, requires_grad=True)
+        return hasattr((probe * probe).grad_fn, f"{prefix}other")
+
+
+def gradient_edge_node(tensor: torch.Tensor):
+    """The node ``tensor``'s gradient flows into: its ``grad_fn``, or a leaf's ``AccumulateGrad``."""
+    get = getattr(torch.autograd.graph, "get_gradient_edge", None)
+    if get is not None:
+        return get(tensor).node
+    _missing("get_gradient_edge")
+    if tensor.grad_fn is not None:
+        return tensor.grad_fn
+    with torch.inference_mode(False), torch.enable_grad():
+        # a view's one input is the leaf's accumulator, shared with its other uses
+        return tensor.view_as(tensor).grad_fn.next_functions[0][0]
+
+
+def has_foreach_norm() -> bool:
+    """Whether ``torch._foreach_norm`` (one kernel for many norms) exists (used by norms.py)."""
+    if hasattr(torch, "_foreach_norm"):
+        return True
+    _missing("_foreach_norm")
+    return False
+
+
+def has_patchable_apply() -> bool:
+    """Whether ``Function.apply`` is a classmethod in the class dict (live.py swaps it)."""
+    if isinstance(torch.autograd.Function.__dict__.get("apply"), classmethod):
+        return True
+    _missing("Function.apply")
+    return False
+
+
+def longest_chain(n: int, edges: list[tuple[int, int]]) -> int:
+    """Nodes on the longest path of the DAG of ``n`` records and producer -> consumer ``edges``."""
+    consumers: list[list[int]] = [[] for _ in range(n)]
+    indeg = [0] * n
+    for src, dst in edges:
+        consumers[src].append(dst)
+        indeg[dst] += 1
+    depth = [1] * n
+    ready = [i for i in range(n) if indeg[i] == 0]
+    while ready:  # Kahn's order: producers first, each node's depth final when popped
+        i = ready.pop()
+        for j in consumers[i]:
+            depth[j] = max(depth[j], depth[i] + 1)
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                ready.append(j)
+    return max(depth, default=0)
+
+
+def hold_deep_graph(roots: list[tuple[torch.Tensor, int]], fns: list,
+                    edges: list[tuple[int, int]]) -> bool:
+    """Keep a deep graph's node wrappers while its roots live, then free them node by node.
+
+    In torch 2.13 an autograd node keeps its Python wrapper for life, and freeing a
+    chain of wrapped nodes recurses once per node in C++: some 40,000 of them overflow
+    an 8 MB stack and kill the process. So dynagraph holds the wrappers itself; when
+    a root dies its wrappers wait in a queue (the dying tensor still owns its node)
+    that the next garbage collection or capture empties (:func:`release_pending`).
+    Graphs whose longest chain is under :data:`SAFE_DEPTH` are left alone.
+
+    Args:
+        roots: ``(tensor, record id of its node)`` for each root.
+        fns: The autograd node of each record (``None`` for outputs).
+        edges: ``(producer, consumer)`` record ids.
+
+    Returns:
+        Whether the graph was deep enough to be held.
+    """
+    release_pending()
+    if longest_chain(len(fns), edges) < SAFE_DEPTH:
+        return False
+    producers: list[list[int]] = [[] for _ in fns]
+    for src, dst in edges:
+        producers[dst].append(src)
+    for tensor, start in roots:
+        reach = _reachable(start, producers)
+        if len(reach) < SAFE_DEPTH:  # too few nodes for a deep chain (a leaf root, say)
+            continue
+        # not at exit: the root may still own its node then (and the process frees neither)
+        weakref.finalize(tensor, _pending.append, [fns[i] for i in reach]).atexit = False
+    return True
+
+
+def release_pending(retry: bool = True) -> None:
+    """Free the held graphs whose roots have died, one node at a time, consumers first.
+
+    Nodes that something else still owns (a tensor the user kept, another root drawn
+    while it lives) stay held; ``retry`` tries those again too.
+    """
+    global _releasing
+    if _releasing or not (_pending or (retry and _owned)):
+        return
+    _releasing = True
+    try:
+        stack = _release_order(_take(retry))
+        kept = _free_unowned(stack)
+        if kept:
+            _owned.append(kept)
+    finally:
+        _releasing = False
+
+
+def _take(retry: bool) -> dict[int, object]:
+    """Empty the queues into one dict ``id -> wrapper`` (each wrapper once)."""
+    held = {}
+    for batch in _pending + (_owned if retry else []):
+        held.update((id(fn), fn) for fn in batch)
+    _pending.clear()
+    if retry:
+        _owned.clear()
+    return held
+
+
+def _release_order(held: dict[int, object]) -> list:
+    """The wrappers as a stack: each is popped after every held node that consumes it."""
+    producers = {key: [id(c) for c, _ in fn.next_functions if c is not None and id(c) in held]
+                 for key, fn in held.items()}
+    waiting = dict.fromkeys(held, 0)  # held consumers not yet popped
+    for ids in producers.values():
+        for key in ids:
+            waiting[key] += 1
+    ready = [key for key, n in waiting.items() if n == 0]
+    order = []
+    while ready:
+        key = ready.pop()
+        order.append(held.pop(key))
+        for p in producers[key]:
+            waiting[p] -= 1
+            if waiting[p] == 0:
+                ready.append(p)
+    order.reverse()
+    return order
+
+
+def _free_unowned(stack: list) -> list:
+    """Drop each wrapper only dynagraph holds (freeing one node); return the others."""
+    kept = []
+    while stack:
+        fn = stack.pop()
+        if sys.getrefcount(fn) > 2:  # more than this name and the call's argument: owned
+            kept.append(fn)
+        del fn  # its producers are still on the stack, so the free stops at this node
+    return kept
+
+
+def _reachable(start: int, producers: list[list[int]]) -> list[int]:
+    """Records ``start`` depends on, itself included."""
+    seen, stack = {start}, [start]
+    while stack:
+        for p in producers[stack.pop()]:
+            if p not in seen:
+                seen.add(p)
+                stack.append(p)
+    return list(seen)
+
+
+_releasing = False  # a collection during a release must not start another
+gc.callbacks.append(
+    lambda phase, info: release_pending(retry=info["generation"] == 2) if phase == "stop" else None)

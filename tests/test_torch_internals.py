@@ -1,0 +1,323 @@
+"""_torch: each torch internal dynagraph reads still exists and behaves; each fallback works.
+
+When a torch release renames an internal, one ``test_internal_*`` test here fails by
+name, and the matching ``test_without_*`` test shows what the picture loses.
+"""
+
+import gc
+import re
+import subprocess
+import sys
+import textwrap
+import weakref
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import dynagraph as dg
+from dynagraph import _tags, _torch
+
+from _helpers import Square
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def fresh_missing(monkeypatch):
+    """Each test starts with no feature noted missing (so warnings fire again)."""
+    monkeypatch.setattr(_torch, "MISSING", set())
+
+
+def _x():
+    return torch.ones(2, 3, requires_grad=True)
+
+
+# Each internal, as dynagraph uses it, on the installed torch.
+
+def test_internal_backward_cfunction_is_the_custom_function_node_class():
+    node = Square.apply(_x()).grad_fn
+    assert isinstance(node, torch.autograd.function.BackwardCFunction)
+    assert not isinstance((_x() * 2).grad_fn, torch.autograd.function.BackwardCFunction)
+    assert _torch.is_custom(node) and not _torch.is_custom((_x() * 2).grad_fn)
+
+
+def test_internal_forward_cls_is_the_users_function_class():
+    assert Square.apply(_x()).grad_fn._forward_cls is Square
+    assert _torch.custom_name(Square.apply(_x()).grad_fn) == "Square"
+
+
+def test_internal_input_metadata_is_the_forward_output_and_survives_backward():
+    x = torch.ones(2, 3, dtype=torch.float64, requires_grad=True)
+    y = x.sum(0)
+    [meta] = y.grad_fn._input_metadata
+    cpu = torch.device("cpu")
+    assert (tuple(meta.shape), meta.dtype, meta.device) == ((3,), torch.float64, cpu)
+    y.sum().backward()
+    assert _torch.output_meta(y.grad_fn) == ((3,), torch.float64, cpu)
+
+
+def test_internal_sequence_nr_counts_creation_order():
+    a = _x() * 2
+    b = a + 1
+    assert b.grad_fn._sequence_nr() > a.grad_fn._sequence_nr()
+    assert _torch.sequence_nr(b.grad_fn) == b.grad_fn._sequence_nr()
+
+
+def test_internal_metadata_is_a_dict_that_outlives_the_wrapper():
+    y = _x() * 2
+    y.grad_fn.metadata["k"] = 1
+    gc.collect()
+    assert y.grad_fn.metadata == {"k": 1}
+    assert _torch.metadata(y.grad_fn) is y.grad_fn.metadata
+
+
+def test_internal_saved_attributes_hold_tensors_then_raise_after_backward():
+    x, w = _x(), torch.full((2, 3), 2.0)
+    y = x * w
+    assert torch.equal(y.grad_fn._saved_other, w)
+    assert dict(_torch.saved_values(y.grad_fn))["other"] is not _torch.FREED
+    y.sum().backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.grad_fn._saved_other
+    assert dict(_torch.saved_values(y.grad_fn))["other"] is _torch.FREED
+
+
+def test_internal_get_gradient_edge_of_a_leaf_is_its_accumulate_grad():
+    x = _x()
+    node = torch.autograd.graph.get_gradient_edge(x).node
+    assert node.name().endswith("AccumulateGrad") and node.variable is x
+    assert (x * 2).grad_fn.next_functions[0][0] is node  # shared with its other uses
+
+
+def test_internal_node_name_has_the_cpp_namespace():
+    acc = (_x() * 2).grad_fn.next_functions[0][0]
+    assert acc.name() == "torch::autograd::AccumulateGrad"  # capture.node_name strips it
+
+
+def test_internal_foreach_norm_matches_vector_norm():  # used by norms.py
+    grads = [torch.ones(3), torch.full((2, 2), 2.0)]
+    assert _torch.has_foreach_norm()
+    for got, g in zip(torch._foreach_norm(grads), grads):
+        assert torch.allclose(got, torch.linalg.vector_norm(g))
+
+
+def test_internal_function_apply_is_a_patchable_classmethod():  # live.py swaps it
+    assert isinstance(torch.autograd.Function.__dict__["apply"], classmethod)
+    assert _torch.has_patchable_apply()
+
+
+def test_nothing_is_missing_on_this_torch():
+    dg.draw(Square.apply(_x() * 2).sum(), show_saved=True)
+    assert _torch.MISSING == set()
+
+
+# Each fallback: the internal taken away, capture and draw still work and say so.
+
+def _warns(feature):
+    """The one warning that ``feature`` is missing, naming it and this torch's version."""
+    message = f"torch {torch.__version__} has no {feature}:"
+    return pytest.warns(RuntimeWarning, match=re.escape(message))
+
+
+def test_without_backward_cfunction_custom_nodes_are_still_found(monkeypatch):
+    monkeypatch.delattr(torch.autograd.function, "BackwardCFunction")
+    with _warns("BackwardCFunction"):
+        graph = dg.draw(Square.apply(_x()).sum())
+    assert [n.label for n in graph.nodes if n.kind == "custom"] == ["Square"]
+    assert _torch.MISSING == {"BackwardCFunction"}
+
+
+def test_without_forward_cls_custom_nodes_are_labelled_by_node_name(monkeypatch):
+    monkeypatch.setattr(_torch, "_FORWARD_CLS", "_no_forward_cls")
+    with _warns("_forward_cls"):
+        graph = dg.draw(Square.apply(_x()).sum())
+    [node] = [n for n in graph.nodes if n.name == "SquareBackward"]
+    assert (node.kind, node.label) == ("custom", "Square")  # SquareBackward less "Backward"
+
+
+def test_without_input_metadata_shapes_are_unknown(monkeypatch):
+    monkeypatch.setattr(_torch, "_INPUT_METADATA", "_no_input_metadata")
+    with _warns("_input_metadata"):
+        graph = dg.draw((_x() * 2).sum())
+    ops = [n for n in graph.nodes if n.kind == "op"]
+    assert ops and all((n.shape, n.dtype, n.device) == (None, None, None) for n in ops)
+    assert graph.to_dot().startswith("digraph")
+
+
+def test_without_sequence_nr_ops_are_ordered_by_discovery_and_untagged(monkeypatch):
+    monkeypatch.setattr(_torch, "_SEQUENCE_NR", "_no_sequence_nr")
+    model = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+    with _warns("_sequence_nr"):
+        with dg.track_modules(model):
+            loss = model(torch.ones(1, 3)).sum()
+        graph = dg.draw(loss, params=model)
+    by_name = {n.name: n for n in graph.nodes}
+    seq = {name: node.seq for name, node in by_name.items()}
+    assert seq["SumBackward0"] > seq["ReluBackward0"] > seq["AddmmBackward0"]
+    assert all(n.module is None for n in graph.nodes if n.kind == "op")  # no tags without it
+
+
+def test_without_metadata_there_are_no_module_tags(monkeypatch):
+    monkeypatch.setattr(_torch, "_METADATA", "_no_metadata")
+    model = nn.Sequential(nn.Linear(3, 3))
+    with _warns("metadata"):
+        with dg.track_modules(model):
+            loss = model(torch.ones(1, 3)).sum()
+        graph = dg.draw(loss, params=model, depth=1)
+    assert graph.to_dot().startswith("digraph")
+    assert _tags.module_of(loss.grad_fn) is None
+
+
+def test_without_saved_attributes_show_saved_lists_nothing(monkeypatch):
+    monkeypatch.setattr(_torch, "_SAVED", "_no_saved_")
+    with _warns("_saved_"):
+        graph = dg.draw((_x() * torch.ones(2, 3)).sum(), show_saved=True)
+    assert all(n.saved == [] for n in graph.nodes)
+
+
+def test_without_get_gradient_edge_a_leaf_root_is_found_through_a_view(monkeypatch):
+    x = _x()
+    expected = torch.autograd.graph.get_gradient_edge(x).node
+    monkeypatch.delattr(torch.autograd.graph, "get_gradient_edge")
+    with _warns("get_gradient_edge"):
+        assert _torch.gradient_edge_node(x) is expected
+        graph = dg.draw([x, 2 * x], params={"x": x})
+    assert [n.label for n in graph.nodes if n.name == "AccumulateGrad"] == ["x"]
+
+
+def test_without_foreach_norm_the_check_says_so(monkeypatch):
+    monkeypatch.delattr(torch, "_foreach_norm")
+    with _warns("_foreach_norm"):
+        assert not _torch.has_foreach_norm()
+
+
+def test_without_patchable_apply_the_check_says_so(monkeypatch):
+    monkeypatch.setattr(torch.autograd.Function, "apply", staticmethod(lambda *a: None))
+    with _warns("Function.apply"):
+        assert not _torch.has_patchable_apply()
+
+
+def test_each_missing_feature_warns_once(monkeypatch, recwarn):
+    monkeypatch.setattr(_torch, "_INPUT_METADATA", "_no_input_metadata")
+    dg.draw((_x() * 2 + 1).sum())
+    dg.draw((_x() * 3).sum())
+    assert len([w for w in recwarn if "_input_metadata" in str(w.message)]) == 1
+    assert _torch.MISSING == {"_input_metadata"}
+
+
+# Deep graphs: torch 2.13 frees a chain of wrapped nodes recursively.
+
+def test_longest_chain_counts_nodes_on_the_longest_path():
+    assert _torch.longest_chain(4, [(0, 1), (1, 2), (0, 2), (3, 2)]) == 3
+    assert _torch.longest_chain(0, []) == 0
+
+
+def test_shallow_graph_is_not_held():
+    x, w = _x(), _x()
+    y = x * w * w
+    saved = weakref.ref(y.grad_fn._saved_self)  # x * w, kept alive by the graph only
+    dg.draw(y)
+    del y
+    assert saved() is None  # freed with its root, not later by dynagraph
+
+
+def _chain(n, keep_at=None):
+    """``(root, kept)``: ``n`` products ``y * w``, and the one after step ``keep_at``."""
+    x, w = torch.ones(1, requires_grad=True), torch.ones(1, requires_grad=True)
+    y, kept = x, None
+    for i in range(n):
+        y = y * w
+        if i == keep_at:
+            kept = y
+    return y, kept
+
+
+def test_deep_graph_is_freed_once_its_root_dies():
+    y, _ = _chain(_torch.SAFE_DEPTH + 10)
+    saved = weakref.ref(y.grad_fn._saved_self)  # kept alive by the graph only
+    dg.draw(y)
+    dg.draw([y, y.sum()])  # drawn twice: held twice, freed in one go
+    del y
+    gc.collect()  # the held graph waits for the next collection (or capture)
+    assert saved() is None and _torch._pending == [] and _torch._owned == []
+
+
+def test_deep_graph_part_owned_by_a_kept_tensor_is_freed_after_it():
+    y, kept = _chain(_torch.SAFE_DEPTH + 10, keep_at=_torch.SAFE_DEPTH)
+    below = weakref.ref(kept.grad_fn._saved_self)  # in the part that ``kept`` owns
+    above = weakref.ref(y.grad_fn._saved_self)
+    dg.draw(y)
+    del y
+    gc.collect()
+    assert above() is None and below() is not None  # still in use: kept needs it
+    del kept
+    gc.collect()  # a full collection tries held nodes again
+    assert below() is None and _torch._owned == []
+
+
+DEEP = """
+import gc, torch, dynagraph as dg
+y = torch.ones(3, requires_grad=True)
+for _ in range({n}):
+    y = y * 1.0001
+{walk}
+del y
+gc.collect()
+print("freed")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("walk", ["dg.draw(y)", "dg.draw([y, y * 2], max_nodes=None)",
+                                  "dg.trace_backward(y.sum())"])
+def test_deep_chain_is_freed_without_a_crash(walk):
+    """45,000 wrapped nodes crash the process when torch frees them (a subprocess here)."""
+    code = DEEP.format(n=45_000, walk=walk)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=REPO)
+    assert done.returncode == 0, f"rc={done.returncode} (-11: segfault)\n{done.stderr[-2000:]}"
+    assert done.stdout.strip() == "freed"
+
+
+@pytest.mark.slow
+def test_deep_chain_below_a_kept_tensor_is_freed_without_a_crash():
+    code = textwrap.dedent("""
+        import gc, torch, dynagraph as dg
+        y = torch.ones(3, requires_grad=True)
+        for i in range(60_000):
+            y = y * 1.0001
+            if i == 50_000:
+                kept = y  # owns 50,000 wrapped nodes once the root is gone
+        dg.draw(y)
+        del y
+        gc.collect()
+        del kept
+        gc.collect()
+        print("freed")
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=REPO)
+    assert done.returncode == 0, f"rc={done.returncode} (-11: segfault)\n{done.stderr[-2000:]}"
+    assert done.stdout.strip() == "freed"
+
+
+@pytest.mark.slow
+def test_deep_chain_walked_by_hand_crashes_plain_torch():
+    """The oracle for the test above: without dynagraph's hold the same free segfaults.
+
+    If this starts passing, torch frees wrapped chains iteratively again and
+    ``hold_deep_graph`` may go.
+    """
+    walk = textwrap.dedent("""
+        fn = y.grad_fn
+        while fn is not None:
+            fn = fn.next_functions[0][0] if fn.next_functions else None
+    """)
+    code = DEEP.format(n=45_000, walk=walk)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=REPO)
+    if done.returncode == 0:
+        pytest.skip(f"torch {torch.__version__} frees a wrapped 45,000-node chain itself")
+    assert done.returncode < 0  # killed by a signal (SIGSEGV), not a Python error
