@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 import torch
 
 from . import _display
 from .capture import named_roots, param_names_of, walk
 from .graph import Graph
-from .norms import _stack_on_host
+from .norms import _norm, _stack_on_host
 
 __all__ = ["BackwardTrace", "trace_backward"]
 
@@ -23,6 +24,9 @@ class BackwardTrace:
             ``backward(retain_graph=True)`` is called again inside the block).
         edge_norms: ``{(src, dst): L2 norm}`` of the gradient sent back along each
             forward edge ``src -> dst`` (the last pass wins).
+        notes: ``{(src, dst): reason}`` for edges whose gradient has no norm to read
+            (the ``meta`` device, a layout torch cannot reduce); they are not in
+            ``edge_norms``.
 
     Displays as the graph with execution order on the nodes and edge width and
     label from the gradient norm, and a stepper that lights nodes in backward order.
@@ -32,13 +36,15 @@ class BackwardTrace:
         self.nodes, self.edges, self.module_types = nodes, edges, module_types
         self.order: list[int] = []
         self.edge_norms: dict[tuple[int, int], float] = {}
+        self.notes: dict[tuple[int, int], str] = {}
 
     def __repr__(self) -> str:
         names = {n.id: n.name for n in self.nodes}
         ran = " -> ".join(names[i] for i in self.order[:12])
         more = f" ... (+{len(self.order) - 12})" if len(self.order) > 12 else ""
+        notes = f", {len(self.notes)} without a norm (see .notes)" if self.notes else ""
         return (f"<dynagraph.BackwardTrace: {len(self.order)} node runs, "
-                f"{len(self.edge_norms)} edge norms>\n  {ran}{more}")
+                f"{len(self.edge_norms)} edge norms{notes}>\n  {ran}{more}")
 
     def graph(self, title=None) -> Graph:
         """The captured graph (without the backward annotations)."""
@@ -85,7 +91,12 @@ def trace_backward(roots, *, params=None):
         params: An ``nn.Module`` or a mapping name -> tensor naming the leaves.
 
     Yields:
-        A :class:`BackwardTrace`, complete after the block.
+        A :class:`BackwardTrace`, complete after the block. A gradient with no norm
+        to read (``meta`` device) gets a note in ``.notes``; the hooks never raise,
+        so the user's ``backward()`` always finishes.
+
+    Warns:
+        UserWarning: the block ran no backward over these roots (0 node runs).
 
     Example:
         >>> with dg.trace_backward(loss, params=model) as bt:
@@ -97,7 +108,7 @@ def trace_backward(roots, *, params=None):
     trace = BackwardTrace(nodes, edges, types)
     index = {fn: i for i, fn in enumerate(fns) if fn is not None}
     roots_of = {src: dst for src, dst in edges if nodes[dst].kind == "output"}
-    pending: list[tuple[tuple[int, int], torch.Tensor]] = []
+    pending: list[tuple[tuple[int, int], torch.Tensor | str]] = []
     handles = []
     try:
         for fn, nid in index.items():
@@ -110,15 +121,24 @@ def trace_backward(roots, *, params=None):
             h.remove()
         handles.clear()
         fns.clear()
-        if pending:
-            values = _stack_on_host([v for _, v in pending])  # the one sync
-            for (edge, _), v in zip(pending, values):
-                trace.edge_norms[edge] = v
-        pending.clear()
+        _read(pending, trace)
+    if not trace.order:  # the block finished without running any hooked node
+        warnings.warn("trace_backward: no backward ran inside the block (0 node runs); call "
+                      "loss.backward() inside the `with` block, on the tensor you passed as roots",
+                      stacklevel=3)
 
 
-def _norm(grad: torch.Tensor) -> torch.Tensor:
-    return torch.linalg.vector_norm(grad.detach().float())
+def _read(pending: list, trace: BackwardTrace) -> None:
+    """Read all queued norms into ``trace.edge_norms`` with one synchronisation; notes aside."""
+    values = iter(_stack_on_host([v for _, v in pending if not isinstance(v, str)]))  # the one sync
+    for edge, v in pending:
+        if isinstance(v, str):
+            trace.notes[edge] = v
+            trace.edge_norms.pop(edge, None)
+        else:
+            trace.edge_norms[edge] = next(values)
+            trace.notes.pop(edge, None)
+    pending.clear()
 
 
 def _hook(nid, slots, output_id, order, pending):
@@ -130,17 +150,23 @@ def _hook(nid, slots, output_id, order, pending):
     """
     children = [s[0] if s is not None else None for s in slots]
     shared = len({c for c in children if c is not None}) < sum(c is not None for c in children)
+    sent = [(c, nid) for c in children if c is not None]  # every edge this node sends along
+    sent += [(nid, output_id)] if output_id is not None else []
 
     def hook(grad_inputs, grad_outputs):
         order.append(nid)
-        if output_id is not None and grad_outputs and grad_outputs[0] is not None:
-            pending.append(((nid, output_id), _norm(grad_outputs[0])))
-        if shared:  # x * x: one edge carries several gradients
-            pending.extend(((child, nid), norm) for child, norm in _merged(slots, grad_inputs).items())
-            return
-        for child, grad in zip(children, grad_inputs):
-            if child is not None and grad is not None:
-                pending.append(((child, nid), _norm(grad)))
+        try:
+            if output_id is not None and grad_outputs and grad_outputs[0] is not None:
+                pending.append(((nid, output_id), _norm(grad_outputs[0])))
+            if shared:  # x * x: one edge carries several gradients
+                pending.extend(((child, nid), norm) for child, norm in _merged(slots, grad_inputs).items())
+                return
+            for child, grad in zip(children, grad_inputs):
+                if child is not None and grad is not None:
+                    pending.append(((child, nid), _norm(grad)))
+        except Exception as e:  # noqa: BLE001 - never abort the user's backward()
+            note = f"no norm: {type(e).__name__}: {str(e)[:120]}"
+            pending.extend((edge, note) for edge in sent)
     return hook
 
 
@@ -158,5 +184,12 @@ def _merged(slots, grads) -> dict:
     norms: dict[int, list] = {}
     for (child, _), grad in summed.items():
         norms.setdefault(child, []).append(_norm(grad))
-    return {child: ns[0] if len(ns) == 1 else torch.linalg.vector_norm(torch.stack(ns))
-            for child, ns in norms.items()}
+    return {child: _joined(ns) for child, ns in norms.items()}
+
+
+def _joined(norms: list) -> torch.Tensor | str:
+    """The norm of several tensors taken as one vector, or the first note among them."""
+    notes = [n for n in norms if isinstance(n, str)]
+    if notes or len(norms) == 1:
+        return notes[0] if notes else norms[0]
+    return torch.linalg.vector_norm(torch.stack([n.float() for n in norms]))

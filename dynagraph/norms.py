@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import ItemsView, Mapping
 
 import torch
@@ -17,17 +18,21 @@ class GradNorms(dict):
     """``{parameter name: gradient L2 norm}``, saying which are missing or non-finite.
 
     Parameters with no gradient map to ``nan`` and are listed in ``missing``;
-    gradients with an ``inf`` or ``nan`` are listed in ``nonfinite``.
+    gradients with an ``inf`` or ``nan`` are listed in ``nonfinite``; gradients
+    with no readable values (the ``meta`` device) map to ``nan`` with the reason in
+    ``notes`` (``{name: reason}``).
     """
 
-    def __init__(self, norms, missing=(), nonfinite=()):
+    def __init__(self, norms, missing=(), nonfinite=(), notes=None):
         super().__init__(norms)
         self.missing = list(missing)
         self.nonfinite = list(nonfinite)
+        self.notes = dict(notes or {})
 
     def __repr__(self) -> str:
         body = ", ".join(f"{k!r}: {v:.4g}" for k, v in self.items())
-        return f"GradNorms({{{body}}}, missing={self.missing}, nonfinite={self.nonfinite})"
+        notes = f", notes={self.notes}" if self.notes else ""
+        return f"GradNorms({{{body}}}, missing={self.missing}, nonfinite={self.nonfinite}{notes})"
 
 
 def named_tensors(source) -> list[tuple[str, torch.Tensor]]:
@@ -61,8 +66,62 @@ def _stack_on_host(values: list[torch.Tensor]) -> list:
     return torch.stack([v.to(dev, torch.float32) for v in values]).tolist()
 
 
-def _device_norms(grads: list[torch.Tensor]) -> list[torch.Tensor]:
-    """L2 norm of each gradient, computed on its device (no synchronisation)."""
+_HALF = (torch.float16, torch.bfloat16)  # summed in float32: the square of 256 overflows fp16
+_COMPRESSED = (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
+META_NOTE = ("on the meta device: it has a shape but no values to take a norm of "
+             "(materialise the model, e.g. model.to_empty(device='cpu'), load weights, then run backward)")
+
+
+def _is_plain(g: torch.Tensor) -> bool:
+    """Dense real float32/float64 on a real device: ``torch._foreach_norm`` takes it as is."""
+    return (g.layout == torch.strided and not g.is_nested and g.device.type != "meta"
+            and g.dtype in (torch.float32, torch.float64))
+
+
+def _flat(g: torch.Tensor) -> torch.Tensor:
+    """The stored values of ``g`` as a dense tensor (1-D unless ``g`` is): same L2 norm, any layout."""
+    if g.layout == torch.sparse_coo:
+        return g.coalesce().values().reshape(-1)  # repeated indices add up first
+    if g.layout in _COMPRESSED:
+        return g.values().reshape(-1)
+    if g.is_nested and g.layout == torch.jagged:
+        return g.values().reshape(-1)
+    if g.is_nested:  # strided nested: one tensor per component, sizes known on the host
+        return torch.cat([t.reshape(-1) for t in g.unbind()])
+    return g  # dense: vector_norm flattens it without a copy
+
+
+def _norm(g: torch.Tensor) -> torch.Tensor | str:
+    """L2 norm of any gradient on its device (real, fp16/bf16 summed in float32), or why not.
+
+    Never raises: it runs inside autograd hooks, where an exception would abort the
+    user's ``backward()``.
+    """
+    if g.device.type == "meta":
+        return META_NOTE
+    try:
+        flat = _flat(g.detach())
+        return torch.linalg.vector_norm(flat, dtype=torch.float32 if flat.dtype in _HALF else None)
+    except Exception as e:  # noqa: BLE001 - a layout torch cannot reduce: say so, keep going
+        return f"no norm for a {g.layout} {g.dtype} gradient: {type(e).__name__}: {str(e)[:120]}"
+
+
+def _device_norms(grads: list[torch.Tensor]) -> list[torch.Tensor | str]:
+    """L2 norm of each gradient, computed on its device (no synchronisation), or a note.
+
+    Plain dense gradients go through one ``torch._foreach_norm``; sparse, nested,
+    complex, half-precision and meta ones through :func:`_norm`.
+    """
+    out: list = [None if _is_plain(g) else _norm(g) for g in grads]
+    plain = [i for i, v in enumerate(out) if v is None]
+    for i, norm in zip(plain, _foreach_norms([grads[i] for i in plain])):
+        out[i] = norm
+    return out
+
+
+def _foreach_norms(grads: list[torch.Tensor]) -> list[torch.Tensor]:
+    if not grads:
+        return []
     try:
         return list(torch._foreach_norm(grads))
     except (AttributeError, RuntimeError, TypeError):  # private API; plain loop works everywhere
@@ -72,12 +131,19 @@ def _device_norms(grads: list[torch.Tensor]) -> list[torch.Tensor]:
 def grad_norms(source) -> GradNorms:
     """L2 norm of each parameter's ``.grad``, with one host-device synchronisation.
 
+    Sparse (``nn.Embedding(sparse=True)``), nested and complex gradients get their
+    true norm; float16/bfloat16 ones are summed in float32, so a finite gradient is
+    never reported as ``inf``. Sparse gradients are coalesced first (on CUDA, one
+    more synchronisation each).
+
     Args:
         source: An ``nn.Module``, a mapping name -> tensor, or ``(name, tensor)`` pairs.
 
     Returns:
         A :class:`GradNorms` dict in parameter order; parameters without a gradient
-        are ``nan`` and listed in ``.missing``, non-finite ones in ``.nonfinite``.
+        are ``nan`` and listed in ``.missing``, non-finite ones in ``.nonfinite``,
+        and ones whose gradient has no readable values (the ``meta`` device) are
+        ``nan`` with the reason in ``.notes``.
 
     Example:
         >>> loss = model(x).sum(); loss.backward()
@@ -85,21 +151,38 @@ def grad_norms(source) -> GradNorms:
     """
     pairs = named_tensors(source)
     present = [(n, t.grad.detach()) for n, t in pairs if t.grad is not None]
-    values = _stack_on_host(_device_norms([g for _, g in present]))
-    found = dict(zip((n for n, _ in present), values))
+    results = _device_norms([g for _, g in present])
+    notes = {n: r for (n, _), r in zip(present, results) if isinstance(r, str)}
+    readable = [(n, r) for (n, _), r in zip(present, results) if not isinstance(r, str)]
+    found = dict(zip((n for n, _ in readable), _stack_on_host([r for _, r in readable])))
     norms = {n: found.get(n, math.nan) for n, _ in pairs}
-    missing = [n for n, _ in pairs if n not in found]
+    missing = [n for n, _ in pairs if n not in found and n not in notes]
     nonfinite = [n for n, v in found.items() if not math.isfinite(v)]
-    return GradNorms(norms, missing, nonfinite)
+    return GradNorms(norms, missing, nonfinite, notes)
+
+
+def _stats(g: torch.Tensor) -> torch.Tensor | str:
+    """``[norm, mean |g|, max |g|]`` on the device, counting a sparse gradient's implicit zeros."""
+    norm = _norm(g)
+    if isinstance(norm, str):
+        return norm
+    try:
+        mags = _flat(g.detach()).reshape(-1).abs().float()
+        count = g.numel() if g.layout != torch.strided else mags.numel()
+        if count > mags.numel() or count == 0:  # unstored entries of a sparse gradient are 0
+            mags = torch.cat([mags, mags.new_zeros(1)])
+        return torch.stack([norm.float(), mags.sum() / max(count, 1), mags.max()])
+    except Exception as e:  # noqa: BLE001 - as in _norm: a note, not a crash
+        return f"no statistics for a {g.layout} {g.dtype} gradient: {type(e).__name__}"
 
 
 def grad_stats(source) -> dict[str, tuple[float, float, float]]:
-    """``{name: (norm, mean abs(grad), max abs(grad))}`` for parameters with a gradient (one sync)."""
+    """``{name: (norm, mean |grad|, max |grad|)}`` of parameters with a readable gradient (one sync)."""
     pairs = [(n, t.grad.detach()) for n, t in named_tensors(source) if t.grad is not None]
-    rows = [torch.stack([torch.linalg.vector_norm(g).float(), g.abs().float().mean(),
-                         g.abs().max().float()]) for _, g in pairs]
-    values = _stack_on_host(rows)
-    return {n: tuple(v) for (n, _), v in zip(pairs, values)}
+    rows = [(n, _stats(g)) for n, g in pairs]
+    rows = [(n, r) for n, r in rows if not isinstance(r, str)]
+    values = _stack_on_host([r for _, r in rows])
+    return {n: tuple(v) for (n, _), v in zip(rows, values)}
 
 
 def per_module(norms: Mapping[str, float]) -> dict[str, float]:
@@ -138,6 +221,7 @@ class GradHistory:
         self.steps: list[int] = []
         self._pending: list[torch.Tensor] = []
         self._rows: list[list[float]] = []
+        self.notes: dict[str, str] = {}  # name -> why its norm could not be read (meta device)
 
     @property
     def names(self) -> list[str]:
@@ -145,14 +229,31 @@ class GradHistory:
         return list(per_module(dict.fromkeys(names, 0.0))) if self.per == "module" else names
 
     def record(self, step: int | None = None) -> None:
-        """Store the current gradient norms (``nan`` where a parameter has no grad)."""
-        self.steps.append(len(self.steps) if step is None else int(step))
+        """Store the current gradient norms (``nan`` where a parameter has no grad).
+
+        Warns when no parameter has a gradient (``record()`` before ``backward()``,
+        or after ``zero_grad()``): that step is all ``nan``.
+        """
         grads = [t.grad.detach() for _, t in self._pairs if t.grad is not None]
+        if self._pairs and not grads:
+            warnings.warn("GradHistory.record(): no parameter has a gradient, so this step is all "
+                          "nan; call record() after loss.backward() and before optimizer.zero_grad()",
+                          stacklevel=2)
+        self._pending.append(self._row(grads))
+        self.steps.append(len(self.steps) if step is None else int(step))
+
+    def _row(self, grads: list[torch.Tensor]) -> torch.Tensor:
+        """This step's norms as one device tensor (no host copy); notes go to ``self.notes``."""
         norms = iter(_device_norms(grads))
-        dev = grads[0].device if grads else torch.device("cpu")
-        row = [next(norms).to(dev, torch.float32) if t.grad is not None
-               else torch.full((), math.nan, device=dev) for _, t in self._pairs]  # no host copy
-        self._pending.append(torch.stack(row) if row else torch.empty(0))
+        dev = next((g.device for g in grads if g.device.type != "meta"), torch.device("cpu"))
+        row = []
+        for name, t in self._pairs:
+            norm = next(norms) if t.grad is not None else None
+            if isinstance(norm, str):
+                self.notes[name] = norm
+            row.append(norm.to(dev, torch.float32) if isinstance(norm, torch.Tensor)
+                       else torch.full((), math.nan, device=dev))
+        return torch.stack(row) if row else torch.empty(0)
 
     @property
     def norms(self) -> dict[str, list[float]]:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+import warnings
 
 from ._records import owner
-from .norms import GradHistory, grad_norms, grad_stats, per_module
+from .norms import GradHistory, grad_norms, grad_stats, named_tensors, per_module
 
 __all__ = ["plot_grad_history", "plot_grad_norms"]
+
+MAX_SHOWN = 60  # bars or rows; more are unreadable, and tick labels make drawing slow
 
 
 def _axes(ax, size):
@@ -17,13 +21,55 @@ def _axes(ax, size):
     return plt.subplots(figsize=size, layout="constrained")[1]
 
 
+def _pick(values: dict[str, float], limit: int = MAX_SHOWN) -> list[str]:
+    """At most ``limit`` names, in their order: problems, largest and smallest norms, in turn.
+
+    Problems are ``nan``, ``inf`` and zero norms (no bar on a log axis). Taking one
+    from each list in turn keeps both ends of the range, where vanishing and
+    exploding gradients show, and some of every problem.
+    """
+    if len(values) <= limit:
+        return list(values)
+    ok = sorted((n for n, v in values.items() if math.isfinite(v) and v > 0), key=values.__getitem__)
+    good = set(ok)
+    queues = [[n for n in values if n not in good], ok[::-1], ok]
+    keep: set[str] = set()
+    for name in itertools.chain.from_iterable(itertools.zip_longest(*queues)):
+        if name is not None:
+            keep.add(name)
+        if len(keep) == limit:
+            break
+    return [n for n in values if n in keep]
+
+
+def _shown_note(shown: int, total: int, per: str) -> str:
+    return (f"{shown} of {total:,} {per}s shown: the largest and smallest norms and any "
+            "without one" + ("; per='module' combines them" if per == "parameter" else ""))
+
+
+def _norms_of(source, is_norms: bool):
+    """The norms to plot; raises on nothing to plot, warns when no parameter has a gradient."""
+    norms = source if is_norms else grad_norms(source)
+    if not norms:
+        raise ValueError("plot_grad_norms: nothing to plot, the source has no parameters; pass a "
+                         "model with parameters (or a dict of norms from dg.grad_norms(model))")
+    if len(getattr(norms, "missing", ())) == len(norms):
+        warnings.warn("plot_grad_norms: no parameter has a gradient (every .grad is None), so there "
+                      "are no bars; call it after loss.backward() and before optimizer.zero_grad(), "
+                      "which sets .grad to None", stacklevel=3)
+    return norms
+
+
 def plot_grad_norms(source, *, per="module", ax=None, title=None):
     """Bar chart of gradient norms per layer (or per parameter), on a log scale.
 
     Bars are L2 norms. When ``source`` holds tensors, markers add the mean ``|grad|``
     (circle) and max ``|grad|`` (triangle) of each parameter, as the popular
     ``plot_grad_flow`` snippet does. Parameters without a gradient are marked
-    "no grad" in red and non-finite norms "inf/nan", instead of being left out.
+    "no grad" in red, non-finite norms "inf/nan", and gradients with no values to
+    read (``meta`` device) "no value", instead of being left out. With more than
+    ``MAX_SHOWN`` (60) bars, only 60 are drawn: the largest and smallest norms and
+    the problems, in model order, as the x label says.
 
     Args:
         source: An ``nn.Module``, a mapping name -> tensor, or a dict of norms as
@@ -37,39 +83,67 @@ def plot_grad_norms(source, *, per="module", ax=None, title=None):
         The matplotlib ``Axes``.
 
     Raises:
-        ValueError: ``per`` is not ``"module"`` or ``"parameter"``.
+        ValueError: ``per`` is not ``"module"`` or ``"parameter"``, or ``source``
+            has no parameters.
+
+    Warns:
+        UserWarning: no parameter has a gradient (before ``backward()``, or after
+            ``zero_grad()``).
     """
     if per not in ("module", "parameter"):
         raise ValueError(f"per must be 'module' or 'parameter'; got {per!r}")
     is_norms = isinstance(source, dict) and all(isinstance(v, float) for v in source.values())
-    norms = source if is_norms else grad_norms(source)
-    stats = {} if is_norms or per == "module" else grad_stats(source)
-    values = per_module(norms) if per == "module" else dict(norms)
-    names = list(values)
+    norms = _norms_of(source, is_norms)
+    every = per_module(norms) if per == "module" else dict(norms)
+    names = _pick(every)
+    values = {n: every[n] for n in names}
+    stats = {} if is_norms or per == "module" else grad_stats(_subset(source, names))
     ax = _axes(ax, (min(12.0, max(4.0, 0.3 * len(names) + 1.5)), 3.2))  # capped: PNGs stay small
-    xs = range(len(names))
-    finite = [v if math.isfinite(v) and v > 0 else math.nan for v in values.values()]
-    ax.bar(xs, finite, color="#4dabf7", label="L2 norm")
-    if stats:
-        ax.scatter(xs, [stats.get(n, (math.nan,) * 3)[1] for n in names], marker="o",
-                   color="#1c7ed6", zorder=3, label="mean |grad|")
-        ax.scatter(xs, [stats.get(n, (math.nan,) * 3)[2] for n in names], marker="^",
-                   color="#e8590c", zorder=3, label="max |grad|")
-    ax.set_yscale("log")
+    _bars(ax, values, stats)
     _mark_problems(ax, values, norms)
-    ax.set_xticks(list(xs), names, rotation=60, ha="right", fontsize=8)
+    ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=8)
+    if len(names) < len(every):
+        ax.set_xlabel(_shown_note(len(names), len(every), per), fontsize=8)
     ax.set_ylabel("gradient norm (log)")
     ax.set_title(title or f"gradient norm per {per}")
     ax.legend(fontsize=8, loc="best")
     return ax
 
 
+def _subset(source, names: list[str]) -> list:
+    """The ``(name, tensor)`` pairs of ``source`` named in ``names``."""
+    wanted = set(names)
+    return [(n, t) for n, t in named_tensors(source) if n in wanted]
+
+
+def _bars(ax, values: dict[str, float], stats: dict) -> None:
+    """Norm bars on a log axis, with mean and max ``|grad|`` markers when ``stats`` has them."""
+    xs = range(len(values))
+    finite = [v if math.isfinite(v) and v > 0 else math.nan for v in values.values()]
+    ax.bar(xs, finite, color="#4dabf7", label="L2 norm")
+    if stats:
+        rows = [stats.get(n, (math.nan,) * 3) for n in values]
+        ax.scatter(xs, [r[1] for r in rows], marker="o", color="#1c7ed6", zorder=3,
+                   label="mean |grad|")
+        ax.scatter(xs, [r[2] for r in rows], marker="^", color="#e8590c", zorder=3,
+                   label="max |grad|")
+    ax.set_yscale("log")
+
+
+def _with_owners(names) -> set[str]:
+    """``names`` and the modules that own them (``fc.bias`` -> also ``fc``)."""
+    return set(names) | {owner(n) for n in names if owner(n)}
+
+
 def _mark_problems(ax, values, norms):
-    """Write 'no grad', 'inf/nan' or 'zero' over bars that cannot be drawn on a log axis."""
-    missing = set(getattr(norms, "missing", ()))
+    """Write 'no grad', 'no value', 'inf/nan' or 'zero' over bars that cannot be drawn on a log axis."""
+    missing = _with_owners(getattr(norms, "missing", ()))
+    unreadable = _with_owners(getattr(norms, "notes", {}))
     for i, (name, v) in enumerate(values.items()):
-        if name in missing or any(owner(m) == name for m in missing):
+        if name in missing:
             text = "no grad"
+        elif name in unreadable:
+            text = "no value"
         elif not math.isfinite(v):
             text = "inf/nan"
         elif v == 0:
@@ -81,8 +155,20 @@ def _mark_problems(ax, values, norms):
                     fontsize=8)
 
 
+def _shown_series(history: GradHistory) -> tuple[dict[str, list[float]], str | None]:
+    """At most ``MAX_SHOWN`` series of the history (by their largest norm), and a note if cut."""
+    every = history.norms
+    peaks = {n: max((v for v in s if math.isfinite(v)), default=math.nan) for n, s in every.items()}
+    names = _pick(peaks)
+    note = _shown_note(len(names), len(every), history.per) if len(names) < len(every) else None
+    return {n: every[n] for n in names}, note
+
+
 def plot_grad_history(history: GradHistory, *, kind="lines", ax=None):
     """Gradient norms over recorded steps: one line per name, or a heatmap.
+
+    With more than ``MAX_SHOWN`` (60) names, 60 are drawn (those with the largest
+    and smallest peak norms, and any without a norm), as the y label says.
 
     Args:
         history: A :class:`GradHistory` with at least one recorded step.
@@ -94,30 +180,41 @@ def plot_grad_history(history: GradHistory, *, kind="lines", ax=None):
         The matplotlib ``Axes``.
 
     Raises:
-        ValueError: unknown ``kind`` or an empty history.
+        ValueError: unknown ``kind``, an empty history, or one with no parameters.
     """
     if kind not in ("lines", "heatmap"):
         raise ValueError(f"kind must be 'lines' or 'heatmap'; got {kind!r}")
     if not history.steps:
         raise ValueError("the history is empty: call history.record() after backward() first")
-    norms = history.norms
-    if kind == "lines":
-        ax = _axes(ax, (6.0, 3.2))
-        for name, series in norms.items():
-            ax.plot(history.steps, series, label=name)
-        ax.set_yscale("log")
-        ax.set_ylabel("gradient norm (log)")
-        if len(norms) <= 12:
-            ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    else:
-        ax = _axes(ax, (6.0, 0.25 * len(norms) + 1.5))
-        grid = [[math.log10(v) if v > 0 and math.isfinite(v) else math.nan for v in s]
-                for s in norms.values()]
-        image = ax.imshow(grid, aspect="auto", cmap="viridis", interpolation="nearest",
-                          extent=(history.steps[0] - 0.5, history.steps[-1] + 0.5,
-                                  len(grid) - 0.5, -0.5))
-        ax.set_yticks(range(len(norms)), list(norms), fontsize=7)
-        ax.figure.colorbar(image, ax=ax, label="log10 gradient norm")
+    if not history.names:
+        raise ValueError("the history has no parameters to plot: GradHistory(model) was given a "
+                         "model (or mapping) without parameters; pass the model you train")
+    norms, note = _shown_series(history)
+    ax = (_lines if kind == "lines" else _heatmap)(history.steps, norms, ax)
+    if note:
+        ax.set_ylabel(f"{ax.get_ylabel()}\n{note}".strip(), fontsize=7)
     ax.set_xlabel("step")
     ax.set_title(f"gradient norm per {history.per} over steps")
+    return ax
+
+
+def _lines(steps, norms, ax):
+    ax = _axes(ax, (6.0, 3.2))
+    for name, series in norms.items():
+        ax.plot(steps, series, label=name)
+    ax.set_yscale("log")
+    ax.set_ylabel("gradient norm (log)")
+    if len(norms) <= 12:
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return ax
+
+
+def _heatmap(steps, norms, ax):
+    ax = _axes(ax, (6.0, 0.25 * len(norms) + 1.5))  # at most MAX_SHOWN rows: 16.5 inches
+    grid = [[math.log10(v) if v > 0 and math.isfinite(v) else math.nan for v in s]
+            for s in norms.values()]
+    image = ax.imshow(grid, aspect="auto", cmap="viridis", interpolation="nearest",
+                      extent=(steps[0] - 0.5, steps[-1] + 0.5, len(grid) - 0.5, -0.5))
+    ax.set_yticks(range(len(norms)), list(norms), fontsize=7)
+    ax.figure.colorbar(image, ax=ax, label="log10 gradient norm")
     return ax

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 import dynagraph as dg
+from dynagraph import backward
 
 from _helpers import Square
 
@@ -225,3 +226,64 @@ def test_roots_must_be_tensors():
     with pytest.raises(TypeError, match="roots must be a tensor"):
         with dg.trace_backward(3.0):
             pass
+
+
+# Tensors a real training script has: the trace must never abort the user's backward.
+
+def test_sparse_embedding_backward_finishes_and_is_traced():
+    torch.manual_seed(0)
+    emb = nn.Embedding(10, 3, sparse=True)
+    loss = emb(torch.tensor([1, 2, 2])).pow(2).sum()
+    bt = traced(loss, params=emb)
+    assert emb.weight.grad is not None and emb.weight.grad.is_sparse
+    (dst,) = consumers(bt, leaf(bt, "weight"))
+    want = torch.linalg.vector_norm(emb.weight.grad.to_dense().double()).item()
+    assert bt.edge_norms[(leaf(bt, "weight"), dst)] == pytest.approx(want, rel=1e-6)
+    assert set(bt.edge_norms) == set(bt.edges) and bt.notes == {}
+
+
+def test_complex_gradient_norm_keeps_the_imaginary_part():
+    z = torch.tensor([2 + 0j], requires_grad=True)
+    bt = traced((z * (1 + 1j)).real.sum(), params={"z": z})
+    (dst,) = consumers(bt, leaf(bt, "z"))
+    want = torch.linalg.vector_norm(z.grad.to(torch.complex128)).item()
+    assert want == pytest.approx(2 ** 0.5)
+    assert bt.edge_norms[(leaf(bt, "z"), dst)] == pytest.approx(want)
+
+
+def test_half_gradient_norm_does_not_overflow():
+    w = torch.zeros(100, dtype=torch.float16, requires_grad=True)
+    bt = traced((w.float() * 9999.9).sum(), params={"w": w})  # fp16 grads of 9999.9: norm 99,999
+    (dst,) = consumers(bt, leaf(bt, "w"))
+    want = torch.linalg.vector_norm(w.grad.double()).item()
+    assert bt.edge_norms[(leaf(bt, "w"), dst)] == pytest.approx(want, rel=1e-6)
+
+
+def test_meta_gradients_get_notes_and_backward_finishes():
+    model = nn.Linear(3, 2, device="meta")
+    loss = model(torch.ones(1, 3, device="meta")).sum()
+    bt = traced(loss, params=model)
+    assert model.weight.grad is not None and model.weight.grad.device.type == "meta"
+    assert set(bt.notes) == set(bt.edges) and bt.edge_norms == {}
+    assert all("meta device" in note for note in bt.notes.values())
+    assert f"0 edge norms, {len(bt.edges)} without a norm (see .notes)" in repr(bt)
+
+
+def test_a_failing_norm_never_aborts_the_backward(monkeypatch):
+    def broken(grad):
+        raise RuntimeError("no kernel")
+
+    monkeypatch.setattr(backward, "_norm", broken)
+    model, loss = mlp()
+    bt = traced(loss, params=model)
+    assert all(p.grad is not None for p in model.parameters())
+    assert bt.edge_norms == {} and set(bt.notes) == set(bt.edges)
+    assert all("RuntimeError: no kernel" in note for note in bt.notes.values())
+
+
+def test_block_without_backward_warns():
+    model, loss = mlp()
+    with pytest.warns(UserWarning, match=r"no backward ran inside the block \(0 node runs\)"):
+        with dg.trace_backward(loss, params=model) as bt:
+            loss.sum()  # forgot .backward()
+    assert bt.order == []

@@ -185,7 +185,8 @@ def test_grad_history_per_module_with_bias_free_and_norm_layers():
 def test_grad_history_records_nan_for_missing_grads():
     model = mlp()
     hist = dg.GradHistory(model)
-    hist.record()  # before any backward
+    with pytest.warns(UserWarning, match="no parameter has a gradient"):
+        hist.record()  # before any backward
     backward(model)
     hist.record()
     assert all(math.isnan(series[0]) and math.isfinite(series[1]) for series in hist.norms.values())
@@ -243,3 +244,157 @@ def test_grad_norms_on_cuda_match_and_sync_once():
     torch.testing.assert_close(torch.tensor(list(result.values())), want)
     assert hist.norms["0.weight"] == pytest.approx([want[0].item()] * 2, rel=1e-5)
     assert math.isnan(hist.norms["0.bias"][1])
+
+
+# Tensors a real training script has: sparse, complex, half, nested, meta. The oracle
+# is torch's own norm of the dense gradient, in float64.
+
+def oracle(grad):
+    """float64 L2 norm of any gradient, by torch (sparse made dense, nested padded with 0)."""
+    if grad.is_sparse:
+        grad = grad.to_dense()
+    if grad.is_nested:
+        grad = torch.nested.to_padded_tensor(grad, 0.0)
+    return torch.linalg.vector_norm(grad.to(torch.complex128 if grad.is_complex() else torch.float64)).item()
+
+
+def sparse_embedding():
+    torch.manual_seed(0)
+    emb = nn.Embedding(10, 3, sparse=True)
+    emb(torch.tensor([1, 2, 2, 7])).pow(2).sum().backward()  # index 2 twice: uncoalesced grad
+    return emb
+
+
+def test_sparse_embedding_grad_norm_matches_torch():
+    emb = sparse_embedding()
+    assert emb.weight.grad.is_sparse and not emb.weight.grad.is_coalesced()
+    result = dg.grad_norms(emb)
+    assert result["weight"] == pytest.approx(oracle(emb.weight.grad), rel=1e-6)
+    assert result.missing == [] and result.nonfinite == [] and result.notes == {}
+
+
+def test_sparse_embedding_stats_count_the_unstored_zeros():
+    emb = sparse_embedding()
+    dense = emb.weight.grad.to_dense().double()
+    got = norms.grad_stats(emb)["weight"]
+    assert got == pytest.approx((dense.norm().item(), dense.abs().mean().item(),
+                                 dense.abs().max().item()), rel=1e-6)
+
+
+def test_sparse_embedding_history_records_and_counts_steps():
+    emb = sparse_embedding()
+    hist = dg.GradHistory(emb)
+    hist.record()
+    hist.record()
+    assert hist.steps == [0, 1]
+    assert hist.norms["weight"] == pytest.approx([oracle(emb.weight.grad)] * 2, rel=1e-6)
+
+
+def test_a_failed_record_does_not_count_a_step(monkeypatch):
+    model = mlp()
+    backward(model)
+    hist = dg.GradHistory(model)
+
+    def broken(grads):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(norms, "_device_norms", broken)
+    with pytest.raises(RuntimeError, match="boom"):
+        hist.record()
+    monkeypatch.undo()
+    hist.record()
+    assert hist.steps == [0] and len(hist.norms["0.weight"]) == 1
+
+
+def test_complex_grad_norm_keeps_the_imaginary_part():
+    z = torch.tensor([1 + 1j], requires_grad=True)
+    z.grad = torch.tensor([1 + 1j])
+    assert dg.grad_norms({"z": z})["z"] == pytest.approx(oracle(z.grad)) == pytest.approx(2 ** 0.5)
+    stats = norms.grad_stats({"z": z})["z"]
+    assert stats == pytest.approx((2 ** 0.5,) * 3)
+
+
+@pytest.mark.parametrize("dtype, value", [(torch.float16, 9999.9), (torch.bfloat16, 3e4)])
+def test_half_grads_are_summed_without_overflow(dtype, value):
+    w = torch.zeros(100, dtype=dtype, requires_grad=True)
+    w.grad = torch.full((100,), value, dtype=dtype)  # every value finite, the norm is not in fp16
+    want = oracle(w.grad)
+    result = dg.grad_norms({"w": w})
+    assert result["w"] == pytest.approx(want, rel=1e-6) and result.nonfinite == []
+    hist = dg.GradHistory({"w": w})
+    hist.record()
+    assert hist.norms["w"] == pytest.approx([want], rel=1e-6)
+
+
+def nested_param():
+    nt = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], requires_grad=True)
+    torch.nested.to_padded_tensor(nt * torch.tensor(3.0), 0.0).sum().backward()
+    return nt
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors is in prototype stage")
+def test_strided_nested_grad_norm_matches_torch():
+    nt = nested_param()
+    assert nt.grad.is_nested
+    result = dg.grad_norms({"nt": nt})
+    assert result["nt"] == pytest.approx(oracle(nt.grad)) == pytest.approx(3 * 5 ** 0.5)
+    assert norms.grad_stats({"nt": nt})["nt"] == pytest.approx((3 * 5 ** 0.5, 3.0, 3.0))
+    hist = dg.GradHistory({"nt": nt})
+    hist.record()
+    assert hist.norms["nt"] == pytest.approx([3 * 5 ** 0.5])
+
+
+def meta_linear():
+    model = nn.Linear(3, 2, device="meta")
+    model(torch.ones(1, 3, device="meta")).sum().backward()
+    return model
+
+
+def test_meta_grads_get_a_note_not_a_crash():
+    model = meta_linear()
+    result = dg.grad_norms(model)
+    assert all(math.isnan(v) for v in result.values())
+    assert list(result.notes) == ["weight", "bias"] and result.missing == []
+    assert "meta device" in result.notes["weight"] and "to_empty" in result.notes["weight"]
+    assert "notes={'weight'" in repr(result)
+    assert norms.grad_stats(model) == {}
+
+
+def test_meta_grads_in_a_history_are_nan_with_a_note():
+    model = meta_linear()
+    hist = dg.GradHistory(model)
+    hist.record()
+    assert all(math.isnan(s[0]) for s in hist.norms.values())
+    assert "meta device" in hist.notes["bias"]
+
+
+def test_mixed_plain_and_odd_grads_keep_their_order():
+    model = mlp()
+    backward(model)
+    odd = {"a": model[0].weight, "z": torch.zeros(1, dtype=torch.complex64, requires_grad=True),
+           "b": model[2].bias}
+    odd["z"].grad = torch.tensor([3 + 4j])
+    result = dg.grad_norms(odd)
+    assert list(result) == ["a", "z", "b"]
+    assert [result[k] for k in result] == pytest.approx([oracle(t.grad) for t in odd.values()], rel=1e-6)
+
+
+def test_record_before_backward_warns():
+    hist = dg.GradHistory(mlp())
+    with pytest.warns(UserWarning, match=r"no parameter has a gradient.*record\(\) after loss\.backward"):
+        hist.record()
+    assert hist.steps == [0]
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta state")
+@pytest.mark.parametrize("layout", ["jagged", "csr", "empty"])
+def test_norm_and_stats_of_other_layouts_match_torch(layout):
+    dense = torch.tensor([[0.0, 3.0], [4.0, 0.0]])
+    grad = {"jagged": torch.nested.nested_tensor([dense[0], dense[1]], layout=torch.jagged),
+            "csr": dense.to_sparse_csr(), "empty": torch.zeros(0)}[layout]
+    if layout == "empty":
+        dense = torch.zeros(0)
+    want = (dense.norm().item(), dense.abs().mean().nan_to_num().item(),
+            dense.abs().amax().item() if dense.numel() else 0.0)
+    assert norms._norm(grad).item() == pytest.approx(want[0])
+    assert norms._stats(grad).tolist() == pytest.approx(want)

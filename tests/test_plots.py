@@ -1,6 +1,7 @@
 """plots: assert on the artists (bars, markers, labels, scales), never on pixels."""
 
 import math
+import time
 
 import matplotlib
 
@@ -13,7 +14,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 import dynagraph as dg  # noqa: E402
-from dynagraph import norms  # noqa: E402
+from dynagraph import norms, plots  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -142,3 +143,88 @@ def test_plot_grad_history_bad_kind_raises(history):
 def test_plot_grad_history_empty_raises(model):
     with pytest.raises(ValueError, match=r"the history is empty: call history\.record\(\)"):
         dg.plot_grad_history(dg.GradHistory(model))
+
+
+# Odd tensors, big models and the mistakes learners make.
+
+def test_plot_grad_norms_sparse_embedding_bar_is_its_norm():
+    emb = nn.Embedding(10, 3, sparse=True)
+    emb(torch.tensor([1, 2, 2])).sum().backward()
+    ax = dg.plot_grad_norms(emb, per="parameter")
+    want = torch.linalg.vector_norm(emb.weight.grad.to_dense().double()).item()
+    assert bar_heights(ax) == pytest.approx([want], rel=1e-6)
+    dense = emb.weight.grad.to_dense()
+    assert list(ax.collections[0].get_offsets()[:, 1]) == pytest.approx([dense.abs().mean().item()])
+    assert list(ax.collections[1].get_offsets()[:, 1]) == pytest.approx([2.0])  # index 2 twice
+
+
+def test_plot_grad_norms_meta_parameters_say_no_value():
+    model = nn.Sequential(nn.Linear(3, 2, device="meta"))
+    model(torch.ones(1, 3, device="meta")).sum().backward()
+    ax = dg.plot_grad_norms(model, per="parameter")
+    assert [t.get_text() for t in ax.texts] == ["no value", "no value"]
+    ax = dg.plot_grad_norms(model)
+    assert [t.get_text() for t in ax.texts] == ["no value"]
+
+
+def test_plot_grad_norms_after_zero_grad_warns(model):
+    model.zero_grad(set_to_none=True)
+    with pytest.warns(UserWarning, match=r"no parameter has a gradient .*before optimizer\.zero_grad\(\)"):
+        ax = dg.plot_grad_norms(model)
+    assert [t.get_text() for t in ax.texts] == ["no grad", "no grad"]
+
+
+def test_plot_grad_norms_without_parameters_raises():
+    with pytest.raises(ValueError, match="nothing to plot, the source has no parameters"):
+        dg.plot_grad_norms(nn.ReLU())
+
+
+def test_plot_grad_history_without_parameters_raises():
+    hist = dg.GradHistory(nn.ReLU())
+    hist.record()
+    for kind in ("lines", "heatmap"):
+        with pytest.raises(ValueError, match="the history has no parameters to plot"):
+            hist.plot(kind=kind)
+
+
+def wide(n=10_000):
+    """A model with ``n`` parameters of 2 values each, gradients ``2 * p``."""
+    torch.manual_seed(0)
+    net = nn.Module()
+    net.p = nn.ParameterList(nn.Parameter(torch.randn(2)) for _ in range(n))
+    sum(p.pow(2).sum() for p in net.p).backward()
+    return net
+
+
+def test_pick_keeps_problems_and_both_ends_in_order():
+    values = {f"p{i}": float(i) for i in range(100)} | {"gone": math.nan, "dead": 0.0}
+    picked = plots._pick(values, limit=7)  # in turn: p0, p99, p1, gone, p98, p2, dead
+    assert picked == ["p0", "p1", "p2", "p98", "p99", "gone", "dead"]  # p0 is zero: a problem
+    assert plots._pick({"a": 1.0, "b": 2.0}, limit=6) == ["a", "b"]
+
+
+def test_plot_grad_norms_with_10k_parameters_is_bounded_and_fast():
+    net = wide()
+    start = time.perf_counter()
+    ax = dg.plot_grad_norms(net, per="parameter")
+    ax.figure.canvas.draw()
+    assert time.perf_counter() - start < 8.0  # was ~20 s to plot and ~100 s to draw
+    assert len(ax.patches) == plots.MAX_SHOWN and ax.figure.get_size_inches()[0] <= 12
+    assert ax.get_xlabel().startswith("60 of 10,000 parameters shown")
+    got = dict(zip(tick_labels(ax), bar_heights(ax)))
+    want = {n: p.grad.norm().item() for n, p in net.named_parameters()}
+    assert got == pytest.approx({n: want[n] for n in got}, rel=1e-6)
+    assert max(want, key=want.get) in got and min(want, key=want.get) in got
+
+
+def test_heatmap_with_10k_parameters_is_bounded():
+    net = wide()
+    hist = dg.GradHistory(net)
+    hist.record()
+    start = time.perf_counter()
+    ax = hist.plot(kind="heatmap")
+    ax.figure.canvas.draw()
+    assert time.perf_counter() - start < 8.0  # was a 2,501-inch figure and ~70 s
+    assert ax.figure.get_size_inches()[1] <= 0.25 * plots.MAX_SHOWN + 1.5
+    assert len(tick_labels(ax, "y")) == plots.MAX_SHOWN
+    assert "60 of 10,000 parameters shown" in ax.get_ylabel()
