@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -12,7 +14,7 @@ from torch import nn
 from torch.autograd.function import Function
 from torch.overrides import TorchFunctionMode
 
-from . import _display, _source, _tags
+from . import _display, _source, _tags, _torch
 from ._tags import tensors_in
 from ._records import Node, owner
 from .capture import param_names_of, record
@@ -22,6 +24,8 @@ __all__ = ["Recording", "Step", "live"]
 
 _RENAME = {"rmul": "mul", "radd": "add"}  # 2 * x is a mul, as the node says
 _serial = [0]  # each recording tags nodes under its own metadata key
+_FX_CODE = "<eval_with_key>"  # the file name of code torch.fx writes (compiled graphs)
+_DYNAMO_DIR = os.path.join(os.path.dirname(torch.__file__), "_dynamo") + os.sep
 REPR_STEPS = 30  # steps listed by repr(); longer recordings show the first and last ones
 
 
@@ -63,7 +67,7 @@ class Step:
 
 
 def _shapes(shapes) -> str:
-    return ", ".join(str(tuple(s)) for s in shapes) or "()"
+    return ", ".join("nested" if s is None else str(tuple(s)) for s in shapes) or "()"
 
 
 class Recording:
@@ -88,7 +92,9 @@ class Recording:
         _serial[0] += 1
         self._start = None
         self._modules: list[str | None] = []
-        self._inside_apply = 0
+        self._inside_apply = 0  # depth of custom Function calls running (their ops are one step)
+        self._graph_frame = None  # the compiled graph whose ops the last step gathers
+        self._peers: list[Recording] = []  # the open recordings of the thread that opened this one
         self._view = None
         self._lines: dict = {}  # (filename, lineno) -> (where, code): loops repeat lines
 
@@ -137,25 +143,48 @@ class Recording:
 
     # -- recording ---------------------------------------------------------------
 
-    def _on_op(self, op, args, kwargs, out, inplace_target=None):
+    def _enter_module(self, module) -> None:
+        name = self._module_names.get(id(module))
+        if name is None:  # torch.compile(model) runs the model under a wrapper
+            name = self._module_names.get(id(getattr(module, "_orig_mod", module)), type(module).__name__)
+        self._modules.append(name or None)  # "" is the model itself: its ops are in no module
+
+    def _on_op(self, op, args, kwargs, out, frame, inplace_target=None):
         outs = tensors_in(out, [])
         if inplace_target is not None and not any(t is inplace_target for t in outs):
             outs.append(inplace_target)  # setitem returns None; mul_ returns its target
-        if not outs:
+        if _compiled(frame):
+            self._on_compiled_op(frame, outs)
             return
-        line = _source.caller(3)
+        self._graph_frame = None
+        if outs:
+            self._add_step(op, frame, tensors_in(kwargs, tensors_in(args, [])), outs)
+
+    def _on_compiled_op(self, frame, outs) -> None:
+        """An op of a compiled graph: all of one call's ops are one step."""
+        if frame is not self._graph_frame:  # held until the next op, so never reused meanwhile
+            self._graph_frame = frame
+            code = frame.f_code  # the graph's arguments: inputs and the weights it reads
+            ins = tensors_in([frame.f_locals[n] for n in code.co_varnames[:code.co_argcount]], [])
+            self._add_step("compiled", _caller_of_graph(frame), ins, outs)
+            return
+        step = self.steps[-1]
+        step.outputs = [_torch.shape_of(t) for t in outs]
+        step.nodes = sorted(step.nodes + self._tag(outs, step.module))
+        if step.nodes:
+            step.note = ""
+
+    def _add_step(self, op, frame, ins, outs) -> None:
+        line = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else (None, None)
         described = self._lines.get(line)
         if described is None:
             described = self._lines[line] = _source.describe(*line)
         where, code = described
         module = self._modules[-1] if self._modules else None
-        ins = tensors_in(args, [])
-        if kwargs:
-            tensors_in(kwargs, ins)
         new = self._tag(outs, module)
         note = "" if new else _why_no_node(ins, outs)
         self.steps.append(Step(len(self.steps), op, where, code, module,
-                               [tuple(t.shape) for t in ins], [tuple(t.shape) for t in outs],
+                               [_torch.shape_of(t) for t in ins], [_torch.shape_of(t) for t in outs],
                                new, note))
         if self._view is not None:
             self._view.maybe_update(self)
@@ -227,27 +256,54 @@ def _op_name(func) -> str:
 
 
 class _Mode(TorchFunctionMode):
-    """Sees every user-level tensor op; nested calls inside an op are not re-seen."""
-
-    def __init__(self, rec: Recording):
-        super().__init__()
-        self.rec = rec
+    """One per thread with open blocks: hands each user-level tensor op to that
+    thread's recordings (nested calls inside an op are not re-seen)."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if torch.compiler.is_compiling():  # dynamo traces this: the graph gets the op alone
+            return func(*args, **kwargs)
         out = func(*args, **kwargs)
-        rec = self.rec
-        if rec._inside_apply:  # ops inside a custom Function's forward: part of its step
+        recs = [r for r in _here.recs if not r._inside_apply]  # ops inside a Function are its step
+        if not recs:
             return out
-        caller = sys._getframe(1).f_code
-        nested = caller is _Mode.__torch_function__.__code__  # an inner live() passing the op on
-        if not nested and caller.co_filename.startswith(_source.PACKAGE_DIR):
-            return out  # dynagraph's own bookkeeping (e.g. track_modules' probe)
-        name = _op_name(func)
-        target = args[0] if (name.endswith("_") or name == "setitem") and args and \
-            isinstance(args[0], torch.Tensor) else None
-        rec._on_op(name, args, kwargs, out, target)
+        with torch._C.DisableTorchFunction():  # no mode or subclass sees our bookkeeping
+            caller = sys._getframe(1).f_code
+            if caller.co_filename.startswith(_source.PACKAGE_DIR):
+                return out  # dynagraph's own bookkeeping (e.g. track_modules' probe)
+            name = _op_name(func)
+            target = args[0] if (name.endswith("_") or name == "setitem") and args and \
+                isinstance(args[0], torch.Tensor) else None
+            frame = _user_frame(sys._getframe(1))
+            for rec in recs:
+                rec._on_op(name, args, kwargs, out, frame, target)
         return out
+
+
+def _user_frame(frame):
+    """The nearest frame outside torch and dynagraph that is not a ``__torch_function__``
+    (a user's own mode or tensor subclass passing the op on): the line that ran the op."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name != "__torch_function__" and not _source._is_internal(code.co_filename):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _caller_of_graph(frame):
+    """The user's line that called a compiled function whose graph runs in ``frame``:
+    past torch and the compiled function's own frame (which dynamo calls)."""
+    frame = _user_frame(frame.f_back)
+    while frame is not None and frame.f_back is not None and \
+            frame.f_back.f_code.co_filename.startswith(_DYNAMO_DIR):
+        frame = _user_frame(frame.f_back)
+    return frame
+
+
+def _compiled(frame) -> bool:
+    """Whether ``frame`` runs a graph torch.compile made (FX writes its code to no file)."""
+    return frame is not None and frame.f_code.co_filename.startswith(_FX_CODE)
 
 
 class _View:
@@ -287,46 +343,122 @@ class _View:
         self.cost = self.last - now
 
 
-@contextlib.contextmanager
-def _patched_apply(rec: Recording):
-    """Record ``Function.apply`` as one step; the TorchFunctionMode does not see it."""
-    original = Function.__dict__["apply"]
+# -- what open blocks change in torch: a mode per thread; one patch and two hooks in all --
+# torch keeps TorchFunctionMode stacks per thread, so the mode sees only its own thread;
+# Function.apply and the global module hooks are process-wide, so they are installed once,
+# counted under a lock, and route each call to the open recordings of the calling thread.
 
-    def apply(cls, *args, **kwargs):
+class _Thread(threading.local):
+    """This thread's open recordings (in the order they opened) and the mode feeding them."""
+
+    def __init__(self):
+        self.recs: list[Recording] = []
+        self.mode: _Mode | None = None
+
+
+_here = _Thread()
+_lock = threading.Lock()  # guards _installed: blocks open and close in any thread
+_installed: dict = {}  # while any block is open: "blocks" (count), "hooks"
+_original_apply = Function.__dict__["apply"]  # kept after the last block: a thread may be mid-call
+
+
+def _apply(cls, *args, **kwargs):
+    """``Function.apply`` while any block is open: one step for each of this thread's
+    recordings (the mode does not see custom Functions); other threads pass through."""
+    original = _original_apply.__func__
+    if torch.compiler.is_compiling() or not _here.recs:
+        return original(cls, *args, **kwargs)
+    recs = list(_here.recs)  # a block may open or close inside the Function
+    for rec in recs:
         rec._inside_apply += 1
-        try:
-            out = original.__func__(cls, *args, **kwargs)
-        finally:
-            rec._inside_apply -= 1
-        if not rec._inside_apply:
-            rec._on_op(f"{cls.__name__}.apply", args, kwargs, out)
-        return out
-
-    Function.apply = classmethod(apply)
     try:
-        yield
+        out = original(cls, *args, **kwargs)
     finally:
-        Function.apply = original
+        for rec in recs:
+            rec._inside_apply -= 1
+    outer = [rec for rec in recs if not rec._inside_apply and rec in _here.recs]
+    if outer:
+        with torch._C.DisableTorchFunction():
+            frame = _user_frame(sys._getframe(1))
+            for rec in outer:
+                rec._on_op(f"{cls.__name__}.apply", args, kwargs, out, frame)
+    return out
 
 
-@contextlib.contextmanager
-def _module_stack(rec: Recording):
-    """Keep the stack of running modules (global hooks, removed on exit)."""
-    def pre(module, args):
-        name = rec._module_names.get(id(module), type(module).__name__)
-        rec._modules.append(name or None)  # "" is the model itself: its ops are in no module
+def _pre_hook(module, args):
+    if torch.compiler.is_compiling():  # compiled code calls no hooks: trace none either
+        return
+    for rec in _here.recs:
+        rec._enter_module(module)
 
-    def post(module, args, output):
-        if rec._modules:
+
+def _post_hook(module, args, output):
+    if torch.compiler.is_compiling():
+        return
+    for rec in _here.recs:
+        if rec._modules:  # a block opened inside a forward sees its end only
             rec._modules.pop()
 
-    handles = [nn.modules.module.register_module_forward_pre_hook(pre),
-               nn.modules.module.register_module_forward_hook(post, always_call=True)]
-    try:
-        yield
-    finally:
-        for h in handles:
+
+def _install() -> None:
+    """Patch ``Function.apply`` and add the global module hooks, once for all blocks."""
+    global _original_apply
+    with _lock:
+        if not _installed:
+            _original_apply = Function.__dict__["apply"]
+            Function.apply = classmethod(_apply)
+            _installed["hooks"] = [
+                nn.modules.module.register_module_forward_pre_hook(_pre_hook),
+                nn.modules.module.register_module_forward_hook(_post_hook, always_call=True)]
+            _installed["blocks"] = 0
+        _installed["blocks"] += 1
+
+
+def _uninstall() -> None:
+    """Undo :func:`_install` when the last open block, in any thread, ends."""
+    with _lock:
+        _installed["blocks"] -= 1
+        if _installed["blocks"]:
+            return
+        Function.apply = _original_apply
+        for h in _installed["hooks"]:
             h.remove()
+        _installed.clear()
+
+
+def _open(rec: Recording) -> None:
+    """Start feeding ``rec`` this thread's ops (the first block pushes the mode)."""
+    _install()
+    if _here.mode is None:  # (a mode left by a block closed in another thread is reused)
+        _here.mode = _Mode()
+        torch._C._push_on_torch_function_stack(_here.mode)
+    _here.recs.append(rec)
+    rec._peers = _here.recs
+
+
+def _close(rec: Recording) -> None:
+    """Stop feeding ``rec``; the thread's last block takes its mode off the stack even
+    when other modes were pushed above it since (blocks may end in any order)."""
+    try:
+        peers = rec._peers
+        peers.remove(rec)
+        if not peers and _here.recs is peers:
+            _remove_mode(_here.mode)
+            _here.mode = None
+    finally:
+        _uninstall()
+
+
+def _remove_mode(mode) -> None:
+    """Take ``mode`` off this thread's torch function mode stack, keeping the others."""
+    above = []
+    while torch._C._len_torch_function_stack():
+        top = torch._C._pop_torch_function_stack()
+        if top is mode:
+            break
+        above.append(top)
+    for m in reversed(above):
+        torch._C._push_on_torch_function_stack(m)
 
 
 @contextlib.contextmanager
@@ -344,8 +476,13 @@ def live(model: nn.Module | None = None, *, params=None, view: bool = False,
 
     Yields:
         A :class:`Recording`, filled as the block runs. On exit (even when the block
-        raises) the mode, hooks and patch are removed and no tensor or autograd node
-        is kept.
+        raises) no tensor or autograd node is kept, and when the last open block ends
+        the mode, hooks and patch are removed.
+
+    Blocks may nest and overlap and end in any order, in any number of threads; each
+    records only the thread that opened it. Code made by ``torch.compile`` runs as it
+    would outside, and each call of one of its graphs is one ``compiled`` step (a
+    backend with autograd, like the default, shows as ``CompiledFunction.apply``).
 
     Raises:
         TypeError: ``model`` is not an ``nn.Module``.
@@ -369,14 +506,15 @@ def live(model: nn.Module | None = None, *, params=None, view: bool = False,
     rec.module_types = types
     if model is not None:
         _tags._used = True  # capture (dg.draw) reads the module tags this recording writes
-    with torch.enable_grad():
+    with torch._C.DisableTorchFunction(), torch.enable_grad():  # a user's mode sees no probe
         rec._start = _tags._current_seq()
     if view:
         rec._view = _View(interval)
+    _open(rec)
     try:
-        with _module_stack(rec), _patched_apply(rec), _Mode(rec):
-            yield rec
+        yield rec
     finally:
+        _close(rec)
         if rec._view is not None:
             rec._view.maybe_update(rec, force=True)
             rec._view = None
@@ -384,3 +522,4 @@ def live(model: nn.Module | None = None, *, params=None, view: bool = False,
         rec._param_names = {}
         rec._modules.clear()
         rec._lines.clear()
+        rec._graph_frame = None

@@ -1,5 +1,6 @@
 """live: the steps of small programs with known answers, and a recorder that leaves no trace."""
 
+import contextlib
 import gc
 import importlib
 import inspect
@@ -441,3 +442,122 @@ def test_model_must_be_a_module():
 def test_step_text_without_names_counts_nodes():
     step = live_module.Step(0, "mul", "f.py:1", "y = 2 * x", None, [(2,)], [(2,)], [0, 1])
     assert step.text() == "mul  [f.py:1] y = 2 * x\n  (2,) -> (2,)  + 2 nodes"
+
+
+# -- torch.compile inside a block ------------------------------------------------------
+
+class CountGraphs:
+    """A torch.compile backend that runs each graph as FX wrote it and counts them."""
+
+    def __init__(self):
+        self.graphs = []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+        return gm.forward
+
+
+def compiled_twice(fullgraph, record):
+    """Compile an MLP afresh, call it twice (inside ``live`` if ``record``); return
+    (outputs, the ops of each graph made, recording or None)."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model, backend = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1)), CountGraphs()
+    fast = torch.compile(model, backend=backend, fullgraph=fullgraph)
+    x = torch.ones(1, 2)
+    with dg.live(model) if record else contextlib.nullcontext() as rec:
+        outs = [fast(x), fast(x)]
+    torch._dynamo.reset()
+    ops = [[n.target for n in gm.graph.nodes if n.op == "call_function"] for gm in backend.graphs]
+    return outs, ops, rec
+
+
+@pytest.mark.filterwarnings("ignore:Using `torch.compile\\(module\\)` when there are global hooks")
+@pytest.mark.parametrize("fullgraph", [True, False])
+def test_compiled_model_runs_as_outside_and_is_one_step_per_call(fullgraph):
+    (plain, plain_graphs, _), (outs, graphs, rec) = (compiled_twice(fullgraph, False),
+                                                    compiled_twice(fullgraph, True))
+    assert len(plain_graphs) == 1 and graphs == plain_graphs
+    assert all(torch.equal(a, b) for a, b in zip(plain, outs, strict=True))
+    assert [(s.op, s.module) for s in rec.steps] == [("compiled", None)] * 2
+    assert rec.steps[0].where == rec.steps[1].where and "fast(x)" in rec.steps[0].code
+    assert rec.steps[0].outputs == [(1, 1)] and (1, 2) in rec.steps[0].inputs
+    assert sorted(made(rec, rec.steps[0])) == sorted(
+        ["AddmmBackward0", "TBackward0", "AccumulateGrad", "AccumulateGrad", "ReluBackward0",
+         "AddmmBackward0", "TBackward0", "AccumulateGrad", "AccumulateGrad"])
+    assert sorted(made(rec, rec.steps[1])) == sorted(
+        ["AddmmBackward0", "TBackward0", "ReluBackward0", "AddmmBackward0", "TBackward0"])
+
+
+@pytest.mark.filterwarnings("ignore:Using `torch.compile\\(module\\)` when there are global hooks")
+def test_compiled_function_with_autograd_is_one_custom_step():
+    torch._dynamo.reset()
+    model = nn.Linear(2, 1)
+    fast = torch.compile(model, backend="aot_eager", fullgraph=True)
+    with dg.live(model) as rec:
+        out = fast(torch.ones(1, 2))
+    torch._dynamo.reset()
+    assert [s.op for s in rec.steps] == ["ones", "CompiledFunction.apply"]
+    assert made(rec, rec.steps[1])[0] == "CompiledFunctionBackward"
+    assert out.grad_fn.name() == "CompiledFunctionBackward"
+
+
+# -- a user's own TorchFunctionMode ----------------------------------------------------
+
+class Seen(torch.overrides.TorchFunctionMode):
+    """Lists the ops it is shown."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.ops.append(live_module._op_name(func))
+        return func(*args, **(kwargs or {}))
+
+
+def test_user_mode_around_the_block_sees_only_its_own_calls():
+    x = torch.ones(2, requires_grad=True)
+    model = nn.Linear(2, 2)
+    with Seen() as alone:
+        Square.apply(model(x * 2)).sum()
+    with Seen() as seen:
+        with dg.live(model) as rec:
+            Square.apply(model(x * 2)).sum()
+    assert seen.ops == alone.ops
+    assert [s.op for s in rec.steps] == ["mul", "linear", "Square.apply", "sum"]
+
+
+def test_user_mode_inside_the_block_keeps_the_users_line():
+    x = torch.ones(2, requires_grad=True)
+    with dg.live() as rec:
+        with Seen() as seen:
+            line = next_line()
+            y = x * 2
+    assert seen.ops == ["mul"]
+    (step,) = rec.steps
+    assert (step.op, step.where, step.code) == ("mul", f"test_live.py:{line}", "y = x * 2")
+    assert made(rec, step) == ["MulBackward0", "AccumulateGrad"]
+    del y
+
+
+def test_compiled_function_is_one_step_at_the_callers_line():
+    torch._dynamo.reset()
+    backend = CountGraphs()
+
+    def f(x):
+        return Square.apply(x * 2).sum()
+
+    fast = torch.compile(f, backend=backend, fullgraph=True)
+    x = torch.ones(3, requires_grad=True)
+    with dg.live() as rec:
+        line = next_line()
+        loss = fast(x)
+    torch._dynamo.reset()
+    (step,) = rec.steps
+    assert (step.op, step.where, step.code) == ("compiled", f"test_live.py:{line}", "loss = fast(x)")
+    assert sorted(made(rec, step)) == ["AccumulateGrad", "ApplyTemplateBackward", "MulBackward0",
+                                       "SumBackward0"]
+    assert len(backend.graphs) == 1
+    loss.backward()
+    assert torch.equal(x.grad, 8 * x.detach())  # d/dx sum((2x)^2)
