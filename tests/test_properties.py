@@ -1,0 +1,208 @@
+"""Property-based tests (Hypothesis): random op programs and random small models.
+
+For each example: ``draw`` captures exactly the graph an independent ``grad_fn`` walk
+finds; a ``live()`` recording of the same program builds the same graph; a backward
+replay's edge norms agree with the ``.grad`` PyTorch computes; and nothing dynagraph
+changed in the process (modes, hooks, the ``Function.apply`` patch) is left behind.
+
+The default run keeps each property to ``DYNAGRAPH_PROPERTY_EXAMPLES`` examples (20:
+well under a minute in all); the ``long`` marker runs 10x as many
+(``python3 dev.py test -m long``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from torch import nn
+from torch.autograd.function import Function
+
+import dynagraph as dg
+
+EXAMPLES = int(os.environ.get("DYNAGRAPH_PROPERTY_EXAMPLES", "20"))
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow])
+LONG = settings(max_examples=10 * EXAMPLES, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow])
+
+
+# -- an independent oracle: walk grad_fn directly -----------------------------------------
+
+def oracle(root: torch.Tensor) -> tuple[Counter, int]:
+    """Names of the autograd nodes behind ``root`` and the number of edges between them,
+    by a plain walk of ``grad_fn.next_functions`` (no dynagraph code)."""
+    start = root.grad_fn
+    seen, stack, edges = {start}, [start], 0
+    while stack:
+        fn = stack.pop()
+        for child, _ in fn.next_functions:
+            if child is None:
+                continue
+            edges += 1
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+    names = Counter(fn.name().removeprefix("torch::autograd::") for fn in seen)
+    return names, edges
+
+
+def torch_state():
+    """What live() and trace_backward() may change while they run."""
+    m = nn.modules.module
+    return (torch._C._len_torch_function_stack(), len(m._global_forward_hooks),
+            len(m._global_forward_pre_hooks), len(m._global_forward_hooks_always_called),
+            Function.__dict__["apply"], torch.is_grad_enabled())
+
+
+# -- random op programs ---------------------------------------------------------------------
+
+UNARY = {
+    "tanh": torch.tanh, "sigmoid": torch.sigmoid, "relu": torch.relu, "exp": lambda a: torch.exp(a.clamp(-3, 3)),
+    "square": lambda a: a * a, "neg": lambda a: -a, "scale": lambda a: 0.5 * a, "sin": torch.sin,
+    "transpose": lambda a: a.t(), "flip": lambda a: a.flip(0), "index": lambda a: torch.cat([a[1:], a[:1]]),
+    "view": lambda a: a.reshape(-1).reshape(a.shape), "abs1": lambda a: (a + 1.5).abs(),
+}
+BINARY = {
+    "add": torch.add, "mul": torch.mul, "sub": torch.sub, "matmul": lambda a, b: a @ b.t(),
+    "max": torch.maximum, "cat": lambda a, b: torch.cat([a, b])[: a.shape[0]],
+}
+SHAPE = (3, 3)
+
+
+@st.composite
+def programs(draw):
+    """A list of instructions over leaves 0..k-1: ("u", op, i) or ("b", op, i, j)."""
+    leaves = draw(st.integers(1, 3))
+    steps = []
+    for n in range(draw(st.integers(1, 12))):
+        values = leaves + n
+        if draw(st.booleans()):
+            steps.append(("u", draw(st.sampled_from(sorted(UNARY))), draw(st.integers(0, values - 1))))
+        else:
+            steps.append(("b", draw(st.sampled_from(sorted(BINARY))),
+                          draw(st.integers(0, values - 1)), draw(st.integers(0, values - 1))))
+    return leaves, steps
+
+
+def run(program, leaves):
+    """Run ``program`` on ``leaves``; returns the scalar result (every value feeds it)."""
+    values = list(leaves)
+    for step in program[1]:
+        if step[0] == "u":
+            values.append(UNARY[step[1]](values[step[2]]))
+        else:
+            values.append(BINARY[step[1]](values[step[2]], values[step[3]]))
+    return sum(v.sum() for v in values[len(leaves):]) if len(values) > len(leaves) else values[0].sum()
+
+
+def make_leaves(program):
+    torch.manual_seed(len(program[1]))
+    return [torch.randn(SHAPE, dtype=torch.float64, requires_grad=True) for _ in range(program[0])]
+
+
+def check_program(program):
+    before = torch_state()
+    leaves = make_leaves(program)
+    y = run(program, leaves)
+    names, edges = oracle(y)
+
+    drawn = dg.draw(y, roll=False, max_nodes=None)
+    assert drawn.counts() == names
+    assert len(drawn.edges) == edges + 1  # draw adds the edge into its output node
+
+    with dg.live(params={f"x{i}": t for i, t in enumerate(leaves)}) as rec:
+        y2 = run(program, leaves)
+    assert rec.graph().counts() == oracle(y2)[0]
+    assert sum(len(s.nodes) for s in rec.steps) == len(rec.nodes)  # every node credited once
+
+    with dg.trace_backward(y, params={f"x{i}": t for i, t in enumerate(leaves)}) as bt:
+        y.backward()
+    check_leaf_norms(bt, leaves)
+    assert torch_state() == before
+
+
+def check_leaf_norms(bt, leaves):
+    """Each leaf's incoming edge norms agree with its ``.grad``: equal when one edge
+    carries all of it, and bound it (triangle inequality) when several do."""
+    by_label = {n.label: n.id for n in bt.nodes if n.kind in ("input", "parameter")}
+    for i, leaf in enumerate(leaves):
+        if f"x{i}" not in by_label:
+            continue  # this leaf feeds nothing the result depends on
+        nid = by_label[f"x{i}"]
+        into = [v for (src, _), v in bt.edge_norms.items() if src == nid]
+        true = torch.linalg.vector_norm(leaf.grad).item()
+        if len(into) == 1:
+            assert into[0] == pytest.approx(true, rel=1e-5, abs=1e-9)
+        else:
+            assert true <= sum(into) * (1 + 1e-6) + 1e-9
+
+
+@SETTINGS
+@given(programs())
+def test_random_programs_capture_record_and_replay_like_torch(program):
+    check_program(program)
+
+
+@pytest.mark.long
+@LONG
+@given(programs())
+def test_random_programs_long_run(program):
+    check_program(program)
+
+
+# -- random small models --------------------------------------------------------------------
+
+ACTIVATIONS = [nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.Identity]
+
+
+@st.composite
+def models(draw):
+    widths = draw(st.lists(st.integers(1, 6), min_size=2, max_size=6))
+    layers = []
+    for a, b in zip(widths, widths[1:]):
+        layers.append(nn.Linear(a, b, bias=draw(st.booleans())))
+        layers.append(draw(st.sampled_from(ACTIVATIONS))())
+    if draw(st.booleans()):
+        layers.append(nn.LayerNorm(widths[-1]))
+    return nn.Sequential(*layers), widths[0]
+
+
+def check_model(spec):
+    model, width = spec
+    before = torch_state()
+    torch.manual_seed(0)
+    x = torch.randn(4, width)
+    with dg.track_modules(model):
+        loss = model(x).pow(2).mean()
+    assert dg.draw(loss, params=model, roll=False, max_nodes=None).counts() == oracle(loss)[0]
+
+    with dg.live(model) as rec:
+        loss2 = model(x).pow(2).mean()
+    assert rec.graph().counts() == oracle(loss2)[0]
+
+    with dg.trace_backward(loss, params=model) as bt:
+        loss.backward()
+    by_label = {n.label: n.id for n in bt.nodes if n.kind == "parameter"}
+    for name, p in model.named_parameters():
+        into = [v for (src, _), v in bt.edge_norms.items() if src == by_label[name]]
+        assert len(into) == 1  # each parameter is used once in a Sequential
+        assert into[0] == pytest.approx(torch.linalg.vector_norm(p.grad).item(), rel=1e-4, abs=1e-8)
+    assert torch_state() == before
+
+
+@SETTINGS
+@given(models())
+def test_random_models_capture_record_and_replay_like_torch(spec):
+    check_model(spec)
+
+
+@pytest.mark.long
+@LONG
+@given(models())
+def test_random_models_long_run(spec):
+    check_model(spec)
