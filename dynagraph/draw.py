@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from ._display import MAX_NODES
 from .capture import capture
 from .graph import Graph
@@ -44,8 +46,13 @@ def draw(roots, *, params=None, depth=None, max_nodes=DEFAULT_MAX_NODES, roll="a
         to the next iteration. Op nodes show the shape
         (and dtype/device when not float32/cpu) of the tensor they produced.
 
+    Warns:
+        UserWarning: ``depth`` collapsed nothing (no module tags: see
+            :func:`track_modules`).
+
     Raises:
-        TypeError: a root is not a tensor, or ``params`` is of the wrong type.
+        TypeError: a root is not a tensor, ``params`` is of the wrong type, or
+            ``title`` is not a string.
         ValueError: no roots, a root with no graph, or a bad ``depth``/``max_nodes``.
 
     Example:
@@ -65,5 +72,14 @@ def draw(roots, *, params=None, depth=None, max_nodes=DEFAULT_MAX_NODES, roll="a
     nodes, edges, module_types = capture(roots, params=params, show_saved=show_saved)
     graph = Graph(nodes, edges, module_types, title=title, roll=roll, max_nodes=max_nodes)
     if depth is not None:
-        graph, _ = graph.collapsed(depth)
+        graph, merged = graph.collapsed(depth)
+        if not merged:
+            warnings.warn(_NOTHING_COLLAPSED.format(depth=depth), stacklevel=2)
     return graph
+
+
+_NOTHING_COLLAPSED = (
+    "draw(..., depth={depth}) collapsed nothing: no op in this graph is tagged with the "
+    "module that made it, or no module is that deep. Run the forward pass inside "
+    "`with dg.track_modules(model):` (or a `dg.live(model)` recording) and pass "
+    "params=model, or use a smaller depth.")

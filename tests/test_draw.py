@@ -192,3 +192,28 @@ def test_cuda_tensors_show_device_in_labels():
     assert {n.device for n in graph.nodes} == {"cuda:0"}
     assert "cuda:0" in graph.svg()
 
+
+
+def test_depth_without_module_tags_warns_that_nothing_collapsed():
+    model = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    loss = model(torch.ones(1, 2)).sum()  # no track_modules: no op knows its module
+    with pytest.warns(UserWarning, match=r"depth=1\) collapsed nothing.*dg.track_modules"):
+        graph = dg.draw(loss, params=model, depth=1)
+    assert "module" not in {n.kind for n in graph.nodes}
+
+
+def test_non_string_title_raises_at_draw():
+    with pytest.raises(TypeError, match="title must be a string; got int"):
+        dg.draw(torch.ones(1, requires_grad=True) * 2, title=3)
+
+
+@pytest.mark.parametrize("suffix", [".jpg", ".jpeg", ".JPEG"])
+def test_save_jpeg_under_either_suffix(graph, tmp_path, suffix):
+    data = graph.save(tmp_path / f"g{suffix}").read_bytes()
+    assert data[:3] == b"\xff\xd8\xff"  # JPEG magic
+
+
+def test_save_unknown_suffix_lists_jpeg():
+    g = dg.draw(torch.ones(1, requires_grad=True) * 2)
+    with pytest.raises(ValueError, match=r"unknown format: '\.bmp'.*'jpeg'"):
+        g.save("g.bmp")

@@ -561,3 +561,14 @@ def test_compiled_function_is_one_step_at_the_callers_line():
     assert len(backend.graphs) == 1
     loss.backward()
     assert torch.equal(x.grad, 8 * x.detach())  # d/dx sum((2x)^2)
+
+
+def test_graph_upto_counts_from_the_end_like_python():
+    x = torch.tensor([1.0], requires_grad=True)
+    with dg.live(params={"x": x}) as rec:
+        (2 * x + 1).exp()
+    assert rec.graph(upto=-1).counts() == rec.graph().counts()
+    assert rec.graph(upto=-3).counts() == rec.graph(upto=0).counts()
+    for bad in (3, -4):
+        with pytest.raises(IndexError, match=f"upto={bad} names no step: the recording has 3 steps"):
+            rec.graph(upto=bad)

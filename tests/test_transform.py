@@ -71,14 +71,18 @@ def test_collapsed_graph_renders(encoder):
 def test_collapse_without_module_tags_changes_nothing():
     x = torch.ones(2, requires_grad=True)
     nodes = dg.draw((x * 2).sum()).nodes
-    assert [n.kind for n in dg.draw((x * 2).sum(), depth=1).nodes] == [n.kind for n in nodes]
+    with pytest.warns(UserWarning, match="collapsed nothing"):
+        collapsed = dg.draw((x * 2).sum(), depth=1)
+    assert [n.kind for n in collapsed.nodes] == [n.kind for n in nodes]
 
 
 def test_collapse_deeper_than_any_module_changes_nothing():
     model = nn.Sequential(nn.Linear(2, 2))
     with dg.track_modules(model):
         loss = model(torch.ones(1, 2)).sum()
-    assert "module" not in {n.kind for n in dg.draw(loss, params=model, depth=3).nodes}
+    with pytest.warns(UserWarning, match=r"depth=3\) collapsed nothing"):
+        graph = dg.draw(loss, params=model, depth=3)
+    assert "module" not in {n.kind for n in graph.nodes}
 
 
 def test_remap_drops_self_loops_and_repeats():
