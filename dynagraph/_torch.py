@@ -16,6 +16,7 @@ __all__ = [
     "MISSING",
     "SAFE_DEPTH",
     "custom_name",
+    "foreach_norm",
     "gradient_edge_node",
     "has_foreach_norm",
     "has_patchable_apply",
@@ -23,6 +24,9 @@ __all__ = [
     "is_custom",
     "longest_chain",
     "metadata",
+    "no_torch_function",
+    "pop_mode",
+    "push_mode",
     "output_meta",
     "release_pending",
     "saved_values",
@@ -174,6 +178,34 @@ def has_foreach_norm() -> bool:
         return True
     _missing("_foreach_norm")
     return False
+
+
+def foreach_norm(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The L2 norm of each tensor: one ``torch._foreach_norm`` kernel where it exists
+    and takes these tensors, else one ``vector_norm`` each."""
+    if tensors and has_foreach_norm():
+        try:
+            return list(torch._foreach_norm(tensors))
+        except (RuntimeError, TypeError):  # a layout or dtype the fused kernel refuses
+            pass
+    return [torch.linalg.vector_norm(t) for t in tensors]
+
+
+# TorchFunctionMode stacks (per thread) and turning them off: live() keeps its mode on
+# the calling thread's stack and runs its own bookkeeping with every mode off.
+def no_torch_function():
+    """A context in which no torch function mode or tensor subclass sees torch calls."""
+    return torch._C.DisableTorchFunction()
+
+
+def push_mode(mode) -> None:
+    """Put ``mode`` on this thread's torch function mode stack (as entering it would)."""
+    torch._C._push_on_torch_function_stack(mode)
+
+
+def pop_mode():
+    """Take the top mode off this thread's torch function mode stack, or ``None``."""
+    return torch._C._pop_torch_function_stack() if torch._C._len_torch_function_stack() else None
 
 
 def has_patchable_apply() -> bool:

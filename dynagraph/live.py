@@ -195,7 +195,7 @@ class Recording:
         stack = [t.grad_fn for t in outs if t.grad_fn is not None]
         while stack:
             fn = stack.pop()
-            meta = fn.metadata
+            meta = _torch.metadata(fn)
             if key in meta:
                 continue
             nid = len(self.nodes)
@@ -219,7 +219,7 @@ class Recording:
                     pending.append((child, nid))
                     stack.append(child)
         for child, nid in pending:
-            self.edges.append((child.metadata[key], nid))
+            self.edges.append((_torch.metadata(child)[key], nid))
         return sorted(new)
 
 
@@ -267,7 +267,7 @@ class _Mode(TorchFunctionMode):
         recs = [r for r in _here.recs if not r._inside_apply]  # ops inside a Function are its step
         if not recs:
             return out
-        with torch._C.DisableTorchFunction():  # no mode or subclass sees our bookkeeping
+        with _torch.no_torch_function():  # no mode or subclass sees our bookkeeping
             caller = sys._getframe(1).f_code
             if caller.co_filename.startswith(_source.PACKAGE_DIR):
                 return out  # dynagraph's own bookkeeping (e.g. track_modules' probe)
@@ -378,7 +378,7 @@ def _apply(cls, *args, **kwargs):
             rec._inside_apply -= 1
     outer = [rec for rec in recs if not rec._inside_apply and rec in _here.recs]
     if outer:
-        with torch._C.DisableTorchFunction():
+        with _torch.no_torch_function():
             frame = _user_frame(sys._getframe(1))
             for rec in outer:
                 rec._on_op(f"{cls.__name__}.apply", args, kwargs, out, frame)
@@ -431,7 +431,7 @@ def _open(rec: Recording) -> None:
     _install()
     if _here.mode is None:  # (a mode left by a block closed in another thread is reused)
         _here.mode = _Mode()
-        torch._C._push_on_torch_function_stack(_here.mode)
+        _torch.push_mode(_here.mode)
     _here.recs.append(rec)
     rec._peers = _here.recs
 
@@ -452,13 +452,12 @@ def _close(rec: Recording) -> None:
 def _remove_mode(mode) -> None:
     """Take ``mode`` off this thread's torch function mode stack, keeping the others."""
     above = []
-    while torch._C._len_torch_function_stack():
-        top = torch._C._pop_torch_function_stack()
+    while (top := _torch.pop_mode()) is not None:
         if top is mode:
             break
         above.append(top)
     for m in reversed(above):
-        torch._C._push_on_torch_function_stack(m)
+        _torch.push_mode(m)
 
 
 @contextlib.contextmanager
@@ -506,7 +505,7 @@ def live(model: nn.Module | None = None, *, params=None, view: bool = False,
     rec.module_types = types
     if model is not None:
         _tags._used = True  # capture (dg.draw) reads the module tags this recording writes
-    with torch._C.DisableTorchFunction(), torch.enable_grad():  # a user's mode sees no probe
+    with _torch.no_torch_function(), torch.enable_grad():  # a user's mode sees no probe
         rec._start = _tags._current_seq()
     if view:
         rec._view = _View(interval)

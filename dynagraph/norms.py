@@ -9,6 +9,7 @@ from collections.abc import ItemsView, Mapping
 import torch
 from torch import nn
 
+from . import _torch
 from ._records import owner
 
 __all__ = ["GradHistory", "GradNorms", "grad_norms", "grad_stats", "per_module"]
@@ -114,18 +115,9 @@ def _device_norms(grads: list[torch.Tensor]) -> list[torch.Tensor | str]:
     """
     out: list = [None if _is_plain(g) else _norm(g) for g in grads]
     plain = [i for i, v in enumerate(out) if v is None]
-    for i, norm in zip(plain, _foreach_norms([grads[i] for i in plain])):
+    for i, norm in zip(plain, _torch.foreach_norm([grads[i] for i in plain])):
         out[i] = norm
     return out
-
-
-def _foreach_norms(grads: list[torch.Tensor]) -> list[torch.Tensor]:
-    if not grads:
-        return []
-    try:
-        return list(torch._foreach_norm(grads))
-    except (AttributeError, RuntimeError, TypeError):  # private API; plain loop works everywhere
-        return [torch.linalg.vector_norm(g) for g in grads]
 
 
 def grad_norms(source) -> GradNorms:

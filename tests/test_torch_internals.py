@@ -165,7 +165,8 @@ def test_without_metadata_there_are_no_module_tags(monkeypatch):
     with _warns("metadata"):
         with dg.track_modules(model):
             loss = model(torch.ones(1, 3)).sum()
-        graph = dg.draw(loss, params=model, depth=1)
+        with pytest.warns(UserWarning, match="collapsed nothing"):  # no tags to collapse by
+            graph = dg.draw(loss, params=model, depth=1)
     assert graph.to_dot().startswith("digraph")
     assert _tags.module_of(loss.grad_fn) is None
 
@@ -321,3 +322,38 @@ def test_deep_chain_walked_by_hand_crashes_plain_torch():
     if done.returncode == 0:
         pytest.skip(f"torch {torch.__version__} frees a wrapped 45,000-node chain itself")
     assert done.returncode < 0  # killed by a signal (SIGSEGV), not a Python error
+
+
+def test_internal_torch_function_mode_stack_push_pop_and_disable():  # used by live.py
+    from torch.overrides import TorchFunctionMode
+
+    seen = []
+
+    class Spy(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    mode = Spy()
+    before = torch._C._len_torch_function_stack()
+    _torch.push_mode(mode)
+    try:
+        torch.ones(1) + 1
+        with _torch.no_torch_function():
+            torch.ones(1) + 2  # unseen
+    finally:
+        assert _torch.pop_mode() is mode
+    assert torch._C._len_torch_function_stack() == before
+    assert len(seen) == 2  # ones and add, once
+    assert _torch.pop_mode() is None or before > 0
+
+
+def test_foreach_norm_falls_back_to_one_norm_each(monkeypatch):
+    tensors = [torch.ones(3), torch.full((2,), 2.0)]
+    expected = [torch.linalg.vector_norm(t) for t in tensors]
+    assert torch.allclose(torch.stack(_torch.foreach_norm(tensors)), torch.stack(expected))
+    monkeypatch.delattr(torch, "_foreach_norm")
+    monkeypatch.setattr(_torch, "MISSING", set())
+    with pytest.warns(RuntimeWarning, match="_foreach_norm"):
+        got = _torch.foreach_norm(tensors)
+    assert torch.allclose(torch.stack(got), torch.stack(expected))
