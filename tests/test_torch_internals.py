@@ -276,8 +276,17 @@ print("freed")
 def test_deep_chain_is_freed_without_a_crash(walk):
     """45,000 wrapped nodes crash the process when torch frees them (a subprocess here)."""
     code = DEEP.format(n=45_000, walk=walk)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    _assert_freed(code)
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh Python (a segfault there fails a test, not pytest)."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, cwd=REPO)
+
+
+def _assert_freed(code: str) -> None:
+    done = _python(code)
     assert done.returncode == 0, f"rc={done.returncode} (-11: segfault)\n{done.stderr[-2000:]}"
     assert done.stdout.strip() == "freed"
 
@@ -298,10 +307,7 @@ def test_deep_chain_below_a_kept_tensor_is_freed_without_a_crash():
         gc.collect()
         print("freed")
     """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300, cwd=REPO)
-    assert done.returncode == 0, f"rc={done.returncode} (-11: segfault)\n{done.stderr[-2000:]}"
-    assert done.stdout.strip() == "freed"
+    _assert_freed(code)
 
 
 @pytest.mark.slow
@@ -317,8 +323,7 @@ def test_deep_chain_walked_by_hand_crashes_plain_torch():
             fn = fn.next_functions[0][0] if fn.next_functions else None
     """)
     code = DEEP.format(n=45_000, walk=walk)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300, cwd=REPO)
+    done = _python(code)
     if done.returncode == 0:
         pytest.skip(f"torch {torch.__version__} frees a wrapped 45,000-node chain itself")
     assert done.returncode < 0  # killed by a signal (SIGSEGV), not a Python error
