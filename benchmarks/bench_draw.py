@@ -7,7 +7,7 @@ Run from the repo root (takes several minutes; ``--quick`` is a smoke run):
 For each model it prints one Markdown table row: autograd nodes, forward+backward
 time, graph-build time (torchviz ``make_dot`` vs dynagraph ``draw``), and layout+SVG
 time with the same renderer program for dynagraph's default drawing, its full
-expansion (``max_nodes=None``) and torchviz's DOT. Every timing is a median over
+expansion (``roll=False, max_nodes=None``) and torchviz's DOT. Every timing is a median over
 repeats after one warm-up run (5 repeats under 1 s, 3 under 10 s); a warm-up that
 takes over 10 s is itself the one measurement. Failures are printed as they happen
 (``RecursionError``, ``>60s``); nothing raises the recursion limit.
@@ -105,7 +105,7 @@ def row(name, factory, exe, quick=False, timeout=TIMEOUT):
     model, loss_fn = factory()
     loss = loss_fn()
     params = dict(model.named_parameters())
-    full = dg.draw(loss, params=model, max_nodes=None)
+    full = dg.draw(loss, params=model, max_nodes=None, roll=False)  # every node
     out = {"model": name, "nodes": sum(full.counts().values())}
     out["fwd_bwd"] = timed(lambda: loss_fn().backward(), quick)
     out["tv_build"] = attempt(lambda: make_dot(loss, params=params), quick)
@@ -126,7 +126,7 @@ def row(name, factory, exe, quick=False, timeout=TIMEOUT):
 COLUMNS = [("model", "model"), ("nodes", "autograd nodes"), ("fwd_bwd", "fwd+bwd"),
            ("tv_build", "torchviz build"), ("dg_build", "dynagraph build"),
            ("ratio", "ours/torchviz"), ("dg_layout", "dynagraph layout+SVG (default)"),
-           ("dg_full_layout", "dynagraph layout+SVG (max_nodes=None)"),
+           ("dg_full_layout", "dynagraph layout+SVG (every node)"),
            ("tv_layout", "torchviz layout+SVG")]
 
 
