@@ -94,8 +94,8 @@ def attempt(fn, quick):
     """``timed(fn)``, or the failure's name (``RecursionError``, ``>60s``)."""
     try:
         return timed(fn, quick)
-    except subprocess.TimeoutExpired as exc:
-        return f">{exc.timeout:g}s"
+    except (subprocess.TimeoutExpired, render.RenderTimeoutError):
+        return f">{TIMEOUT:g}s"
     except RecursionError:
         return "RecursionError"
 

@@ -501,7 +501,9 @@ def _kill(proc) -> None:
 
 
 def _size_of(dot_text: str) -> str:
-    nodes = len(re.findall(r'^\s*n[\d_]+ \[', dot_text, re.M))
+    """``a graph of N nodes and M edges``, counted from DOT statements (any node names)."""
+    # `name [attrs]` lines, not the `graph`/`node`/`edge` defaults
+    nodes = len(re.findall(r'^\s*(?!(?:graph|node|edge)\b)[^\s\[{}=>-]+ *\[', dot_text, re.M))
     edges = dot_text.count(" -> ")
     return f"a graph of {nodes:,} nodes and {edges:,} edges"
 
