@@ -3,6 +3,7 @@
 
     python3 dev.py lab  [jupyter lab args...]   # e.g. --no-browser
     python3 dev.py test [pytest args...]        # e.g. -k autograd -x
+    python3 dev.py test --fast [pytest args...] # unit tests only (no notebooks, browsers, slow)
     python3 dev.py docs [sphinx-build args...]  # e.g. -W; site in docs/_build/html
 
 All first ensure the environment: a virtual environment in .venv/ holding
@@ -112,7 +113,15 @@ def cmd_lab(args):
     return call_venv("-m", "jupyter", "lab", "notebooks/", *args)
 
 
+# The fast lane: the unit tests in tests/, without the notebooks (nbval), the real
+# browsers, the slow subprocess tests or a GPU; well under a minute on 2 cores.
+FAST = ("tests", "-m", "not browser and not slow and not long and not gpu")
+
+
 def cmd_test(args):
+    if "--fast" in args:
+        args = [a for a in args if a != "--fast"]
+        return call_venv("-m", "pytest", *FAST, *args)
     ensure_chromium()
     return call_venv("-m", "pytest", *args)
 
