@@ -62,7 +62,7 @@ def ensure_python_deps():
     pip = (VENV_PY, "-m", "pip", "--disable-pip-version-check")
     # With setuptools in the venv the editable install needs no isolated build
     # env, so it downloads nothing more.
-    run(*pip, "install", "-r", "requirements.txt", "setuptools>=64")
+    run(*pip, "install", "-r", "requirements.txt", "setuptools>=77")
     log("installing dynagraph (editable) ...")
     run(*pip, "install", "--no-deps", "--no-build-isolation", "-e", ".")
     STAMP.write_text(digest + "\n")

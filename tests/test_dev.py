@@ -31,3 +31,17 @@ def test_fast_lane_collects_unit_tests_only():
     assert len(ids) > 300 and all(i.startswith("tests/") for i in ids)  # no notebook cells
     browsers = ("test_untrusted.py::test_untrusted", "test_docs.py::", "test_jupyterlab.py::")
     assert not any(i.startswith(f"tests/{b}") or b in i for i in ids for b in browsers)
+
+
+@pytest.mark.slow
+def test_wheel_ships_the_page_assets_and_the_licence(tmp_path):
+    import zipfile
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                           "-q", str(ROOT), "-w", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (wheel,) = tmp_path.glob("dynagraph-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {"dynagraph/assets/view.js", "dynagraph/assets/view.css"} <= set(names)
+    assert any(n.endswith("licenses/LICENSE") for n in names)
+    meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("/METADATA"))).decode()
+    assert "License-Expression: MIT" in meta and "Requires-Dist: torch>=2.13" in meta
