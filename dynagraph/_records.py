@@ -15,7 +15,7 @@ def owner(name: str) -> str | None:
     return name.rpartition(".")[0] or None
 
 
-@dataclass
+@dataclass(kw_only=True)  # many fields: name each one where a record is made
 class Node:
     """One node of a captured graph, holding no reference to torch objects.
 

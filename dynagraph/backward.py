@@ -107,7 +107,8 @@ def trace_backward(roots, *, params=None):
     nodes, edges, fns = walk(named_roots(roots), names)
     trace = BackwardTrace(nodes, edges, types)
     index = {fn: i for i, fn in enumerate(fns) if fn is not None}
-    roots_of = {src: dst for src, dst in edges if nodes[dst].kind == "output"}
+    outputs = {n.id for n in nodes if n.kind == "output"}
+    roots_of = {src: dst for src, dst in edges if dst in outputs}
     pending: list[tuple[tuple[int, int], torch.Tensor | str]] = []
     handles = []
     try:

@@ -64,7 +64,7 @@ def walk(roots, param_names, show_saved=False):
     starts = []
     for label, tensor in roots:
         out = len(nodes)
-        nodes.append(Node(out, "output", "output", label, *_meta_of(tensor)))
+        nodes.append(Node(id=out, name="output", kind="output", label=label, **_meta_of(tensor)))
         fns.append(None)
         fn = tensor.grad_fn
         if fn is None:  # a leaf root: its AccumulateGrad, shared with its other uses
@@ -144,14 +144,18 @@ def _leaf_kind(tensor, param_names):
     return kind, param_names.get(id(tensor)) or kind
 
 
-def _meta_of(tensor):
-    return _torch.shape_of(tensor), _text(tensor.dtype), _text(tensor.device)
+def _meta_of(tensor) -> dict:
+    """``shape``, ``dtype`` and ``device`` of ``tensor``, as :class:`Node` fields."""
+    return {"shape": _torch.shape_of(tensor), "dtype": _text(tensor.dtype), "device": _text(tensor.device)}
 
 
-def _output_meta(fn):
-    """Shape, dtype and device of the node's first forward output (``None`` each if unknown)."""
+def _output_meta(fn) -> dict:
+    """``shape``, ``dtype`` and ``device`` of the node's first forward output (``None``
+    each if unknown), as :class:`Node` fields."""
     meta = _torch.output_meta(fn)
-    return (None, None, None) if meta is None else (meta[0], _text(meta[1]), _text(meta[2]))
+    if meta is None:
+        return {}
+    return {"shape": meta[0], "dtype": _text(meta[1]), "device": _text(meta[2])}
 
 
 @functools.lru_cache(maxsize=None)  # few distinct dtypes and devices, asked for per node
@@ -166,7 +170,7 @@ def record(fn, nid, param_names, show_saved=False, tags=True) -> Node:
     if name == "AccumulateGrad":
         var = fn.variable
         kind, label = _leaf_kind(var, param_names)
-        return Node(nid, name, kind, label, *_meta_of(var))
+        return Node(id=nid, name=name, kind=kind, label=label, **_meta_of(var))
     if _torch.is_custom(fn):
         kind, label = "custom", _torch.custom_name(fn)  # the user's Function class
     else:
@@ -174,7 +178,7 @@ def record(fn, nid, param_names, show_saved=False, tags=True) -> Node:
     seq = _torch.sequence_nr(fn)
     if seq is None:  # no creation counter: discovery order (found later, made earlier)
         seq = -nid
-    node = Node(nid, name, kind, label, *_output_meta(fn), seq=seq)
+    node = Node(id=nid, name=name, kind=kind, label=label, seq=seq, **_output_meta(fn))
     if tags and _tags.active():
         node.module = _tags.module_of(fn)
     if show_saved:

@@ -100,7 +100,7 @@ class Recording:
 
     def __repr__(self) -> str:
         lines = [f"<dynagraph.Recording: {len(self.steps)} steps, {len(self.nodes)} nodes>"]
-        names = [n.name for n in self.nodes]
+        names = {n.id: n.name for n in self.nodes}
         shown = self.steps if len(self.steps) <= REPR_STEPS else self.steps[:REPR_STEPS - 5]
         lines += [f"{s.index:>3} {s.text(names, self.module_types)}" for s in shown]
         if len(shown) < len(self.steps):
@@ -130,7 +130,7 @@ class Recording:
 
     def _overlays(self) -> _display.Overlays:
         """The steps, and each node's source line, for the picture."""
-        names = [n.name for n in self.nodes]
+        names = {n.id: n.name for n in self.nodes}
         steps = [(_template(s, s.text(names, self.module_types)), s.nodes) for s in self.steps]
         info = {nid: f"step {s.index}: {s.op} [{s.where}] {s.code}" for s in self.steps for nid in s.nodes}
         return _display.Overlays(steps=steps, info=info, mode="reveal")

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 import dynagraph as dg
+from dynagraph._records import Node
 from dynagraph.capture import capture, node_name
 
 from _helpers import Square
@@ -456,3 +457,10 @@ def test_nested_tensor_graph_draws_records_and_replays():
     norms = sorted(v for (src, _), v in bt.edge_norms.items() if src in leaf)
     expected = sorted(torch.linalg.vector_norm(t.grad).item() for t in (a, b))
     assert norms == pytest.approx(expected)
+
+
+def test_node_records_are_built_by_keyword():
+    with pytest.raises(TypeError):
+        Node(0, "output", "output", "y")  # positional: which field is which is not said
+    node = Node(id=0, name="output", kind="output", label="y")
+    assert (node.shape, node.count) == (None, 1)

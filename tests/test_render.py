@@ -59,12 +59,13 @@ def test_golden_custom_function_show_saved():
 
 def _records():
     nodes = [
-        Node(0, "output", "output", "loss", (), "float32", "cpu"),
-        Node(1, "AddmmBackward0", "op", "AddmmBackward0", (2, 4), "float32", "cpu",
-             module="enc.layer", seq=1),
-        Node(2, "AccumulateGrad", "parameter", "enc.layer.weight", (4, 4), "float32", "cpu",
-             module="enc.layer"),
-        Node(3, "MulBackward0", "op", "MulBackward0", (2, 4), "float32", "cpu", seq=2),
+        Node(id=0, name="output", kind="output", label="loss", shape=(), dtype="float32", device="cpu"),
+        Node(id=1, name="AddmmBackward0", kind="op", label="AddmmBackward0", shape=(2, 4),
+             dtype="float32", device="cpu", module="enc.layer", seq=1),
+        Node(id=2, name="AccumulateGrad", kind="parameter", label="enc.layer.weight", shape=(4, 4),
+             dtype="float32", device="cpu", module="enc.layer"),
+        Node(id=3, name="MulBackward0", kind="op", label="MulBackward0", shape=(2, 4),
+             dtype="float32", device="cpu", seq=2),
     ]
     edges = [(2, 1), (1, 3), (2, 3), (3, 0)]
     return nodes, edges
@@ -147,7 +148,8 @@ ODD = ("".join(chr(i) for i in range(0x200) if chr(i) not in "\n\r")
 
 
 def test_labels_with_any_character_render_literally():
-    nodes = [Node(0, "output", "output", ODD), Node(1, "MulBackward0", "op", ODD, seq=0)]
+    nodes = [Node(id=0, name="output", kind="output", label=ODD),
+             Node(id=1, name="MulBackward0", kind="op", label=ODD, seq=0)]
     dot = render.to_dot(nodes, [(1, 0)], {}, title=ODD, overlay=render.Overlay(badges={1: ODD}))
     shown = render._visible(ODD)  # controls and surrogates as \x00, \ud800
     assert "\\x00" in shown and "\\ud800" in shown and "a &lt; b" in shown
@@ -162,14 +164,16 @@ def test_html_entities_in_names_are_shown_not_interpreted():
 
 
 def test_node_label_lists_label_meta_and_saved():
-    node = Node(1, "SquareBackward", "custom", "Square", (3,), "float64", "cuda:0",
-                saved=[("tensors[0]", "(3,) float64")])
+    node = Node(id=1, name="SquareBackward", kind="custom", label="Square", shape=(3,), dtype="float64",
+                device="cuda:0", saved=[("tensors[0]", "(3,) float64")])
     assert render.node_label(node) == (
         "Square\n(custom Function)\n(3,) float64 cuda:0\nsaved tensors[0]: (3,) float64"
     )
-    plain = Node(2, "MulBackward0", "op", "MulBackward0", (2, 2), "float32", "cpu")
+    plain = Node(id=2, name="MulBackward0", kind="op", label="MulBackward0", shape=(2, 2),
+                 dtype="float32", device="cpu")
     assert render.node_label(plain) == "MulBackward0\n(2, 2)"  # float32/cpu go unsaid
-    module = Node(3, "Linear", "module", "fc: Linear\n3 ops", (2, 2), "float32", "cpu")
+    module = Node(id=3, name="Linear", kind="module", label="fc: Linear\n3 ops", shape=(2, 2),
+                  dtype="float32", device="cpu")
     assert render.node_label(module) == "fc: Linear\n3 ops"
 
 

@@ -129,7 +129,8 @@ def test_fold_hides_leaves_whose_consumers_are_all_hidden(deep):
 
 
 def test_fold_under_the_limit_changes_nothing():
-    nodes = [Node(0, "output", "output", "y"), Node(1, "MulBackward0", "op", "MulBackward0", seq=0)]
+    nodes = [Node(id=0, name="output", kind="output", label="y"),
+             Node(id=1, name="MulBackward0", kind="op", label="MulBackward0", seq=0)]
     edges = [(1, 0)]
     assert _transform.fold(nodes, edges, 2) == (nodes, edges, {})
     assert _transform.fold(nodes, edges, None) == (nodes, edges, {})
@@ -169,8 +170,9 @@ def test_fold_bounds_a_rolled_picture_of_3000_roots():
 
 @pytest.mark.parametrize("max_nodes", [2, 3, 50])
 def test_fold_bounds_leaves_that_ride_along_with_one_op(max_nodes):
-    nodes = [Node(0, "output", "output", "y"), Node(1, "StackBackward0", "op", "StackBackward0", seq=0)]
-    nodes += [Node(k, "AccumulateGrad", "input", f"x{k}") for k in range(2, 3002)]  # 3,000 leaves
+    nodes = [Node(id=0, name="output", kind="output", label="y"),
+             Node(id=1, name="StackBackward0", kind="op", label="StackBackward0", seq=0)]
+    nodes += [Node(id=k, name="AccumulateGrad", kind="input", label=f"x{k}") for k in range(2, 3002)]  # 3,000 leaves
     edges = [(1, 0)] + [(k, 1) for k in range(2, 3002)]
     kept, kept_edges, mapping = _transform.fold(nodes, edges, max_nodes)
     assert len(kept) == max_nodes and len(mapping) == len(nodes) - max_nodes + 1
