@@ -40,6 +40,7 @@ import subprocess
 import time
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -342,8 +343,28 @@ def _child(conn, fn, args) -> None:
 
 
 def _kill_group(pid: int) -> None:
+    """Kill the child, its process group and every descendant: a renderer runs in a
+    session of its own (so that its own timeout can stop it), out of the group's reach."""
+    for kid in _descendants(pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(kid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Pids of every process below ``pid``, read from /proc (empty where there is none)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, stack = [], [pid]
+    while stack:
+        for kid in children.get(stack.pop(), []):
+            out.append(kid)
+            stack.append(kid)
+    return out
 
 
 def run_case(fn, args, timeout: float):

@@ -86,11 +86,12 @@ def test_views_quick_run_prints_both_tables(views, capsys):
     assert "target <= 1.5x the live loop" in out and "live(view=True): " in out.splitlines()[-1]
 
 
-def test_views_timeout_kills_the_child_and_its_subprocesses(views, tmp_path):
+@pytest.mark.parametrize("own_session", [False, True])  # dynagraph's renderer runs in its own
+def test_views_timeout_kills_the_child_and_its_subprocesses(views, tmp_path, own_session):
     pid_file = tmp_path / "pid"
 
     def hang():
-        proc = subprocess.Popen(["sleep", "60"])
+        proc = subprocess.Popen(["sleep", "60"], start_new_session=own_session)
         pid_file.write_text(str(proc.pid))
         time.sleep(60)
 
