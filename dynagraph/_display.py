@@ -13,7 +13,8 @@ from importlib import resources
 from . import _roll, render
 from ._records import Node
 
-__all__ = ["MAX_NODES", "ROLL_ABOVE", "Overlays", "Picture", "bundle", "drawing", "expand_steps", "picture",
+__all__ = ["MAX_NODES", "ROLL_ABOVE", "Overlays", "Picture", "bundle", "check_policy", "drawing", "expand_steps",
+           "picture",
            "sparkline"]
 
 # Graphs with more nodes than this draw repeated structure once, labelled ×N; smaller
@@ -54,16 +55,21 @@ class Picture:
         return self.mapping[edge[0]], self.mapping[edge[1]]
 
 
+def check_policy(roll, max_nodes) -> None:
+    """Raise ``ValueError`` naming a bad ``roll`` or ``max_nodes``."""
+    if roll not in ("auto", True, False):
+        raise ValueError(f"roll must be 'auto', True or False; got {roll!r}")
+    if max_nodes is not None and (not isinstance(max_nodes, int) or max_nodes < 2):
+        raise ValueError(f"max_nodes must be an int >= 2 or None (draw everything); got {max_nodes!r}")
+
+
 def picture(graph, *, roll="auto", max_nodes=MAX_NODES) -> Picture:
     """Apply the size policy: roll repeats (graphs over :data:`ROLL_ABOVE` nodes when
     ``roll="auto"``), then fold the middle of what is still over ``max_nodes``.
 
     ``roll=False`` and ``max_nodes=None`` draw every node.
     """
-    if roll not in ("auto", True, False):
-        raise ValueError(f"roll must be 'auto', True or False; got {roll!r}")
-    if max_nodes is not None and (not isinstance(max_nodes, int) or max_nodes < 2):
-        raise ValueError(f"max_nodes must be an int >= 2 or None (draw everything); got {max_nodes!r}")
+    check_policy(roll, max_nodes)
     pic = Picture(graph, {n.id: n.id for n in graph.nodes})
     if roll is True or (roll == "auto" and len(graph.nodes) > ROLL_ABOVE):
         rolled = _roll.roll(graph.nodes, graph.edges, module_types=graph.module_types)
@@ -106,15 +112,15 @@ def bundle(graph, text: str, overlays: Overlays | None = None, *, caption: str =
     page's script upgrades in place to inline SVG with zoom, hover and a stepper.
     """
     overlays = overlays or Overlays()
-    html = _html(graph, overlays, text, caption)
+    html, drawn = _html(graph, overlays, text, caption)
     if len(html) > MAX_BYTES:  # rare: a big graph with no repeats; fold more, once
-        drawn = len(picture(graph, roll=graph.roll, max_nodes=graph.max_nodes).graph.nodes)
         budget = max(2, int(drawn * MAX_BYTES / len(html) * 0.8))
-        html = _html(graph._with(graph.nodes, graph.edges, max_nodes=budget), overlays, text, caption)
+        html, _ = _html(graph._with(graph.nodes, graph.edges, max_nodes=budget), overlays, text, caption)
     return {"text/plain": text, "text/html": html}
 
 
-def _html(graph, overlays: Overlays, text: str, caption: str) -> str:
+def _html(graph, overlays: Overlays, text: str, caption: str) -> tuple[str, int]:
+    """The output's HTML, and how many nodes its picture draws."""
     pic, dot, series = drawing(graph, overlays)
     drawn = pic.graph
     svg = render.compact_svg(render.pipe(dot, "svg"))
@@ -124,7 +130,7 @@ def _html(graph, overlays: Overlays, text: str, caption: str) -> str:
         data.update(_steps(pic, overlays))
     if series:
         data["norms"] = series
-    return page(svg, data, text, caption, overlays.steps)
+    return page(svg, data, text, caption, overlays.steps), len(drawn.nodes)
 
 
 def drawing(graph, overlays: Overlays | None = None) -> tuple[Picture, str, dict]:

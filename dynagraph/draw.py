@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from ._display import MAX_NODES
+from ._display import MAX_NODES, check_policy
 from .capture import capture
 from .graph import Graph
 
@@ -63,10 +63,7 @@ def draw(roots, *, params=None, depth=None, max_nodes=DEFAULT_MAX_NODES, roll="a
     """
     if depth is not None and (not isinstance(depth, int) or depth < 1):
         raise ValueError(f"depth must be an int >= 1 (1 collapses top-level submodules); got {depth!r}")
-    if max_nodes is not None and (not isinstance(max_nodes, int) or max_nodes < 2):
-        raise ValueError(f"max_nodes must be an int >= 2 or None (draw everything); got {max_nodes!r}")
-    if roll not in ("auto", True, False):
-        raise ValueError(f"roll must be 'auto', True or False; got {roll!r}")
+    check_policy(roll, max_nodes)  # before the walk: fail at once
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title must be a string; got {type(title).__name__}")
     nodes, edges, module_types = capture(roots, params=params, show_saved=show_saved)
