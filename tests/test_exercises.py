@@ -1,0 +1,128 @@
+"""Every exercise can be failed: its check says "not done yet" on the stub, "not right
+yet" on plausible wrong answers, and "solved" on the solution shown in the notebook.
+
+An exercise in a notebook is a stub cell (tag ``exercise-stub``), a check cell
+(``exercise-check``: ``check("NN.K", name)``) and a collapsed solution
+(``exercise-solution``: a ``<details>`` block holding one python code fence).
+Wrong answers live in ``tests/exercise_answers/nbNN.py``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from dynagraph import exercises
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("0[1-9]_*.ipynb"))
+ANSWERS = Path(__file__).resolve().parent / "exercise_answers"
+CHECK = re.compile(r"""check\(\s*["'](\d\d\.\d+)["']\s*,\s*(\w+)\s*\)""")
+FENCE = re.compile(r"```python\n(.*?)```", re.S)
+
+
+def _tags(cell) -> list[str]:
+    return cell.get("metadata", {}).get("tags", [])
+
+
+def _source(cell) -> str:
+    src = cell["source"]
+    return "".join(src) if isinstance(src, list) else src
+
+
+def parse(path: Path) -> list[dict]:
+    """The exercises of one notebook, in order: key, stub, check cell, solution code."""
+    cells = json.loads(path.read_text())["cells"]
+    found, stub = [], None
+    for cell in cells:
+        tags = _tags(cell)
+        if "exercise-stub" in tags:
+            stub = cell
+        elif "exercise-check" in tags:
+            m = CHECK.search(_source(cell))
+            assert m, f"{path.name}: check cell without check('NN.K', name): {_source(cell)[:80]!r}"
+            assert stub is not None, f"{path.name}: check {m.group(1)} has no stub cell before it"
+            found.append({"key": m.group(1), "name": m.group(2), "stub": _source(stub),
+                          "check": cell, "solution": None})
+            stub = None
+        elif "exercise-solution" in tags:
+            assert found and found[-1]["solution"] is None, f"{path.name}: solution cell without a check"
+            text = _source(cell)
+            assert cell["cell_type"] == "markdown" and "<details>" in text and "<details open" not in text, \
+                f"{path.name} {found[-1]['key']}: the solution must be a collapsed <details> markdown cell"
+            fences = FENCE.findall(text)
+            assert len(fences) == 1, f"{path.name} {found[-1]['key']}: the solution needs one ```python fence"
+            found[-1]["solution"] = fences[0]
+    return found
+
+
+def _wrong_answers(notebook: str) -> dict[str, list[str]]:
+    path = ANSWERS / f"nb{notebook}.py"
+    if not path.exists():
+        return {}
+    spec = importlib.util.spec_from_file_location(f"exercise_answers_nb{notebook}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.WRONG
+
+
+CASES = []
+for _nb in NOTEBOOKS:
+    _num = _nb.name[:2]
+    _wrong = _wrong_answers(_num)
+    for _ex in parse(_nb):
+        CASES.append(pytest.param(_nb, _ex, _wrong.get(_ex["key"], []), id=_ex["key"]))
+
+
+def _answer(key: str, code: str):
+    """Run the notebook's set-up then ``code`` in a fresh namespace; return the answer it defines."""
+    setup = importlib.import_module(exercises._module_for(key)).SETUP
+    ns: dict = {}
+    exec(compile(setup, f"<setup {key}>", "exec"), ns)
+    exec(compile(code, f"<answer {key}>", "exec"), ns)
+    return ns.get(exercises._lookup(key).answer, ...)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_notebook_exercises_match_their_checks(path):
+    found = parse(path)
+    keys = [ex["key"] for ex in found]
+    assert len(found) >= 3, f"{path.name} has {len(found)} exercises in the stub/check/solution form"
+    assert keys == exercises.keys(path.name[:2]), "every registered check is used once, in order"
+    for ex in found:
+        assert ex["solution"] is not None, f"{ex['key']} has no solution cell after its check"
+        assert ex["name"] == exercises._lookup(ex["key"]).answer
+        assert "solution" not in ex["stub"].lower() or "# " in ex["stub"], ex["stub"]
+
+
+@pytest.mark.parametrize(("path", "ex", "wrong"), CASES)
+def test_check_fails_on_stub_and_wrong_answers_and_passes_on_solution(path, ex, wrong):
+    key = ex["key"]
+    assert exercises.grade(key, _answer(key, ex["stub"])).status == exercises.TODO, \
+        f"{key}: the untouched stub must read 'not done yet'"
+    verdict = exercises.grade(key, _answer(key, ex["solution"]))
+    assert verdict.status == exercises.SOLVED, f"{key}: the notebook's solution fails: {verdict.message}"
+    assert wrong, f"{key}: list at least one plausible wrong answer in tests/exercise_answers/"
+    for code in wrong:
+        verdict = exercises.grade(key, _answer(key, code))
+        assert verdict.status == exercises.WRONG, f"{key}: this wrong answer passed or read as a stub:\n{code}"
+        assert len(verdict.message) > 40, f"{key}: a wrong answer gets a hint, not just 'wrong'"
+
+
+@pytest.mark.parametrize(("path", "ex", "wrong"), CASES)
+def test_committed_notebook_shows_not_done_yet(path, ex, wrong):
+    """The notebook is committed with stubs: its check cell's stored output is the
+    'not done yet' verdict, so a learner never sees the answer in an output."""
+    text = "".join("".join(o.get("text", "")) for o in ex["check"].get("outputs", []))
+    assert "not done yet" in text, f"{ex['key']}: stored check output is {text!r}"
+
+
+def test_grade_rejects_unknown_keys():
+    with pytest.raises(ValueError, match="'01.99'"):
+        exercises.grade("01.99", 1)
+    with pytest.raises(ValueError, match="should look like"):
+        exercises.grade("one", 1)
