@@ -34,14 +34,28 @@ def caller(depth: int = 2):
 
 
 def describe(filename, lineno) -> tuple[str, str]:
-    """``(where, code)``: ``"cell, line 3"`` or ``"model.py:12"``, and the line's text.
+    """``(where, code)``: ``"cell In[5], line 3"`` or ``"model.py:12"``, and the line's text.
 
-    Jupyter cells are named by line only: their temporary file names change from
-    run to run, and IPython keeps their text in ``linecache``.
+    A Jupyter cell is named as IPython's tracebacks name it, by the execution count
+    shown beside it (``In[5]``), not by its temporary file name, which changes from
+    run to run; IPython keeps the cell's text in ``linecache``.
     """
     if filename is None:
         return "?", ""
     code = linecache.getline(filename, lineno).strip()
     if _CELL.search(filename):
-        return f"cell, line {lineno}", code
+        cell = _cell_name(filename)
+        return (f"cell {cell}, line {lineno}" if cell else f"cell, line {lineno}"), code
     return f"{os.path.basename(filename)}:{lineno}", code
+
+
+def _cell_name(filename: str) -> str | None:
+    """``In[5]`` for the file IPython compiled cell 5 to, or ``None`` outside IPython."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    name_of = getattr(getattr(shell, "compile", None), "format_code_name", None)
+    try:
+        named = name_of(filename) if name_of is not None else None
+    except Exception:  # noqa: BLE001 - an IPython without it: name the cell by line only
+        return None
+    return named[1] if named and len(named) == 2 else None

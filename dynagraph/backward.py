@@ -10,7 +10,7 @@ import torch
 from . import _display
 from .capture import named_roots, param_names_of, walk
 from .graph import Graph
-from .norms import _norm, _stack_on_host
+from .norms import _device_norms, _norm, _stack_on_host
 
 __all__ = ["BackwardTrace", "trace_backward"]
 
@@ -104,29 +104,85 @@ def trace_backward(roots, *, params=None):
         >>> bt          # stepper in backward order, edge width = gradient norm
     """
     names, types = param_names_of(params)
-    nodes, edges, fns = walk(named_roots(roots), names)
+    slots: dict[int, list] = {}
+    nodes, edges, fns = walk(named_roots(roots), names, slots=slots)
     trace = BackwardTrace(nodes, edges, types)
-    index = {fn: i for i, fn in enumerate(fns) if fn is not None}
     outputs = {n.id for n in nodes if n.kind == "output"}
     roots_of = {src: dst for src, dst in edges if dst in outputs}
-    pending: list[tuple[tuple[int, int], torch.Tensor | str]] = []
+    pending = _Pending()
     handles = []
     try:
-        for fn, nid in index.items():
-            slots = [(index[c], k) if c is not None else None for c, k in fn.next_functions]
-            handles.append(fn.register_hook(_hook(nid, slots, roots_of.get(nid), trace.order, pending)))
-        del fn, index  # the hooks hold the graph only until removed
+        for nid, fn in enumerate(fns):
+            if fn is not None:
+                handles.append(fn.register_hook(_hook(nid, slots[nid], roots_of.get(nid), trace.order,
+                                                      pending)))
+        del fn, slots  # the hooks hold the graph only until removed
         yield trace
     finally:
         for h in handles:
             h.remove()
         handles.clear()
         fns.clear()
-        _read(pending, trace)
+        _read(pending.done(), trace)
     if not trace.order:  # the block finished without running any hooked node
         warnings.warn("trace_backward: no backward ran inside the block (0 node runs); call "
                       "loss.backward() inside the `with` block, on the tensor you passed as roots",
                       stacklevel=3)
+
+
+class _Pending:
+    """Gradients queued by the hooks, their norms taken in batches.
+
+    A hook only queues the gradient (a reference, no copy and no kernel), and every
+    ``BATCH`` gradients, or ``ELEMENTS`` elements, their norms are taken together
+    (one ``torch._foreach_norm`` for the plain ones): one kernel per batch instead
+    of one per edge, while at most one batch of gradients is held. Autograd adds
+    into a gradient in place only when nothing else holds it, so a queued
+    gradient keeps the value it was sent with.
+    """
+
+    BATCH = 256
+    ELEMENTS = 1 << 22  # 16 MB of float32
+
+    def __init__(self):
+        self.norms: list[tuple[tuple[int, int], torch.Tensor | str]] = []
+        self.edges: list[tuple[int, int]] = []
+        self.grads: list[torch.Tensor] = []
+        self.size = 0
+
+    def add(self, edge, grad) -> None:
+        self.edges.append(edge)
+        self.grads.append(grad)
+        self.size += grad.numel() if grad.layout == torch.strided else self.ELEMENTS
+        if len(self.grads) >= self.BATCH or self.size >= self.ELEMENTS:
+            self.flush()
+
+    def note(self, edge, value) -> None:
+        """A norm taken already (on the device) or a note: kept in the order it came."""
+        self.flush()
+        self.norms.append((edge, value))
+
+    def flush(self) -> None:
+        if not self.grads:
+            return
+        edges, grads = self.edges, self.grads
+        self.edges, self.grads, self.size = [], [], 0
+        try:
+            values = _device_norms([g.detach() for g in grads])
+        except Exception:  # noqa: BLE001 - never abort the user's backward(): one at a time
+            values = [_norm_or_note(g) for g in grads]
+        self.norms.extend(zip(edges, values))
+
+    def done(self) -> list:
+        self.flush()
+        return self.norms
+
+
+def _norm_or_note(grad) -> torch.Tensor | str:
+    try:
+        return _norm(grad)
+    except Exception as e:  # noqa: BLE001 - never abort the user's backward()
+        return f"no norm: {type(e).__name__}: {str(e)[:120]}"
 
 
 def _read(pending: list, trace: BackwardTrace) -> None:
@@ -143,7 +199,7 @@ def _read(pending: list, trace: BackwardTrace) -> None:
 
 
 def _hook(nid, slots, output_id, order, pending):
-    """Post-hook of node ``nid``: note that it ran, queue the norm of each gradient it sent.
+    """Post-hook of node ``nid``: note that it ran, queue each gradient it sent.
 
     ``slots[k]`` is ``(child id, output number of the child)`` that the node's k-th
     input came from, or ``None``. Autograd runs one node at a time per device, so
@@ -151,23 +207,25 @@ def _hook(nid, slots, output_id, order, pending):
     """
     children = [s[0] if s is not None else None for s in slots]
     shared = len({c for c in children if c is not None}) < sum(c is not None for c in children)
-    sent = [(c, nid) for c in children if c is not None]  # every edge this node sends along
-    sent += [(nid, output_id)] if output_id is not None else []
+    sent = [(c, nid) if c is not None else None for c in children]  # the edge of each input
+    out_edge = (nid, output_id) if output_id is not None else None
 
     def hook(grad_inputs, grad_outputs):
         order.append(nid)
         try:
-            if output_id is not None and grad_outputs and grad_outputs[0] is not None:
-                pending.append(((nid, output_id), _norm(grad_outputs[0])))
+            if out_edge is not None and grad_outputs and grad_outputs[0] is not None:
+                pending.add(out_edge, grad_outputs[0])
             if shared:  # x * x: one edge carries several gradients
-                pending.extend(((child, nid), norm) for child, norm in _merged(slots, grad_inputs).items())
+                for child, norm in _merged(slots, grad_inputs).items():
+                    pending.note((child, nid), norm)
                 return
-            for child, grad in zip(children, grad_inputs):
-                if child is not None and grad is not None:
-                    pending.append(((child, nid), _norm(grad)))
+            for edge, grad in zip(sent, grad_inputs):
+                if edge is not None and grad is not None:
+                    pending.add(edge, grad)
         except Exception as e:  # noqa: BLE001 - never abort the user's backward()
             note = f"no norm: {type(e).__name__}: {str(e)[:120]}"
-            pending.extend((edge, note) for edge in sent)
+            for edge in [e for e in sent if e is not None] + ([out_edge] if out_edge else []):
+                pending.note(edge, note)
     return hook
 
 

@@ -40,12 +40,16 @@ def capture(roots, *, params=None, show_saved=False):
     return nodes, edges, module_types
 
 
-def walk(roots, param_names, show_saved=False):
+def walk(roots, param_names, show_saved=False, slots=None):
     """The walk behind :func:`capture`; also returns the autograd node of each record.
 
     ``fns[i]`` is the autograd node of ``nodes[i]`` (``None`` for outputs). Callers
     that keep ``fns`` keep the graph alive: drop it when done. A deep graph is held
     until its roots die, then freed root first (torch would crash freeing it).
+
+    ``slots``, a dict, receives for each record id the node's inputs in autograd's
+    order: ``(producer id, output number of the producer)``, or ``None`` where an
+    input needs no gradient.
     """
     nodes: list[Node] = []
     edges: list[tuple[int, int]] = []
@@ -75,9 +79,19 @@ def walk(roots, param_names, show_saved=False):
     while queue:
         fn = queue.popleft()
         consumer = ids[fn]
-        for child, _ in fn.next_functions:
-            if child is not None:
-                edges.append((visit(child), consumer))
+        if slots is None:
+            for child, _ in fn.next_functions:
+                if child is not None:
+                    edges.append((visit(child), consumer))
+            continue
+        row = slots[consumer] = []
+        for child, k in fn.next_functions:
+            if child is None:
+                row.append(None)
+            else:
+                producer = visit(child)
+                edges.append((producer, consumer))
+                row.append((producer, k))
     _place_parameters(nodes)
     _torch.hold_deep_graph(starts, fns, edges)
     return nodes, edges, fns
@@ -164,17 +178,37 @@ def _text(dtype_or_device) -> str:
     return str(dtype_or_device).removeprefix("torch.")
 
 
-def record(fn, nid, param_names, show_saved=False, tags=True) -> Node:
-    """The :class:`Node` record of autograd node ``fn`` (``tags``: read its module tag)."""
+_KINDS: dict[type, tuple[str, str, str]] = {}  # node class -> (name, kind, label), where fixed
+
+
+def _kind_of(fn) -> tuple[str, str, str]:
+    """``(name, kind, label)`` of an autograd node; looked up once per node class
+    when the class fixes them (built-in ops and custom Functions: nearly always)."""
+    cls = type(fn)
+    known = _KINDS.get(cls)
+    if known is not None:
+        return known
     name = node_name(fn)
     if name == "AccumulateGrad":
+        known = (name, "leaf", name)
+    elif _torch.is_custom(fn):
+        known = (name, "custom", _torch.custom_name(fn))  # the user's Function class
+    else:
+        known = (name, "op", name)
+    if cls.__name__ == name:  # one class, one name (not a shared wrapper class)
+        if len(_KINDS) >= 4096:  # custom Functions redefined cell after cell: keep it small
+            _KINDS.clear()
+        _KINDS[cls] = known
+    return known
+
+
+def record(fn, nid, param_names, show_saved=False, tags=True) -> Node:
+    """The :class:`Node` record of autograd node ``fn`` (``tags``: read its module tag)."""
+    name, kind, label = _kind_of(fn)
+    if kind == "leaf":
         var = fn.variable
         kind, label = _leaf_kind(var, param_names)
         return Node(id=nid, name=name, kind=kind, label=label, **_meta_of(var))
-    if _torch.is_custom(fn):
-        kind, label = "custom", _torch.custom_name(fn)  # the user's Function class
-    else:
-        kind, label = "op", name
     seq = _torch.sequence_nr(fn)
     if seq is None:  # no creation counter: discovery order (found later, made earlier)
         seq = -nid

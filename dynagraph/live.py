@@ -7,6 +7,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 
 import torch
@@ -26,6 +27,7 @@ _RENAME = {"rmul": "mul", "radd": "add"}  # 2 * x is a mul, as the node says
 _serial = [0]  # each recording tags nodes under its own metadata key
 _FX_CODE = "<eval_with_key>"  # the file name of code torch.fx writes (compiled graphs)
 _DYNAMO_DIR = os.path.join(os.path.dirname(torch.__file__), "_dynamo") + os.sep
+_ROOTS = 64  # weak references kept to the newest steps' outputs (a deep graph's roots)
 REPR_STEPS = 30  # steps listed by repr(); longer recordings show the first and last ones
 
 
@@ -36,7 +38,7 @@ class Step:
     Attributes:
         index: Position in the recording, from 0.
         op: The operation (``mul``, ``linear``, ``ThresholdReLU.apply``).
-        where: ``"cell, line 3"`` or ``"file.py:12"``.
+        where: ``"cell In[5], line 3"`` (the cell's execution count) or ``"file.py:12"``.
         code: That line's source text.
         module: The module whose forward ran the op (dotted name when ``live`` was
             given the model, else its class name), or ``None`` (outside any module,
@@ -82,9 +84,9 @@ class Recording:
     """
 
     def __init__(self, module_names, param_names):
-        self.steps: list[Step] = []
-        self.nodes: list[Node] = []
-        self.edges: list[tuple[int, int]] = []
+        self._steps: list[Step] = []
+        self._nodes: list[Node] = []
+        self._edges: list[tuple[int, int]] = []
         self.module_types: dict[str, str] = {}
         self._module_names = module_names  # id(module) -> dotted name; dropped at exit
         self._param_names = param_names
@@ -97,6 +99,31 @@ class Recording:
         self._peers: list[Recording] = []  # the open recordings of the thread that opened this one
         self._view = None
         self._lines: dict = {}  # (filename, lineno) -> (where, code): loops repeat lines
+        # Steps whose autograd nodes are not walked yet, with their outputs' nodes: the
+        # walk runs in bulk when the graph is next read (at the latest when the block
+        # ends), so an op costs little more than noting what it returned.
+        self._todo: list[tuple[Step, list]] = []
+        self._hi = -1  # the highest creation number among the outputs' nodes so far
+        self._held: list = []  # every walked node while the block runs (see _finish)
+        self._roots: list = []  # weak references to the newest steps' outputs (deep graphs)
+
+    @property
+    def steps(self) -> list[Step]:
+        """:class:`Step` per recorded op, in the order they ran."""
+        self._flush()
+        return self._steps
+
+    @property
+    def nodes(self) -> list[Node]:
+        """The nodes of the graph built inside the block (records, no torch objects)."""
+        self._flush()
+        return self._nodes
+
+    @property
+    def edges(self) -> list[tuple[int, int]]:
+        """``(producer, consumer)`` node ids of the graph built inside the block."""
+        self._flush()
+        return self._edges
 
     def __repr__(self) -> str:
         lines = [f"<dynagraph.Recording: {len(self.steps)} steps, {len(self.nodes)} nodes>"]
@@ -168,11 +195,23 @@ class Recording:
             ins = tensors_in([frame.f_locals[n] for n in code.co_varnames[:code.co_argcount]], [])
             self._add_step("compiled", _caller_of_graph(frame), ins, outs)
             return
-        step = self.steps[-1]
+        step = self._steps[-1]
         step.outputs = [_torch.shape_of(t) for t in outs]
-        step.nodes = sorted(step.nodes + self._tag(outs, step.module))
-        if step.nodes:
+        fns = self._made(outs)
+        if fns:
             step.note = ""
+            self._todo.append((step, fns))
+
+    def _made(self, outs) -> list:
+        """The autograd nodes of ``outs``; moves :attr:`_hi` past those created since."""
+        fns = [t.grad_fn for t in outs]
+        fns = [fn for fn in fns if fn is not None]
+        for fn in fns:
+            seq = _torch.sequence_nr(fn)
+            if seq is None or seq > self._hi:  # (no counter: the walk decides)
+                self._hi = seq if seq is not None else self._hi
+                return fns
+        return []
 
     def _add_step(self, op, frame, ins, outs) -> None:
         line = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else (None, None)
@@ -181,46 +220,101 @@ class Recording:
             described = self._lines[line] = _source.describe(*line)
         where, code = described
         module = self._modules[-1] if self._modules else None
-        new = self._tag(outs, module)
-        note = "" if new else _why_no_node(ins, outs)
-        self.steps.append(Step(len(self.steps), op, where, code, module,
-                               [_torch.shape_of(t) for t in ins], [_torch.shape_of(t) for t in outs],
-                               new, note))
+        fns = self._made(outs)
+        step = Step(len(self._steps), op, where, code, module,
+                    [_torch.shape_of(t) for t in ins], [_torch.shape_of(t) for t in outs],
+                    [], "" if fns else _why_no_node(ins, outs))
+        self._steps.append(step)
+        if fns:
+            self._todo.append((step, fns))
+            if len(self._roots) == _ROOTS:
+                del self._roots[: _ROOTS // 2]
+            self._roots.append([weakref.ref(t) for t in outs])
         if self._view is not None:
             self._view.maybe_update(self)
 
-    def _tag(self, outs, module) -> list[int]:
-        """Record the autograd nodes not seen before that lead to ``outs``."""
-        key, new, pending = self._key, [], []
-        stack = [t.grad_fn for t in outs if t.grad_fn is not None]
+    def _flush(self) -> None:
+        """Walk the nodes of the steps noted since the last walk, in step order: each
+        new node goes to the first step whose outputs lead to it (as if each op had
+        been walked as it ran)."""
+        if not self._todo:
+            return
+        todo, self._todo = self._todo, []
+        with _torch.no_torch_function():  # no mode or subclass sees our bookkeeping
+            for step, fns in todo:
+                new = self._tag(fns, step.module)
+                if new:
+                    step.nodes = sorted(step.nodes + new) if step.nodes else new
+                    step.note = ""
+                elif not step.nodes and not step.note:
+                    step.note = "no new node"
+        while todo:  # newest first, so no long chain is freed in one recursive go
+            todo.pop()
+
+    def _tag(self, fns, module) -> list[int]:
+        """Record the autograd nodes not seen before that lead to ``fns``."""
+        key, nodes, new, pending = self._key, self._nodes, [], []
+        params, start = self._param_names, self._start
+        named = module is not None and bool(self._module_names)
+        ids: dict = {}  # node -> id for the nodes met in this walk
+        stack = list(fns)
         while stack:
             fn = stack.pop()
+            if fn in ids:
+                continue
             meta = _torch.metadata(fn)
-            if key in meta:
+            nid = meta.get(key)
+            if nid is not None:
+                ids[fn] = nid
                 continue
-            nid = len(self.nodes)
-            meta[key] = nid
-            node = record(fn, nid, self._param_names, tags=False)  # we set the module
-            earlier = node.seq is not None and self._start is not None and node.seq < self._start
-            if earlier:  # built before the block: drawn, not credited to this step
-                node.label += "\n(before live)"
-            else:
-                new.append(nid)
-                if node.kind == "parameter":
-                    node.module = owner(node.label)
-                elif module is not None and self._module_names:
-                    node.module = module
-                    meta.setdefault(_tags.KEY, module)
-            self.nodes.append(node)
-            if earlier:
+            nid = len(nodes)
+            ids[fn] = meta[key] = nid
+            node = record(fn, nid, params, tags=False)  # we set the module
+            nodes.append(node)
+            self._held.append(fn)
+            if node.seq is not None and start is not None and node.seq < start:
+                node.label += "\n(before live)"  # built before the block: drawn, not credited
                 continue
+            new.append(nid)
+            if node.kind == "parameter":
+                node.module = owner(node.label)
+            elif named:
+                node.module = module
+                meta.setdefault(_tags.KEY, module)
             for child, _ in fn.next_functions:
                 if child is not None:
                     pending.append((child, nid))
                     stack.append(child)
+        edges = self._edges
         for child, nid in pending:
-            self.edges.append((_torch.metadata(child)[key], nid))
-        return sorted(new)
+            edges.append((ids[child], nid))
+        new.sort()
+        return new
+
+    def _finish(self) -> None:
+        """The block ended: walk what is left, let the graph go, and if it is deep
+        enough to crash torch when freed, hand it to :func:`_torch.hold_deep_graph`."""
+        self._flush()
+        held, self._held = self._held, []
+        if len(held) >= _torch.SAFE_DEPTH:
+            with _torch.no_torch_function():
+                self._hold(held)
+        self._roots = []
+        while held:  # newest first, so no long chain is freed in one recursive go
+            held.pop()
+
+    def _hold(self, held) -> None:
+        """Give a deep graph to :func:`_torch.hold_deep_graph`, rooted at the newest
+        steps' outputs that are still alive (``held[i]`` is the node of record ``i``)."""
+        roots = []
+        for refs in self._roots:
+            for ref in refs:
+                t = ref()
+                nid = None if t is None or t.grad_fn is None else _torch.metadata(t.grad_fn).get(self._key)
+                if nid is not None:
+                    roots.append((t, nid))
+        if roots:
+            _torch.hold_deep_graph(roots, held, self._edges)
 
 
 def _template(step: Step, text: str):
@@ -335,7 +429,7 @@ class _View:
     def maybe_update(self, rec, force=False):
         now = time.perf_counter()
         due = now - self.last >= max(self.interval, self.PATIENCE * self.cost)
-        if self.handle is None or not rec.nodes or not (force or due):
+        if self.handle is None or not (force or due) or not rec.nodes:  # (nodes: walks)
             return
         graph = rec.graph(title=f"{len(rec.steps)} steps so far")
         self.handle.update(_display.bundle(graph, repr(graph)), raw=True)
@@ -514,6 +608,7 @@ def live(model: nn.Module | None = None, *, params=None, view: bool = False,
         yield rec
     finally:
         _close(rec)
+        rec._finish()
         if rec._view is not None:
             rec._view.maybe_update(rec, force=True)
             rec._view = None

@@ -274,6 +274,7 @@ def test_a_failing_norm_never_aborts_the_backward(monkeypatch):
         raise RuntimeError("no kernel")
 
     monkeypatch.setattr(backward, "_norm", broken)
+    monkeypatch.setattr(backward, "_device_norms", broken)  # the batched norms fail too
     model, loss = mlp()
     bt = traced(loss, params=model)
     assert all(p.grad is not None for p in model.parameters())
@@ -287,3 +288,21 @@ def test_block_without_backward_warns():
         with dg.trace_backward(loss, params=model) as bt:
             loss.sum()  # forgot .backward()
     assert bt.order == []
+
+
+@pytest.mark.parametrize("batch", [1, 256])
+def test_queued_gradients_keep_the_value_they_were_sent_with(monkeypatch, batch):
+    """Norms are taken in batches, after the gradients were sent on: a gradient that
+    autograd then sums with another (both uses of ``a``) must not change under us."""
+    monkeypatch.setattr(backward._Pending, "BATCH", batch)
+    x = torch.linspace(-2, 2, 50, requires_grad=True)
+    a = x * 2
+    loss = (a.sin() + a.cos()).sum()
+    bt = traced(loss, params={"x": x})
+    names = {n.id: n.name for n in bt.nodes}
+    mul = next(i for i, n in names.items() if n == "MulBackward0")
+    got = {names[dst]: v for (src, dst), v in bt.edge_norms.items() if src == mul}
+    a = a.detach()
+    assert got["SinBackward0"] == pytest.approx(torch.linalg.vector_norm(a.cos()).item(), rel=1e-6)
+    assert got["CosBackward0"] == pytest.approx(torch.linalg.vector_norm(a.sin()).item(), rel=1e-6)
+    assert torch.allclose(x.grad, 2 * (a.cos() - a.sin()))

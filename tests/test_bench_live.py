@@ -3,6 +3,8 @@
 import pytest
 import torch
 
+import dynagraph as dg
+
 from _helpers import load_benchmark
 
 
@@ -13,16 +15,29 @@ def bench():
 
 def test_quick_run_prints_a_table_and_verdicts(bench, capsys):
     threads = torch.get_num_threads()
-    try:
-        rows = bench.main(["--quick"])
-    finally:
-        torch.set_num_threads(threads)
+    rows = bench.main(["--quick", "--threads", "1,2"])
+    assert torch.get_num_threads() == threads  # restored
     out = capsys.readouterr().out
-    assert [name for name, _ in rows] == ["MLP 10x256", "TransformerEncoderLayer"]
-    assert all(t[v] > 0 for _, t in rows for v in bench.VARIANTS)
-    assert "| model | plain | live | live / plain | trace_backward | trace / plain |" in out
+    names = [name for name, *_ in rows]
+    assert names == [n for n in ("MLP 10x256", "TransformerEncoderLayer", "GPT 4 blocks", "LSTMCell x50")
+                     for _ in (1, 2)]
+    assert [t for _, t, _, _ in rows] == [1, 2] * 4
+    assert all(ops > 0 and nodes > ops / 2 for _, _, (ops, nodes), _ in rows)
+    assert all(t[v] > 0 for *_, t in rows for v in bench.VARIANTS)
+    assert "| model | threads | ops | nodes | plain | live / plain | µs per op |" in out
     verdicts = [line for line in out.splitlines() if line.startswith(("PASS", "MISS"))]
-    assert len(verdicts) == 4 and all("(target <= 1.5x)" in v for v in verdicts)
+    assert len(verdicts) == 16 and all("(target <= 1.5x)" in v for v in verdicts)
+
+
+def test_sizes_counts_the_recorded_ops_and_nodes(bench):
+    model, x = bench.mlp(depth=2, width=4, batch=2)
+    ops, nodes = bench.sizes(model, x)
+    # linear, relu, linear, relu, then the loss: float, pow, mean
+    assert ops == 7
+    # 4 parameters; each linear is TBackward0 + AddmmBackward0, each relu one node, the
+    # loss pow + mean (float() of a float32 makes none); x needs no grad
+    graph = dg.draw(bench._loss(model(x)), roll=False, max_nodes=None)
+    assert nodes == len([n for n in graph.nodes if n.kind != "output"]) == 12
 
 
 def test_iteration_is_the_same_computation_in_every_variant(bench):

@@ -572,3 +572,25 @@ def test_graph_upto_counts_from_the_end_like_python():
     for bad in (3, -4):
         with pytest.raises(IndexError, match=f"upto={bad} names no step: the recording has 3 steps"):
             rec.graph(upto=bad)
+
+
+def test_a_step_in_a_jupyter_cell_names_the_cell_by_its_execution_count(monkeypatch):
+    """``[cell In[7], line 2]``, as IPython's tracebacks say it, not the temporary file."""
+    import IPython
+    from dynagraph import _source
+
+    cell = "/tmp/ipykernel_4242/123456789.py"
+
+    class Compiler:
+        @staticmethod
+        def format_code_name(name):
+            return ("Cell", "In[7]") if name == cell else None
+
+    class Shell:
+        compile = Compiler()
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell())
+    assert _source.describe(cell, 2)[0] == "cell In[7], line 2"
+    assert _source.describe("/tmp/ipykernel_4242/999.py", 3)[0] == "cell, line 3"  # unknown cell
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)  # not in IPython
+    assert _source.describe(cell, 2)[0] == "cell, line 2"

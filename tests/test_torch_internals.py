@@ -292,6 +292,24 @@ def _assert_freed(code: str) -> None:
 
 
 @pytest.mark.slow
+def test_deep_chain_recorded_live_is_freed_without_a_crash():
+    """A recording walks every node it sees, so a long loop recorded by ``live()``
+    leaves as deep a wrapped chain as ``draw`` does."""
+    code = textwrap.dedent("""
+        import gc, torch, dynagraph as dg
+        y = torch.ones(3, requires_grad=True)
+        with dg.live() as rec:
+            for _ in range(45_000):
+                y = y * 1.0001
+        assert len(rec.steps) == 45_000 and len(rec.nodes) == 45_001
+        del y
+        gc.collect()
+        print("freed")
+    """)
+    _assert_freed(code)
+
+
+@pytest.mark.slow
 def test_deep_chain_below_a_kept_tensor_is_freed_without_a_crash():
     code = textwrap.dedent("""
         import gc, torch, dynagraph as dg
