@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from html import escape
@@ -107,7 +108,7 @@ class Overlays:
     edge_norms: dict[tuple[int, int], float] = field(default_factory=dict)
     highlight: set[int] = field(default_factory=set)
     info: dict[int, str] = field(default_factory=dict)
-    steps: list[tuple[StepText, list[int]]] = field(default_factory=list)
+    steps: Sequence[tuple[StepText, list[int]]] = field(default_factory=list)
     mode: str = "reveal"
 
 
@@ -279,7 +280,7 @@ _ZOOM = (("zout", "\u2212"), ("fit", "fit"), ("one", "1:1"), ("zin", "+"))
 
 
 def page(svg: str, data: dict[str, Any], alt: str, caption: str,
-         steps: list[tuple[StepText, list[int]]]) -> str:
+         steps: Sequence[tuple[StepText, list[int]]]) -> str:
     """The HTML of one output (see :func:`bundle`)."""
     uri = "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
     controls = ""
@@ -306,7 +307,7 @@ def page(svg: str, data: dict[str, Any], alt: str, caption: str,
     )
 
 
-def _listing(steps: list[tuple[StepText, list[int]]]) -> str:
+def _listing(steps: Sequence[tuple[StepText, list[int]]]) -> str:
     """The steps as a list that needs no script (the first :data:`LISTED_STEPS`)."""
     items = "".join(f"<li>{escape(_filled(text))}</li>" for text, _ in steps[:LISTED_STEPS])
     more = len(steps) - LISTED_STEPS
@@ -321,7 +322,7 @@ def _filled(text: StepText) -> str:
 
 @cache
 def _asset(name: str) -> str:
-    return resources.files("dynagraph").joinpath("assets").joinpath(name).read_text()  # 3.10: one part per call
+    return resources.files("dynagraph").joinpath("assets").joinpath(name).read_text()  # 3.10: one per call
 
 
 def _json_for_script(data: dict[str, Any]) -> str:

@@ -40,7 +40,7 @@ def describe(filename: str | None, lineno: int | None) -> tuple[str, str]:
     Jupyter cells are named by line only: their temporary file names change from
     run to run, and IPython keeps their text in ``linecache``.
     """
-    if filename is None:
+    if filename is None or lineno is None:
         return "?", ""
     code = linecache.getline(filename, lineno).strip()
     if _CELL.search(filename):

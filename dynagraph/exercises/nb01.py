@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 
 from . import expect, exercise
@@ -15,7 +18,7 @@ import dynagraph as dg
 
 @exercise("01.4", "an SGD step that updates the leaf in place, unrecorded, and clears its gradient",
           answer="sgd_step")
-def _sgd_step(sgd_step) -> None:
+def _sgd_step(sgd_step: Callable[[torch.Tensor, float], Any]) -> None:
     for start, lr in (([1.0, -1.0], 0.5), ([3.0, 0.5, -2.0], 0.1)):
         w = torch.tensor(start, requires_grad=True)
         (w ** 2).sum().backward()
