@@ -72,7 +72,7 @@ def ensure_python_deps():
 def ensure_env():
     """Everything all commands need. System packages that one command needs get
     their own ensure_* function, called from that command."""
-    if sys.version_info < (3, 10):
+    if sys.version_info < (3, 10):  # noqa: UP036 - dev.py runs under any python3; say why it stops
         sys.exit("dev.py: needs Python >= 3.10")
     ensure_venv()
     ensure_python_deps()

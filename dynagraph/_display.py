@@ -18,9 +18,8 @@ from ._records import Node
 if TYPE_CHECKING:  # graph.py imports this module
     from .graph import Graph
 
-__all__ = ["MAX_NODES", "ROLL_ABOVE", "Overlays", "Picture", "bundle", "check_policy", "drawing", "expand_steps",
-           "picture",
-           "sparkline"]
+__all__ = ["MAX_NODES", "ROLL_ABOVE", "Overlays", "Picture", "bundle", "check_policy", "drawing",
+           "expand_steps", "picture", "sparkline"]
 
 # Graphs with more nodes than this draw repeated structure once, labelled ×N; smaller
 # ones are drawn in full, so that a learner sees every op of a short example.
@@ -202,7 +201,8 @@ def sparkline(values: list[float], width: int = 32) -> str:
     with the first and last values: ``▇▆▅▃▂▁ 0.31→2.1e-05``."""
     if not values:
         return ""
-    bins = [values[i * len(values) // width:(i + 1) * len(values) // width] or [values[i * len(values) // width]]
+    bins = [values[i * len(values) // width:(i + 1) * len(values) // width]
+            or [values[i * len(values) // width]]
             for i in range(min(width, len(values)))]
     logs = [math.log10(max(sum(b) / len(b), 1e-30)) for b in bins]
     lo, hi = min(logs), max(logs)
@@ -286,10 +286,12 @@ def page(svg: str, data: dict[str, Any], alt: str, caption: str,
     controls = ""
     if steps:
         n = len(steps)
-        controls = "".join(f'<button type="button" data-act="{a}" title="{a}">{t}</button>' for a, t in _BUTTONS)
+        controls = "".join(f'<button type="button" data-act="{a}" title="{a}">{t}</button>'
+                           for a, t in _BUTTONS)
         controls += (f'<input type="range" min="0" max="{n - 1}" value="{n - 1}" aria-label="step">'
                      '<span class="dg-info"></span><span class="dg-gap"></span>')
-    controls += "".join(f'<button type="button" data-act="{a}" title="zoom: {a}">{t}</button>' for a, t in _ZOOM)
+    controls += "".join(f'<button type="button" data-act="{a}" title="zoom: {a}">{t}</button>'
+                        for a, t in _ZOOM)
     controls += '<span class="dg-zoom"></span>'
     listing = _listing(steps) if steps else ""
     head = f"<b>{escape(caption)}</b>" if caption else ""

@@ -23,7 +23,8 @@ Params = nn.Module | Mapping[str, torch.Tensor] | None
 
 
 def node_name(fn: _torch.GradFn) -> str:
-    """``fn.name()`` without the C++ namespace (``AccumulateGrad``, not ``torch::autograd::AccumulateGrad``)."""
+    """``fn.name()`` without the C++ namespace (``AccumulateGrad``, not
+    ``torch::autograd::AccumulateGrad``)."""
     name = fn.name()
     return name[len(_PREFIX):] if name.startswith(_PREFIX) else name
 
@@ -165,7 +166,7 @@ def _output_meta(fn: _torch.GradFn) -> dict[str, Any]:
     return {"shape": meta[0], "dtype": _text(meta[1]), "device": _text(meta[2])}
 
 
-@functools.lru_cache(maxsize=None)  # few distinct dtypes and devices, asked for per node
+@functools.cache  # few distinct dtypes and devices, asked for per node
 def _text(dtype_or_device: torch.dtype | torch.device) -> str:
     """``float32`` for ``torch.float32``, ``cuda:0`` for a device."""
     return str(dtype_or_device).removeprefix("torch.")

@@ -60,7 +60,8 @@ class GraphDiff:
 
     def _graph(self) -> Graph:
         b = self.b
-        return Graph(b.nodes, b.edges, b.module_types, title=f"{self.labels[1]}: new vs {self.labels[0]} in red",
+        return Graph(b.nodes, b.edges, b.module_types,
+                     title=f"{self.labels[1]}: new vs {self.labels[0]} in red",
                      blocks=b.blocks, roll=b.roll, max_nodes=b.max_nodes)
 
     def to_dot(self) -> str:

@@ -8,7 +8,7 @@ from ._display import MAX_NODES, check_policy
 from .capture import Params, Roots, capture
 from .graph import Graph
 
-__all__ = ["draw", "DEFAULT_MAX_NODES"]
+__all__ = ["DEFAULT_MAX_NODES", "draw"]
 
 # After rolling repeats, a picture with more nodes than this folds its middle into
 # one node, so that layout stays around a second and the output under 300 KB;

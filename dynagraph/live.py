@@ -18,8 +18,8 @@ from torch.autograd.function import Function
 from torch.overrides import TorchFunctionMode
 
 from . import _display, _source, _tags, _torch
-from ._tags import tensors_in
 from ._records import Node, owner
+from ._tags import tensors_in
 from .capture import param_names_of, record
 from .graph import Graph
 

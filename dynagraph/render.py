@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ._records import Node
     from ._roll import Block
 
-__all__ = ["CACHE_BYTES", "Overlay", "RenderTimeoutError", "RendererNotFoundError", "STYLE", "clear_cache",
+__all__ = ["CACHE_BYTES", "STYLE", "Overlay", "RenderTimeoutError", "RendererNotFoundError", "clear_cache",
            "compact_svg", "find_renderer", "frames", "pipe", "to_dot"]
 
 # Legend: colour and shape per node kind (documented in draw()).
@@ -528,7 +528,8 @@ _PROLOGUE = re.compile(r"<\?xml.*?\?>\s*|<!DOCTYPE.*?>\s*|<!--.*?-->\s*", re.S)
 _TITLE = re.compile(r"<title>[^<]*</title>\n?")
 _GROUP_ID = re.compile(r'(<g) id="[^"]*"')
 _NUMBER = re.compile(r"-?\d+\.\d+")
-_GEOMETRY = re.compile(r'(\s(?:points|d|x|y|cx|cy|rx|ry|width|height|viewBox|transform|stroke-width)=")([^"]*)')
+_GEOMETRY = re.compile(r'(\s(?:points|d|x|y|cx|cy|rx|ry|width|height|viewBox|transform|stroke-width)=")'
+                       r'([^"]*)')
 _ROUNDED = re.compile(r'(<g class="node[^"]*">\n)<path ([^>]*?) d="M([^"]*)"/>')
 _SVG_STYLE = ("<style>text{font-family:Helvetica,Arial,sans-serif}"
               "text:not([font-size]){font-size:10px}text:not([text-anchor]){text-anchor:middle}</style>")

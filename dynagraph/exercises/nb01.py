@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from . import expect, exercise
+from . import exercise, expect
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
 SETUP = """
