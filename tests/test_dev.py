@@ -1,5 +1,5 @@
 """dev.py and the pytest set-up: tests run from any folder; the fast lane selects unit tests;
-nbval options apply only where nbval is installed."""
+lint and type check run first; nbval options apply only where nbval is installed."""
 
 import importlib.util
 import subprocess
@@ -44,7 +44,7 @@ def test_wheel_ships_the_page_assets_and_the_licence(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     (wheel,) = tmp_path.glob("dynagraph-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert {"dynagraph/assets/view.js", "dynagraph/assets/view.css"} <= set(names)
+    assert {"dynagraph/assets/view.js", "dynagraph/assets/view.css", "dynagraph/py.typed"} <= set(names)
     assert any(n.endswith("licenses/LICENSE") for n in names)
     meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("/METADATA"))).decode()
     assert "License-Expression: MIT" in meta and "Requires-Dist: torch>=2.13" in meta
@@ -56,6 +56,24 @@ def _load(name, path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.mark.parametrize("lane", [[], ["--fast"]])
+def test_both_test_lanes_run_ruff_and_mypy_before_pytest(monkeypatch, lane):
+    dev = _load("dev", ROOT / "dev.py")
+    ran = []
+    monkeypatch.setattr(dev, "call_venv", lambda *args: ran.append(args[1]) or 0)  # args: "-m", tool, ...
+    monkeypatch.setattr(dev, "ensure_chromium", lambda: None)
+    assert dev.cmd_test(lane) == 0
+    assert ran == ["ruff", "mypy", "pytest"]
+
+
+def test_a_failed_check_stops_before_pytest(monkeypatch):
+    dev = _load("dev", ROOT / "dev.py")
+    ran = []
+    monkeypatch.setattr(dev, "call_venv", lambda *args: ran.append(args[1]) or (3 if args[1] == "mypy" else 0))
+    assert dev.cmd_test(["--fast"]) == 3
+    assert ran == ["ruff", "mypy"]
 
 
 def _configured(args=(), nbval_installed=True, **given):
