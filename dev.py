@@ -10,7 +10,8 @@ All first ensure the environment: a virtual environment in .venv/ holding
 requirements.txt and an editable install of this package. The install runs
 only when requirements.txt or pyproject.toml changed since the last one (a
 hash stamp inside .venv/), so later runs start at once. `test` also makes sure
-Chromium is there for the `browser` tests (installing it with apt-get as root).
+Chromium is there for the `browser` tests (installing it with apt-get as root),
+and both test lanes first run `ruff check` and `mypy`, stopping if either complains.
 """
 import hashlib
 import os
@@ -72,7 +73,7 @@ def ensure_python_deps():
 def ensure_env():
     """Everything all commands need. System packages that one command needs get
     their own ensure_* function, called from that command."""
-    if sys.version_info < (3, 10):
+    if sys.version_info < (3, 10):  # noqa: UP036 - dev.py runs under any python3; say why it stops
         sys.exit("dev.py: needs Python >= 3.10")
     ensure_venv()
     ensure_python_deps()
@@ -116,9 +117,25 @@ def cmd_lab(args):
 # The fast lane: the unit tests in tests/, without the notebooks (nbval), the real
 # browsers, the slow subprocess tests or a GPU; well under a minute on 2 cores.
 FAST = ("tests", "-m", "not browser and not slow and not long and not gpu")
+# Lint and type check (configured in pyproject.toml) before either lane: seconds, and
+# what they print says what to fix.
+CHECKS = (("-m", "ruff", "check", "."), ("-m", "mypy"))
+
+
+def run_checks():
+    """Run each of CHECKS in the venv; the exit status of the first that fails, else 0."""
+    for check in CHECKS:
+        rc = call_venv(*check)
+        if rc:
+            log(f"failed (exit {rc}): python {' '.join(check)}; the tests did not run")
+            return rc
+    return 0
 
 
 def cmd_test(args):
+    rc = run_checks()
+    if rc:
+        return rc
     if "--fast" in args:
         args = [a for a in args if a != "--fast"]
         return call_venv("-m", "pytest", *FAST, *args)

@@ -39,9 +39,9 @@ import statistics
 import subprocess
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 from torch import nn
@@ -336,7 +336,7 @@ def _child(conn, fn, args) -> None:
     os.setsid()  # so a timeout kills the renderer subprocesses too
     try:
         result = fn(*args)
-    except BaseException as exc:  # RecursionError, KeyboardInterrupt, ...: report, don't hang
+    except BaseException as exc:  # noqa: BLE001 - RecursionError, KeyboardInterrupt, ...: report, don't hang
         result = type(exc).__name__
     conn.send(result)
     conn.close()
@@ -581,7 +581,7 @@ def environment(dot: str | None, timeout: float) -> list[str]:
     try:
         from dynagraph import render
         renderer = render.find_renderer()
-    except Exception as exc:  # the package is being edited: say so, don't stop
+    except Exception as exc:  # noqa: BLE001 - the package is being edited: say so, don't stop
         renderer = f"unavailable ({type(exc).__name__})"
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     pkgs = ", ".join(f"{d} {version(d) or 'not installed'}"
@@ -598,7 +598,7 @@ def environment(dot: str | None, timeout: float) -> list[str]:
 
 def warm_up() -> None:
     """Load what displays import lazily, once, so no child pays for it."""
-    import IPython.core.interactiveshell  # noqa: F401  (the view's shell)
+    import IPython.core.interactiveshell  # the view's shell
     import IPython.display  # noqa: F401
     with contextlib.suppress(Exception):  # a broken view is reported per case, not here
         x = torch.ones(1, requires_grad=True)

@@ -181,7 +181,7 @@ def main() -> int:
         for name, check in checks:
             try:
                 print(f"ok    {name}: {check()}")
-            except Exception as e:  # report every check, then fail at the end
+            except Exception as e:  # noqa: BLE001 - report every check, then fail at the end
                 failures += 1
                 print(f"FAIL  {name}: {type(e).__name__}: {e}")
     print(f"{len(checks) - failures}/{len(checks)} checks passed")

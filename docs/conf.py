@@ -124,7 +124,8 @@ def ensure_mathjax(vendor: Path) -> None:
                        check=True, stdout=subprocess.DEVNULL)
         (tgz,) = Path(tmp).glob("mathjax-*.tgz")
         with tarfile.open(tgz) as tar:
-            for member, name in ((f"package/es5/{MATHJAX_FILE}", MATHJAX_FILE), ("package/LICENSE", "LICENSE")):
+            for member, name in ((f"package/es5/{MATHJAX_FILE}", MATHJAX_FILE),
+                                 ("package/LICENSE", "LICENSE")):
                 data = tar.extractfile(member).read()
                 out.mkdir(parents=True, exist_ok=True)
                 (out / name).write_bytes(data)

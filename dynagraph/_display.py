@@ -5,17 +5,21 @@ from __future__ import annotations
 import base64
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from html import escape
 from importlib import resources
+from typing import TYPE_CHECKING, Any
 
 from . import _roll, render
 from ._records import Node
 
-__all__ = ["MAX_NODES", "ROLL_ABOVE", "Overlays", "Picture", "bundle", "check_policy", "drawing", "expand_steps",
-           "picture",
-           "sparkline"]
+if TYPE_CHECKING:  # graph.py imports this module
+    from .graph import Graph
+
+__all__ = ["MAX_NODES", "ROLL_ABOVE", "Overlays", "Picture", "bundle", "check_policy", "drawing",
+           "expand_steps", "picture", "sparkline"]
 
 # Graphs with more nodes than this draw repeated structure once, labelled ×N; smaller
 # ones are drawn in full, so that a learner sees every op of a short example.
@@ -34,6 +38,7 @@ LISTED_STEPS = 40
 # modules of one class then share one text.
 FILL = "\x00"
 _SPARK = "\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588"
+StepText = str | tuple[str, str]  # a step's text, or (template, fill): see FILL
 
 
 @dataclass
@@ -47,7 +52,7 @@ class Picture:
             rolled block.
     """
 
-    graph: object
+    graph: Graph
     mapping: dict[int, int]
     iteration: dict[int, tuple[int, int]] = field(default_factory=dict)
 
@@ -55,7 +60,7 @@ class Picture:
         return self.mapping[edge[0]], self.mapping[edge[1]]
 
 
-def check_policy(roll, max_nodes) -> None:
+def check_policy(roll: object, max_nodes: object) -> None:
     """Raise ``ValueError`` naming a bad ``roll`` or ``max_nodes``."""
     if roll not in ("auto", True, False):
         raise ValueError(f"roll must be 'auto', True or False; got {roll!r}")
@@ -63,7 +68,7 @@ def check_policy(roll, max_nodes) -> None:
         raise ValueError(f"max_nodes must be an int >= 2 or None (draw everything); got {max_nodes!r}")
 
 
-def picture(graph, *, roll="auto", max_nodes=MAX_NODES) -> Picture:
+def picture(graph: Graph, *, roll: str | bool = "auto", max_nodes: int | None = MAX_NODES) -> Picture:
     """Apply the size policy: roll repeats (graphs over :data:`ROLL_ABOVE` nodes when
     ``roll="auto"``), then fold the middle of what is still over ``max_nodes``.
 
@@ -102,11 +107,11 @@ class Overlays:
     edge_norms: dict[tuple[int, int], float] = field(default_factory=dict)
     highlight: set[int] = field(default_factory=set)
     info: dict[int, str] = field(default_factory=dict)
-    steps: list[tuple[str, list[int]]] = field(default_factory=list)
+    steps: Sequence[tuple[StepText, list[int]]] = field(default_factory=list)
     mode: str = "reveal"
 
 
-def bundle(graph, text: str, overlays: Overlays | None = None, *, caption: str = "") -> dict:
+def bundle(graph: Graph, text: str, overlays: Overlays | None = None, *, caption: str = "") -> dict[str, str]:
     """The Jupyter output of any view: ``text/plain`` and a ``text/html`` whose picture
     is an ``<img>`` (shows in untrusted notebooks and without JavaScript) that the
     page's script upgrades in place to inline SVG with zoom, hover and a stepper.
@@ -119,12 +124,12 @@ def bundle(graph, text: str, overlays: Overlays | None = None, *, caption: str =
     return {"text/plain": text, "text/html": html}
 
 
-def _html(graph, overlays: Overlays, text: str, caption: str) -> tuple[str, int]:
+def _html(graph: Graph, overlays: Overlays, text: str, caption: str) -> tuple[str, int]:
     """The output's HTML, and how many nodes its picture draws."""
     pic, dot, series = drawing(graph, overlays)
     drawn = pic.graph
     svg = render.compact_svg(render.pipe(dot, "svg"))
-    data = {"frames": render.frames(drawn.nodes, drawn.edges, drawn.blocks),
+    data: dict[str, Any] = {"frames": render.frames(drawn.nodes, drawn.edges, drawn.blocks),
             "info": _info(drawn, pic, overlays.info)}
     if overlays.steps:
         data.update(_steps(pic, overlays))
@@ -133,7 +138,8 @@ def _html(graph, overlays: Overlays, text: str, caption: str) -> tuple[str, int]
     return page(svg, data, text, caption, overlays.steps), len(drawn.nodes)
 
 
-def drawing(graph, overlays: Overlays | None = None) -> tuple[Picture, str, dict]:
+def drawing(graph: Graph,
+            overlays: Overlays | None = None) -> tuple[Picture, str, dict[str, list[float | None]]]:
     """The picture of ``graph`` under its size policy, its DOT with ``overlays``, and
     the per-iteration norms of rolled edges (for the page's script)."""
     pic = picture(graph, roll=graph.roll, max_nodes=graph.max_nodes)
@@ -143,7 +149,7 @@ def drawing(graph, overlays: Overlays | None = None) -> tuple[Picture, str, dict
     return pic, dot, series
 
 
-def _mapped(pic: Picture, overlays: Overlays) -> tuple[render.Overlay, dict]:
+def _mapped(pic: Picture, overlays: Overlays) -> tuple[render.Overlay, dict[str, list[float | None]]]:
     """The overlay in drawn ids, and per-iteration norms of rolled edges for the page."""
     out = render.Overlay(highlight={pic.mapping[i] for i in overlays.highlight if i in pic.mapping})
     for nid, badge in overlays.badges.items():
@@ -155,7 +161,7 @@ def _mapped(pic: Picture, overlays: Overlays) -> tuple[render.Overlay, dict]:
             continue
         k = pic.iteration.get(edge[0], pic.iteration.get(edge[1], (None, 0)))[1]
         by_edge.setdefault(new, {})[k] = v
-    series = {}
+    series: dict[tuple[int, int], list[float | None]] = {}
     for edge, values in by_edge.items():
         finite = [v for v in values.values() if math.isfinite(v)]
         out.edge_norms[edge] = max(finite) if finite else math.inf
@@ -168,16 +174,16 @@ def _mapped(pic: Picture, overlays: Overlays) -> tuple[render.Overlay, dict]:
     return out, {f"{a}-{b}": [_round(v) for v in s] for (a, b), s in series.items()}
 
 
-def _is_loop(pic: Picture, edge) -> bool:
+def _is_loop(pic: Picture, edge: tuple[int, int]) -> bool:
     return any(edge in b.loops for b in pic.graph.blocks)
 
 
-def _round(v):
+def _round(v: float | None) -> float | None:
     """3 significant digits for the page; ``None`` (JSON null) for inf and nan."""
     return float(f"{v:.3g}") if v is not None and math.isfinite(v) else None
 
 
-def _sparklines(pic: Picture, series: dict) -> dict[int, str]:
+def _sparklines(pic: Picture, series: dict[tuple[int, int], list[float | None]]) -> dict[int, str]:
     """Per rolled block, the gradient norm along its loop edges by iteration, as text."""
     notes = {}
     for k, block in enumerate(pic.graph.blocks):
@@ -195,7 +201,8 @@ def sparkline(values: list[float], width: int = 32) -> str:
     with the first and last values: ``▇▆▅▃▂▁ 0.31→2.1e-05``."""
     if not values:
         return ""
-    bins = [values[i * len(values) // width:(i + 1) * len(values) // width] or [values[i * len(values) // width]]
+    bins = [values[i * len(values) // width:(i + 1) * len(values) // width]
+            or [values[i * len(values) // width]]
             for i in range(min(width, len(values)))]
     logs = [math.log10(max(sum(b) / len(b), 1e-30)) for b in bins]
     lo, hi = min(logs), max(logs)
@@ -203,7 +210,7 @@ def sparkline(values: list[float], width: int = 32) -> str:
     return f"{bar} {values[0]:.2g}\u2192{values[-1]:.2g}"
 
 
-def _info(drawn, pic: Picture, extra: dict[int, str]) -> dict[int, str]:
+def _info(drawn: Graph, pic: Picture, extra: dict[int, str]) -> dict[int, str]:
     """Hover text of each drawn node: name, kind, module, tensor, saved, source."""
     repeats = {nid: block.repeats for block in drawn.blocks for nid in block.nodes}
     notes: dict[int, str] = {}
@@ -228,15 +235,17 @@ def _describe(node: Node, repeats: int | None, note: str | None) -> str:
     return "\n".join(lines)
 
 
-def _steps(pic: Picture, overlays: Overlays) -> dict:
+def _steps(pic: Picture, overlays: Overlays) -> dict[str, Any]:
     """Step data in drawn ids, compact for long loops: a table of distinct texts, a
     table of distinct step kinds ``[text, drawn nodes, block]`` (a rolled loop's
     iterations share them), and per step its kind, iteration (``-1`` outside rolled
     blocks) and fill (the module name put in a text's :data:`FILL` mark, or ``-1``)."""
     texts: dict[str, int] = {}
     fills: dict[str, int] = {}
-    kinds: dict[tuple, int] = {}
-    s, k, f = [], [], []
+    kinds: dict[tuple[int, tuple[int, ...], int], int] = {}
+    s: list[int] = []
+    k: list[int] = []
+    f: list[int] = []
     for text, ids in overlays.steps:
         template, fill = text if isinstance(text, tuple) else (text, None)
         drawn = tuple(dict.fromkeys(pic.mapping[i] for i in ids if i in pic.mapping))
@@ -245,6 +254,7 @@ def _steps(pic: Picture, overlays: Overlays) -> dict:
         s.append(kinds.setdefault(kind, len(kinds)))
         k.append(it)
         f.append(-1 if fill is None else fills.setdefault(fill, len(fills)))
+    data: dict[str, Any]
     data = {"mode": overlays.mode, "texts": list(texts), "kinds": [[t, list(n), b] for t, n, b in kinds],
             "s": s, "k": k, "blocks": [block.repeats for block in pic.graph.blocks]}
     if fills:
@@ -252,10 +262,10 @@ def _steps(pic: Picture, overlays: Overlays) -> dict:
     return data
 
 
-def expand_steps(data: dict) -> list[tuple[str, list[int], int, int]]:
+def expand_steps(data: dict[str, Any]) -> list[tuple[str, list[int], int, int]]:
     """``(text, drawn nodes, block, iteration)`` per step, from :func:`_steps`'s data
     (what the page's script reads)."""
-    out = []
+    out: list[tuple[str, list[int], int, int]] = []
     fills = data.get("f", [-1] * len(data["s"]))
     for kind, it, fill in zip(data["s"], data["k"], fills):
         t, nodes, block = data["kinds"][kind]
@@ -269,16 +279,19 @@ _BUTTONS = (("first", "\u00ab"), ("prev", "\u2039 prev"), ("play", "play"), ("ne
 _ZOOM = (("zout", "\u2212"), ("fit", "fit"), ("one", "1:1"), ("zin", "+"))
 
 
-def page(svg: str, data: dict, alt: str, caption: str, steps) -> str:
+def page(svg: str, data: dict[str, Any], alt: str, caption: str,
+         steps: Sequence[tuple[StepText, list[int]]]) -> str:
     """The HTML of one output (see :func:`bundle`)."""
     uri = "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
     controls = ""
     if steps:
         n = len(steps)
-        controls = "".join(f'<button type="button" data-act="{a}" title="{a}">{t}</button>' for a, t in _BUTTONS)
+        controls = "".join(f'<button type="button" data-act="{a}" title="{a}">{t}</button>'
+                           for a, t in _BUTTONS)
         controls += (f'<input type="range" min="0" max="{n - 1}" value="{n - 1}" aria-label="step">'
                      '<span class="dg-info"></span><span class="dg-gap"></span>')
-    controls += "".join(f'<button type="button" data-act="{a}" title="zoom: {a}">{t}</button>' for a, t in _ZOOM)
+    controls += "".join(f'<button type="button" data-act="{a}" title="zoom: {a}">{t}</button>'
+                        for a, t in _ZOOM)
     controls += '<span class="dg-zoom"></span>'
     listing = _listing(steps) if steps else ""
     head = f"<b>{escape(caption)}</b>" if caption else ""
@@ -296,7 +309,7 @@ def page(svg: str, data: dict, alt: str, caption: str, steps) -> str:
     )
 
 
-def _listing(steps) -> str:
+def _listing(steps: Sequence[tuple[StepText, list[int]]]) -> str:
     """The steps as a list that needs no script (the first :data:`LISTED_STEPS`)."""
     items = "".join(f"<li>{escape(_filled(text))}</li>" for text, _ in steps[:LISTED_STEPS])
     more = len(steps) - LISTED_STEPS
@@ -304,17 +317,17 @@ def _listing(steps) -> str:
     return f"<details><summary>{len(steps):,} steps</summary><ol>{items}</ol>{tail}</details>"
 
 
-def _filled(text) -> str:
+def _filled(text: StepText) -> str:
     """A step text: a plain string, or ``(template, fill)`` with one :data:`FILL` mark."""
     return text[0].replace(FILL, text[1]) if isinstance(text, tuple) else text
 
 
 @cache
 def _asset(name: str) -> str:
-    return resources.files("dynagraph").joinpath("assets", name).read_text()
+    return resources.files("dynagraph").joinpath("assets").joinpath(name).read_text()  # 3.10: one per call
 
 
-def _json_for_script(data: dict) -> str:
+def _json_for_script(data: dict[str, Any]) -> str:
     """JSON safe inside a <script> element (no ``</script>`` or ``<!--`` can close it)."""
     text = json.dumps(data, separators=(",", ":"), allow_nan=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

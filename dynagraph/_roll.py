@@ -146,7 +146,7 @@ def _key(node: Node) -> tuple:
 def _sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]]) -> _Seq:
     """The ops (nodes with a creation counter, outputs aside) in creation order."""
     ops = sorted((n for n in nodes if n.seq is not None and n.kind != "output"),
-                 key=lambda n: n.seq)
+                 key=lambda n: n.seq or 0)
     interned: dict[tuple, int] = {}
     keys = [interned.setdefault(_key(n), len(interned)) for n in ops]
     pos = {n.id: i for i, n in enumerate(ops)}
@@ -171,6 +171,9 @@ def _nearest(hints: list[str | None]) -> tuple[list[str | None], list[str | None
     An op's module is its tag, else the module owning the parameters it reads, so
     that iteration boundaries fall between modules even without tags.
     """
+    before: list[str | None]
+    after: list[str | None]
+    last: str | None
     before, last = [], None
     for hint in hints:
         before.append(last)
@@ -343,7 +346,7 @@ def _verified(seq: _Seq, run: _Run, min_repeats: int) -> _Run | None:
 
 def _same_consumers(seq: _Seq, run: _Run) -> bool:
     """Whether every iteration of ``run`` feeds the same ops outside it."""
-    outside = set()
+    outside: set[int] = set()
     for k in range(run.repeats):
         first = run.start + k * run.period
         fed = {j for i in range(first, first + run.period) for j in seq.out[i]
@@ -446,8 +449,8 @@ def _owned_places(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
     interned: dict[tuple, int] = {}
     out = {}
     for nid, seen in touches.items():
-        spots = [where.get(other) for _, other in seen]
-        if None in spots or len({(b, k) for b, k, _ in spots}) != 1:
+        spots = [where[other] for _, other in seen if other in where]
+        if len(spots) < len(seen) or len({(b, k) for b, k, _ in spots}) != 1:
             continue
         b, k, _ = spots[0]
         offsets = sorted({(feeds, spot[2]) for (feeds, _), spot in zip(seen, spots)})
@@ -471,7 +474,7 @@ def _rolled_edges(edges: Iterable[tuple[int, int]], mapping: Mapping[int, int],
                 and at_src[0] == at_dst[0] and at_dst[1] == at_src[1] + 1)
         if edge[0] == edge[1] and not loop:
             continue
-        if loop and edge not in looped:
+        if loop and at_src is not None and edge not in looped:
             looped.add(edge)
             loops[at_src[0]].append(edge)
         if edge not in seen:
@@ -500,9 +503,10 @@ def _label(iters: Sequence[Sequence[Node]], heads: Sequence[str | None],
     TransformerEncoderLayer"`` (N sibling modules), ``"0–1999: Linear, Tanh"`` (each
     iteration spans several siblings), else ``"TBackward0 … TanhBackward0"``.
     """
-    if all(heads):
-        span = heads[0] if heads[0] == heads[-1] else f"{heads[0]}\u2013{heads[-1]}"
-        kind = module_types.get(heads[0])
+    named = [h for h in heads if h]
+    if len(named) == len(heads):  # every iteration has a module
+        span = named[0] if named[0] == named[-1] else f"{named[0]}\u2013{named[-1]}"
+        kind = module_types.get(named[0])
         return f"{span}: {kind}" if kind else span
     tagged = [[n.module for n in ops if n.module] for ops in iters]
     if all(tagged):

@@ -6,10 +6,11 @@ import linecache
 import os
 import re
 import sys
+from types import FrameType
 
 import torch
 
-_SKIP = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,))
+_SKIP = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,) if m.__file__)
 PACKAGE_DIR = os.path.dirname(__file__) + os.sep
 _CELL = re.compile(r"(ipykernel_\d+[/\\]\d+\.py|<ipython-input-[\d-]+>)$")
 _internal: dict[str, bool] = {}
@@ -23,9 +24,9 @@ def _is_internal(filename: str) -> bool:
     return hit
 
 
-def caller(depth: int = 2):
+def caller(depth: int = 2) -> tuple[str, int] | tuple[None, None]:
     """``(filename, lineno)`` of the nearest frame outside torch and dynagraph."""
-    frame = sys._getframe(depth)
+    frame: FrameType | None = sys._getframe(depth)
     while frame is not None and _is_internal(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
@@ -33,14 +34,14 @@ def caller(depth: int = 2):
     return frame.f_code.co_filename, frame.f_lineno
 
 
-def describe(filename, lineno) -> tuple[str, str]:
+def describe(filename: str | None, lineno: int | None) -> tuple[str, str]:
     """``(where, code)``: ``"cell In[5], line 3"`` or ``"model.py:12"``, and the line's text.
 
     A Jupyter cell is named as IPython's tracebacks name it, by the execution count
     shown beside it (``In[5]``), not by its temporary file name, which changes from
     run to run; IPython keeps the cell's text in ``linecache``.
     """
-    if filename is None:
+    if filename is None or lineno is None:
         return "?", ""
     code = linecache.getline(filename, lineno).strip()
     if _CELL.search(filename):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 from torch import nn
@@ -21,12 +23,12 @@ def active() -> bool:
     return _used
 
 
-def module_of(fn) -> str | None:
+def module_of(fn: _torch.GradFn) -> str | None:
     """The module tag of autograd node ``fn``, if it has one."""
     return _torch.metadata(fn).get(KEY)
 
 
-def _current_seq():
+def _current_seq() -> int | None:
     """Autograd's per-thread creation counter now, or None where no node is recorded."""
     probe = _probe() * 1
     seq = None if probe.grad_fn is None else _torch.sequence_nr(probe.grad_fn)
@@ -34,12 +36,12 @@ def _current_seq():
 
 
 @functools.cache
-def _probe():
+def _probe() -> torch.Tensor:
     """A leaf whose one-op products read the counter (made once, on first use)."""
     return torch.zeros((), requires_grad=True)
 
 
-def tensors_in(obj, out):
+def tensors_in(obj: object, out: list[torch.Tensor]) -> list[torch.Tensor]:
     """Flatten nested outputs (tuples, lists, dicts) into a list of tensors."""
     if isinstance(obj, torch.Tensor):
         out.append(obj)
@@ -52,17 +54,17 @@ def tensors_in(obj, out):
     return out
 
 
-def tag_new_nodes(outputs, name, start) -> None:
+def tag_new_nodes(outputs: object, name: str, start: int) -> None:
     """Tag untagged nodes created since ``start`` that lead to ``outputs``.
 
     Inner modules finish first and tag their nodes; an outer module then walks
     through them (without retagging) to reach its own ops.
     """
     stack = [t.grad_fn for t in tensors_in(outputs, []) if t.grad_fn is not None]
-    seen = set()
+    seen: set[_torch.GradFn] = set()
     while stack:
         fn = stack.pop()
-        if fn in seen or fn.name().endswith("AccumulateGrad") or _torch.sequence_nr(fn) < start:
+        if fn in seen or fn.name().endswith("AccumulateGrad") or (_torch.sequence_nr(fn) or 0) < start:
             continue
         seen.add(fn)
         _torch.metadata(fn).setdefault(KEY, name)
@@ -70,7 +72,7 @@ def tag_new_nodes(outputs, name, start) -> None:
 
 
 @contextlib.contextmanager
-def track_modules(model: nn.Module, prefix: str = ""):
+def track_modules(model: nn.Module, prefix: str = "") -> Iterator[nn.Module]:
     """Record which submodule of ``model`` created each autograd node.
 
     Inside the block every forward call of a submodule tags the nodes it created
@@ -90,14 +92,14 @@ def track_modules(model: nn.Module, prefix: str = ""):
     if not isinstance(model, nn.Module):
         raise TypeError(f"track_modules needs an nn.Module; got {type(model).__name__}")
     _used = True
-    starts: list = []
+    starts: list[int | None] = []
     handles = []
 
-    def pre(module, args):
+    def pre(module: nn.Module, args: tuple[Any, ...]) -> None:
         starts.append(_current_seq())
 
-    def post_for(name):
-        def post(module, args, output):
+    def post_for(name: str) -> Callable[[nn.Module, tuple[Any, ...], Any], None]:
+        def post(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
             start = starts.pop()
             if start is not None:
                 tag_new_nodes(output, name, start)

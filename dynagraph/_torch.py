@@ -7,8 +7,12 @@ import gc
 import sys
 import warnings
 import weakref
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 __all__ = [
     "FEATURES",
@@ -25,9 +29,9 @@ __all__ = [
     "longest_chain",
     "metadata",
     "no_torch_function",
+    "output_meta",
     "pop_mode",
     "push_mode",
-    "output_meta",
     "release_pending",
     "saved_values",
     "sequence_nr",
@@ -42,6 +46,8 @@ _INPUT_METADATA = "_input_metadata"  # shape/dtype/device of the forward outputs
 _SEQUENCE_NR = "_sequence_nr"  # autograd's per-thread creation counter
 _METADATA = "metadata"  # a dict per node that outlives its Python wrapper
 _SAVED = "_saved_"  # prefix of the saved-for-backward attributes of built-in nodes
+
+GradFn = torch.autograd.graph.Node  # for annotations: an autograd node (a grad_fn or AccumulateGrad)
 
 # What the picture loses, or how dynagraph copes, without each feature.
 FEATURES = {
@@ -58,8 +64,8 @@ FEATURES = {
 MISSING: set[str] = set()  # features this torch lacks, found so far (each warned about once)
 FREED = object()  # a saved tensor that backward() released
 SAFE_DEPTH = 1_000  # deeper graphs are freed by dynagraph, node by node (hold_deep_graph)
-_pending: list[list] = []  # held wrappers of deep graphs whose roots died, to free
-_owned: list[list] = []  # held wrappers something else owned at the last try
+_pending: list[list[GradFn]] = []  # held wrappers of deep graphs whose roots died, to free
+_owned: list[list[GradFn]] = []  # held wrappers something else owned at the last try
 
 
 def _missing(feature: str) -> None:
@@ -71,7 +77,7 @@ def _missing(feature: str) -> None:
                   RuntimeWarning, stacklevel=3)
 
 
-def is_custom(fn) -> bool:
+def is_custom(fn: GradFn) -> bool:
     """Whether ``fn`` is the backward node of a custom ``autograd.Function``."""
     cls = getattr(torch.autograd.function, _BACKWARD_CLASS, None)
     if cls is not None:
@@ -80,7 +86,7 @@ def is_custom(fn) -> bool:
     return hasattr(fn, _FORWARD_CLS)
 
 
-def custom_name(fn) -> str:
+def custom_name(fn: GradFn) -> str:
     """The user's ``Function`` class name (``Square``), or the node's name less ``Backward``."""
     forward_cls = getattr(fn, _FORWARD_CLS, None)
     if forward_cls is not None:
@@ -89,7 +95,7 @@ def custom_name(fn) -> str:
     return type(fn).__name__.removesuffix("Backward")
 
 
-def output_meta(fn) -> tuple | None:
+def output_meta(fn: GradFn) -> tuple[tuple[int, ...] | None, torch.dtype, torch.device] | None:
     """``(shape, dtype, device)`` of the node's first forward output, or ``None`` if unknown.
 
     Unlike saved tensors this survives ``backward()``.
@@ -117,7 +123,7 @@ def shape_of(tensor: torch.Tensor) -> tuple[int, ...] | None:
         return None
 
 
-def sequence_nr(fn) -> int | None:
+def sequence_nr(fn: GradFn) -> int | None:
     """Autograd's creation counter of ``fn`` (later ops higher), or ``None`` if unknown."""
     method = getattr(fn, _SEQUENCE_NR, None)
     if method is None:
@@ -126,7 +132,7 @@ def sequence_nr(fn) -> int | None:
     return method()
 
 
-def metadata(fn) -> dict:
+def metadata(fn: GradFn) -> dict[str, Any]:
     """The node's own metadata dict (a throwaway dict where torch has none)."""
     try:
         return getattr(fn, _METADATA)
@@ -135,12 +141,12 @@ def metadata(fn) -> dict:
         return {}
 
 
-def saved_values(fn) -> list[tuple[str, object]]:
+def saved_values(fn: GradFn) -> list[tuple[str, object]]:
     """``(name, value)`` of each saved attribute of a built-in node; :data:`FREED` once released."""
     if not _exposes_saved(_SAVED):
         _missing("_saved_")
         return []
-    out = []
+    out: list[tuple[str, object]] = []
     for attr in dir(fn):
         if not attr.startswith(_SAVED):
             continue
@@ -159,7 +165,7 @@ def _exposes_saved(prefix: str) -> bool:
         return hasattr((probe * probe).grad_fn, f"{prefix}other")
 
 
-def gradient_edge_node(tensor: torch.Tensor):
+def gradient_edge_node(tensor: torch.Tensor) -> GradFn:
     """The node ``tensor``'s gradient flows into: its ``grad_fn``, or a leaf's ``AccumulateGrad``."""
     get = getattr(torch.autograd.graph, "get_gradient_edge", None)
     if get is not None:
@@ -169,7 +175,8 @@ def gradient_edge_node(tensor: torch.Tensor):
         return tensor.grad_fn
     with torch.inference_mode(False), torch.enable_grad():
         # a view's one input is the leaf's accumulator, shared with its other uses
-        return tensor.view_as(tensor).grad_fn.next_functions[0][0]
+        # (a view of a tensor that requires grad always has a grad_fn, with the accumulator as input)
+        return tensor.view_as(tensor).grad_fn.next_functions[0][0]  # type: ignore[union-attr,return-value]
 
 
 def has_foreach_norm() -> bool:
@@ -193,17 +200,17 @@ def foreach_norm(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
 
 # TorchFunctionMode stacks (per thread) and turning them off: live() keeps its mode on
 # the calling thread's stack and runs its own bookkeeping with every mode off.
-def no_torch_function():
+def no_torch_function() -> AbstractContextManager[None]:
     """A context in which no torch function mode or tensor subclass sees torch calls."""
     return torch._C.DisableTorchFunction()
 
 
-def push_mode(mode) -> None:
+def push_mode(mode: TorchFunctionMode) -> None:
     """Put ``mode`` on this thread's torch function mode stack (as entering it would)."""
     torch._C._push_on_torch_function_stack(mode)
 
 
-def pop_mode():
+def pop_mode() -> TorchFunctionMode | None:
     """Take the top mode off this thread's torch function mode stack, or ``None``."""
     return torch._C._pop_torch_function_stack() if torch._C._len_torch_function_stack() else None
 
@@ -235,7 +242,7 @@ def longest_chain(n: int, edges: list[tuple[int, int]]) -> int:
     return max(depth, default=0)
 
 
-def hold_deep_graph(roots: list[tuple[torch.Tensor, int]], fns: list,
+def hold_deep_graph(roots: list[tuple[torch.Tensor, int]], fns: Sequence[GradFn | None],
                     edges: list[tuple[int, int]]) -> bool:
     """Keep a deep graph's node wrappers while its roots live, then free them node by node.
 
@@ -265,7 +272,8 @@ def hold_deep_graph(roots: list[tuple[torch.Tensor, int]], fns: list,
         if len(reach) < SAFE_DEPTH:  # too few nodes for a deep chain (a leaf root, say)
             continue
         # not at exit: the root may still own its node then (and the process frees neither)
-        weakref.finalize(tensor, _pending.append, [fns[i] for i in reach]).atexit = False
+        held = [fn for i in reach if (fn := fns[i]) is not None]  # outputs (None) are never reached
+        weakref.finalize(tensor, _pending.append, held).atexit = False
     return True
 
 
@@ -288,9 +296,9 @@ def release_pending(retry: bool = True) -> None:
         _releasing = False
 
 
-def _take(retry: bool) -> dict[int, object]:
+def _take(retry: bool) -> dict[int, GradFn]:
     """Empty the queues into one dict ``id -> wrapper`` (each wrapper once)."""
-    held = {}
+    held: dict[int, GradFn] = {}
     for batch in _pending + (_owned if retry else []):
         held.update((id(fn), fn) for fn in batch)
     _pending.clear()
@@ -299,7 +307,7 @@ def _take(retry: bool) -> dict[int, object]:
     return held
 
 
-def _release_order(held: dict[int, object]) -> list:
+def _release_order(held: dict[int, GradFn]) -> list[GradFn]:
     """The wrappers as a stack: each is popped after every held node that consumes it."""
     producers = {key: [id(c) for c, _ in fn.next_functions if c is not None and id(c) in held]
                  for key, fn in held.items()}
@@ -320,7 +328,7 @@ def _release_order(held: dict[int, object]) -> list:
     return order
 
 
-def _free_unowned(stack: list) -> list:
+def _free_unowned(stack: list[GradFn]) -> list[GradFn]:
     """Drop each wrapper only dynagraph holds (freeing one node); return the others."""
     kept = []
     while stack:

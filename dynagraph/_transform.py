@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 
 from ._records import Node, owner
 
 
-def _remap(edges, mapping):
+def _remap(edges: list[tuple[int, int]], mapping: Mapping[int, int]) -> list[tuple[int, int]]:
     """Edges through ``mapping`` (old id -> new id), without self-loops or repeats."""
-    out, seen = [], set()
+    out: list[tuple[int, int]] = []
+    seen: set[tuple[int, int]] = set()
     for src, dst in edges:
         a, b = mapping.get(src, src), mapping.get(dst, dst)
         if a != b and (a, b) not in seen:
@@ -18,7 +20,8 @@ def _remap(edges, mapping):
     return out
 
 
-def collapse(nodes, edges, module_types, depth):
+def collapse(nodes: list[Node], edges: list[tuple[int, int]], module_types: Mapping[str, str],
+             depth: int) -> tuple[list[Node], list[tuple[int, int]], dict[int, int]]:
     """Merge every module at nesting ``depth`` (dotted-name parts) into one node.
 
     Returns ``(nodes, edges, mapping)``: ``mapping`` sends each merged id to its
@@ -38,10 +41,11 @@ def collapse(nodes, edges, module_types, depth):
     if not groups:
         return nodes, edges, {}
     next_id = max(n.id for n in nodes) + 1
-    mapping, merged = {}, []
+    mapping: dict[int, int] = {}
+    merged: list[Node] = []
     for path, members in groups.items():
         ops = [m for m in members if m.seq is not None]
-        last = max(ops, key=lambda m: m.seq) if ops else members[-1]
+        last = max(ops, key=lambda m: m.seq or 0) if ops else members[-1]
         kind = module_types.get(path, "module")
         node = Node(id=next_id, name=kind, kind="module", label=f"{path}: {kind}\n{len(ops)} ops",
                     shape=last.shape, dtype=last.dtype, device=last.device,
@@ -54,7 +58,8 @@ def collapse(nodes, edges, module_types, depth):
     return kept + merged, _remap(edges, mapping), mapping
 
 
-def fold(nodes, edges, max_nodes):
+def fold(nodes: list[Node], edges: list[tuple[int, int]],
+         max_nodes: int | None) -> tuple[list[Node], list[tuple[int, int]], dict[int, int]]:
     """Keep the ``max_nodes`` nodes nearest the inputs and outputs; fold the rest.
 
     Returns ``(nodes, edges, mapping)``: ``mapping`` sends each hidden id to the fold
@@ -71,7 +76,7 @@ def fold(nodes, edges, max_nodes):
         return nodes, edges, {}
     if max_nodes < 2:
         raise ValueError(f"max_nodes must be >= 2 or None (draw everything); got {max_nodes!r}")
-    ops = sorted((n for n in nodes if n.seq is not None), key=lambda n: n.seq)
+    ops = sorted((n for n in nodes if n.seq is not None), key=lambda n: n.seq or 0)
     consumers: dict[int, set[int]] = {}
     producers: dict[int, set[int]] = {}
     for src, dst in edges:
@@ -100,7 +105,8 @@ def fold(nodes, edges, max_nodes):
     return kept + [fold_node], _remap(edges, mapping), mapping
 
 
-def _hidden(nodes, ops, consumers, producers, budget) -> set[int]:
+def _hidden(nodes: list[Node], ops: Sequence[Node], consumers: dict[int, set[int]],
+            producers: dict[int, set[int]], budget: int) -> set[int]:
     """Ids hidden when the first and last ``budget / 2`` ops are kept."""
     hidden = {n.id for n in ops[budget // 2: len(ops) - (budget - budget // 2)]}
     for n in nodes:  # a leaf whose every consumer is hidden is hidden too
@@ -112,7 +118,7 @@ def _hidden(nodes, ops, consumers, producers, budget) -> set[int]:
     return hidden
 
 
-def _trim(nodes, hidden, excess) -> set[int]:
+def _trim(nodes: list[Node], hidden: set[int], excess: int) -> set[int]:
     """``excess`` more ids to hide: the middle of the kept leaves and outputs, then of the rest."""
     kept = [n for n in nodes if n.id not in hidden]
     extra = _middle([n.id for n in kept if n.seq is None], excess)

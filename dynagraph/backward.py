@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
 from . import _display
-from .capture import named_roots, param_names_of, walk
+from ._records import Node
+from .capture import Params, Roots, named_roots, param_names_of, walk
 from .graph import Graph
 from .norms import _device_norms, _norm, _stack_on_host
 
 __all__ = ["BackwardTrace", "trace_backward"]
+
+# A gradient norm (on the device, read after the block) or the note saying why there is none.
+_Norms = list[tuple[tuple[int, int], torch.Tensor | str]]
+_Slot = tuple[int, int] | None  # (child id, output number of the child), or None
+_Grads = Sequence[torch.Tensor | None]  # what a backward hook receives, per input or output
 
 
 class BackwardTrace:
@@ -32,7 +39,7 @@ class BackwardTrace:
     label from the gradient norm, and a stepper that lights nodes in backward order.
     """
 
-    def __init__(self, nodes, edges, module_types):
+    def __init__(self, nodes: list[Node], edges: list[tuple[int, int]], module_types: dict[str, str]) -> None:
         self.nodes, self.edges, self.module_types = nodes, edges, module_types
         self.order: list[int] = []
         self.edge_norms: dict[tuple[int, int], float] = {}
@@ -46,7 +53,7 @@ class BackwardTrace:
         return (f"<dynagraph.BackwardTrace: {len(self.order)} node runs, "
                 f"{len(self.edge_norms)} edge norms{notes}>\n  {ran}{more}")
 
-    def graph(self, title=None) -> Graph:
+    def graph(self, title: str | None = None) -> Graph:
         """The captured graph (without the backward annotations)."""
         return Graph(self.nodes, self.edges, self.module_types, title=title)
 
@@ -64,21 +71,21 @@ class BackwardTrace:
         """DOT of the picture: execution order on the nodes, gradient norm on the edges."""
         return _display.drawing(self.graph(), self._overlays())[1]
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         if not self.order:
             return {"text/plain": repr(self)}
         return _display.bundle(self.graph(), repr(self), self._overlays(),
                                caption=f"backward: {len(self.order):,} node runs")
 
 
-def _ran(node) -> str:
+def _ran(node: Node) -> str:
     """A backward step's text: the node that ran, and where."""
     where = f" in {node.module}" if node.module else ""
     return f"{node.label}{where} ran"
 
 
 @contextlib.contextmanager
-def trace_backward(roots, *, params=None):
+def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardTrace]:
     """Record the backward pass run inside the block over the graph behind ``roots``.
 
     Hooks every autograd node of the graph with one post-hook: it notes that the
@@ -144,20 +151,20 @@ class _Pending:
     BATCH = 256
     ELEMENTS = 1 << 22  # 16 MB of float32
 
-    def __init__(self):
-        self.norms: list[tuple[tuple[int, int], torch.Tensor | str]] = []
+    def __init__(self) -> None:
+        self.norms: _Norms = []
         self.edges: list[tuple[int, int]] = []
         self.grads: list[torch.Tensor] = []
         self.size = 0
 
-    def add(self, edge, grad) -> None:
+    def add(self, edge: tuple[int, int], grad: torch.Tensor) -> None:
         self.edges.append(edge)
         self.grads.append(grad)
         self.size += grad.numel() if grad.layout == torch.strided else self.ELEMENTS
         if len(self.grads) >= self.BATCH or self.size >= self.ELEMENTS:
             self.flush()
 
-    def note(self, edge, value) -> None:
+    def note(self, edge: tuple[int, int], value: torch.Tensor | str) -> None:
         """A norm taken already (on the device) or a note: kept in the order it came."""
         self.flush()
         self.norms.append((edge, value))
@@ -173,19 +180,19 @@ class _Pending:
             values = [_norm_or_note(g) for g in grads]
         self.norms.extend(zip(edges, values))
 
-    def done(self) -> list:
+    def done(self) -> _Norms:
         self.flush()
         return self.norms
 
 
-def _norm_or_note(grad) -> torch.Tensor | str:
+def _norm_or_note(grad: torch.Tensor) -> torch.Tensor | str:
     try:
         return _norm(grad)
     except Exception as e:  # noqa: BLE001 - never abort the user's backward()
         return f"no norm: {type(e).__name__}: {str(e)[:120]}"
 
 
-def _read(pending: list, trace: BackwardTrace) -> None:
+def _read(pending: _Norms, trace: BackwardTrace) -> None:
     """Read all queued norms into ``trace.edge_norms`` with one synchronisation; notes aside."""
     values = iter(_stack_on_host([v for _, v in pending if not isinstance(v, str)]))  # the one sync
     for edge, v in pending:
@@ -198,7 +205,8 @@ def _read(pending: list, trace: BackwardTrace) -> None:
     pending.clear()
 
 
-def _hook(nid, slots, output_id, order, pending):
+def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
+          pending: _Pending) -> Callable[[_Grads, _Grads], None]:
     """Post-hook of node ``nid``: note that it ran, queue each gradient it sent.
 
     ``slots[k]`` is ``(child id, output number of the child)`` that the node's k-th
@@ -210,7 +218,7 @@ def _hook(nid, slots, output_id, order, pending):
     sent = [(c, nid) if c is not None else None for c in children]  # the edge of each input
     out_edge = (nid, output_id) if output_id is not None else None
 
-    def hook(grad_inputs, grad_outputs):
+    def hook(grad_inputs: _Grads, grad_outputs: _Grads) -> None:
         order.append(nid)
         try:
             if out_edge is not None and grad_outputs and grad_outputs[0] is not None:
@@ -229,26 +237,26 @@ def _hook(nid, slots, output_id, order, pending):
     return hook
 
 
-def _merged(slots, grads) -> dict:
+def _merged(slots: list[_Slot], grads: _Grads) -> dict[int, torch.Tensor | str]:
     """Norm of all the gradient a node sends each child, when some child gets several.
 
     Gradients for the same tensor add up (``x * x`` sends ``x`` two, and ``x.grad``
     is their sum); different tensors of one child (two outputs of ``unbind``) are
     taken together, as one vector.
     """
-    summed = {}
+    summed: dict[tuple[int, int], torch.Tensor] = {}
     for slot, grad in zip(slots, grads):
         if slot is not None and grad is not None:
             summed[slot] = summed[slot] + grad if slot in summed else grad
-    norms: dict[int, list] = {}
+    norms: dict[int, list[torch.Tensor | str]] = {}
     for (child, _), grad in summed.items():
         norms.setdefault(child, []).append(_norm(grad))
     return {child: _joined(ns) for child, ns in norms.items()}
 
 
-def _joined(norms: list) -> torch.Tensor | str:
+def _joined(norms: list[torch.Tensor | str]) -> torch.Tensor | str:
     """The norm of several tensors taken as one vector, or the first note among them."""
     notes = [n for n in norms if isinstance(n, str)]
     if notes or len(norms) == 1:
         return notes[0] if notes else norms[0]
-    return torch.linalg.vector_norm(torch.stack([n.float() for n in norms]))
+    return torch.linalg.vector_norm(torch.stack([n.float() for n in norms if isinstance(n, torch.Tensor)]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from collections import deque
 from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch import nn
@@ -16,14 +17,20 @@ __all__ = ["capture", "named_roots", "node_name", "param_names_of", "record", "w
 
 _PREFIX = "torch::autograd::"
 
+# What draw() and friends accept (checked at run time: other types raise TypeError).
+Roots = torch.Tensor | list[torch.Tensor] | tuple[torch.Tensor, ...] | Mapping[str, torch.Tensor]
+Params = nn.Module | Mapping[str, torch.Tensor] | None
 
-def node_name(fn) -> str:
-    """``fn.name()`` without the C++ namespace (``AccumulateGrad``, not ``torch::autograd::AccumulateGrad``)."""
+
+def node_name(fn: _torch.GradFn) -> str:
+    """``fn.name()`` without the C++ namespace (``AccumulateGrad``, not
+    ``torch::autograd::AccumulateGrad``)."""
     name = fn.name()
     return name[len(_PREFIX):] if name.startswith(_PREFIX) else name
 
 
-def capture(roots, *, params=None, show_saved=False):
+def capture(roots: Roots, *, params: Params = None,
+            show_saved: bool = False) -> tuple[list[Node], list[tuple[int, int]], dict[str, str]]:
     """Walk ``grad_fn`` from ``roots`` and return ``(nodes, edges, module_types)``.
 
     Iterative (no recursion limit), breadth-first from the roots; keeps no reference
@@ -40,7 +47,9 @@ def capture(roots, *, params=None, show_saved=False):
     return nodes, edges, module_types
 
 
-def walk(roots, param_names, show_saved=False, slots=None):
+def walk(roots: list[tuple[str, torch.Tensor]], param_names: Mapping[int, str], show_saved: bool = False,
+         slots: dict[int, list[tuple[int, int] | None]] | None = None,
+         ) -> tuple[list[Node], list[tuple[int, int]], list[_torch.GradFn | None]]:
     """The walk behind :func:`capture`; also returns the autograd node of each record.
 
     ``fns[i]`` is the autograd node of ``nodes[i]`` (``None`` for outputs). Callers
@@ -53,11 +62,11 @@ def walk(roots, param_names, show_saved=False, slots=None):
     """
     nodes: list[Node] = []
     edges: list[tuple[int, int]] = []
-    fns: list = []
-    ids: dict = {}  # autograd node -> record id
-    queue = deque()
+    fns: list[_torch.GradFn | None] = []
+    ids: dict[_torch.GradFn, int] = {}  # autograd node -> record id
+    queue: deque[_torch.GradFn] = deque()
 
-    def visit(fn):
+    def visit(fn: _torch.GradFn) -> int:
         if fn not in ids:
             ids[fn] = len(nodes)
             nodes.append(record(fn, len(nodes), param_names, show_saved))
@@ -65,7 +74,7 @@ def walk(roots, param_names, show_saved=False, slots=None):
             queue.append(fn)
         return ids[fn]
 
-    starts = []
+    starts: list[tuple[torch.Tensor, int]] = []
     for label, tensor in roots:
         out = len(nodes)
         nodes.append(Node(id=out, name="output", kind="output", label=label, **_meta_of(tensor)))
@@ -84,7 +93,8 @@ def walk(roots, param_names, show_saved=False, slots=None):
                 if child is not None:
                     edges.append((visit(child), consumer))
             continue
-        row = slots[consumer] = []
+        row: list[tuple[int, int] | None] = []
+        slots[consumer] = row
         for child, k in fn.next_functions:
             if child is None:
                 row.append(None)
@@ -97,7 +107,7 @@ def walk(roots, param_names, show_saved=False, slots=None):
     return nodes, edges, fns
 
 
-def named_roots(roots) -> list[tuple[str, torch.Tensor]]:
+def named_roots(roots: Roots) -> list[tuple[str, torch.Tensor]]:
     if isinstance(roots, torch.Tensor):
         items = [("output", roots)]
     elif isinstance(roots, Mapping):
@@ -130,12 +140,12 @@ def named_roots(roots) -> list[tuple[str, torch.Tensor]]:
     return items
 
 
-def param_names_of(params):
+def param_names_of(params: Params) -> tuple[dict[int, str], dict[str, str]]:
     """``params`` -> ({id(tensor): name}, {module name: class name})."""
     if params is None:
         return {}, {}
     if isinstance(params, nn.Module):
-        names = {}
+        names: dict[int, str] = {}
         for name, p in params.named_parameters():
             names.setdefault(id(p), name)  # tied weights keep their first name
         types = {name: type(m).__name__ for name, m in params.named_modules() if name}
@@ -152,18 +162,18 @@ def param_names_of(params):
     )
 
 
-def _leaf_kind(tensor, param_names):
+def _leaf_kind(tensor: torch.Tensor, param_names: Mapping[int, str]) -> tuple[str, str]:
     """``(kind, label)`` of a leaf: parameters are ``nn.Parameter``s, other leaves inputs."""
     kind = "parameter" if isinstance(tensor, nn.Parameter) else "input"
     return kind, param_names.get(id(tensor)) or kind
 
 
-def _meta_of(tensor) -> dict:
+def _meta_of(tensor: torch.Tensor) -> dict[str, Any]:
     """``shape``, ``dtype`` and ``device`` of ``tensor``, as :class:`Node` fields."""
     return {"shape": _torch.shape_of(tensor), "dtype": _text(tensor.dtype), "device": _text(tensor.device)}
 
 
-def _output_meta(fn) -> dict:
+def _output_meta(fn: _torch.GradFn) -> dict[str, Any]:
     """``shape``, ``dtype`` and ``device`` of the node's first forward output (``None``
     each if unknown), as :class:`Node` fields."""
     meta = _torch.output_meta(fn)
@@ -172,8 +182,8 @@ def _output_meta(fn) -> dict:
     return {"shape": meta[0], "dtype": _text(meta[1]), "device": _text(meta[2])}
 
 
-@functools.lru_cache(maxsize=None)  # few distinct dtypes and devices, asked for per node
-def _text(dtype_or_device) -> str:
+@functools.cache  # few distinct dtypes and devices, asked for per node
+def _text(dtype_or_device: torch.dtype | torch.device) -> str:
     """``float32`` for ``torch.float32``, ``cuda:0`` for a device."""
     return str(dtype_or_device).removeprefix("torch.")
 
@@ -181,7 +191,7 @@ def _text(dtype_or_device) -> str:
 _KINDS: dict[type, tuple[str, str, str]] = {}  # node class -> (name, kind, label), where fixed
 
 
-def _kind_of(fn) -> tuple[str, str, str]:
+def _kind_of(fn: _torch.GradFn) -> tuple[str, str, str]:
     """``(name, kind, label)`` of an autograd node; looked up once per node class
     when the class fixes them (built-in ops and custom Functions: nearly always)."""
     cls = type(fn)
@@ -202,11 +212,12 @@ def _kind_of(fn) -> tuple[str, str, str]:
     return known
 
 
-def record(fn, nid, param_names, show_saved=False, tags=True) -> Node:
+def record(fn: _torch.GradFn, nid: int, param_names: Mapping[int, str], show_saved: bool = False,
+           tags: bool = True) -> Node:
     """The :class:`Node` record of autograd node ``fn`` (``tags``: read its module tag)."""
     name, kind, label = _kind_of(fn)
     if kind == "leaf":
-        var = fn.variable
+        var = fn.variable  # type: ignore[attr-defined]  # AccumulateGrad's leaf; the Node stub lacks it
         kind, label = _leaf_kind(var, param_names)
         return Node(id=nid, name=name, kind=kind, label=label, **_meta_of(var))
     seq = _torch.sequence_nr(fn)
@@ -220,11 +231,11 @@ def record(fn, nid, param_names, show_saved=False, tags=True) -> Node:
     return node
 
 
-def _saved(fn) -> list[tuple[str, str]]:
+def _saved(fn: _torch.GradFn) -> list[tuple[str, str]]:
     """Describe each ``_saved_*`` attribute; freed buffers say so instead of raising."""
     if _torch.is_custom(fn):  # a custom Function keeps ctx.saved_tensors instead
         return _saved_custom(fn)
-    out = []
+    out: list[tuple[str, str]] = []
     for name, value in _torch.saved_values(fn):
         if value is _torch.FREED:
             out.append((name, "freed"))
@@ -233,16 +244,16 @@ def _saved(fn) -> list[tuple[str, str]]:
     return out
 
 
-def _saved_custom(fn) -> list[tuple[str, str]]:
+def _saved_custom(fn: _torch.GradFn) -> list[tuple[str, str]]:
     try:
-        tensors = fn.saved_tensors
+        tensors = fn.saved_tensors  # type: ignore[attr-defined]  # BackwardCFunction's; not in the Node stub
     except RuntimeError:  # freed by backward(); how many there were is gone with them
         return [("tensors", "freed")]
     return [(f"tensors[{i}]", f"{_torch.shape_of(t)} {_text(t.dtype)}")
             for i, t in enumerate(tensors) if isinstance(t, torch.Tensor)]
 
 
-def _place_parameters(nodes):
+def _place_parameters(nodes: list[Node]) -> None:
     """Put each parameter in the module its name says, once ops carry module tags.
 
     Without tags (no :func:`track_modules` or live recording) nothing is grouped: a

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from html import escape
+from typing import Protocol
 
 from . import _display
+from ._records import Node
 from .graph import Graph
 
 __all__ = ["GraphDiff", "diff"]
 
 
-def _as_graph(obj, which) -> Graph:
+class _HasGraph(Protocol):  # Recording, BackwardTrace
+    def graph(self) -> Graph: ...
+
+
+def _as_graph(obj: object, which: str) -> Graph:
     if isinstance(obj, Graph):
         return obj
     if hasattr(obj, "graph") and callable(obj.graph):  # Recording, BackwardTrace
@@ -30,7 +37,7 @@ class GraphDiff:
             module and leaf name; the latest created ones), lit in the picture.
     """
 
-    def __init__(self, a: Graph, b: Graph, labels=("a", "b")):
+    def __init__(self, a: Graph, b: Graph, labels: Sequence[str] = ("a", "b")) -> None:
         self.a, self.b, self.labels = a, b, labels
         ca, cb = a.counts(), b.counts()
         names = sorted(set(ca) | set(cb), key=lambda n: (-(cb[n] - ca[n]), n))
@@ -53,7 +60,8 @@ class GraphDiff:
 
     def _graph(self) -> Graph:
         b = self.b
-        return Graph(b.nodes, b.edges, b.module_types, title=f"{self.labels[1]}: new vs {self.labels[0]} in red",
+        return Graph(b.nodes, b.edges, b.module_types,
+                     title=f"{self.labels[1]}: new vs {self.labels[0]} in red",
                      blocks=b.blocks, roll=b.roll, max_nodes=b.max_nodes)
 
     def to_dot(self) -> str:
@@ -69,7 +77,7 @@ class GraphDiff:
         foot = f"<tr><th>total</th><th>{ta}</th><th>{tb}</th><th>{tb - ta:+d}</th></tr>"
         return f'<table class="dg-diff">{head}{body}{foot}</table>'
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         out = _display.bundle(self._graph(), repr(self), _display.Overlays(highlight=set(self.new)))
         out["text/html"] = self._table_html() + out["text/html"]
         return out
@@ -78,7 +86,7 @@ class GraphDiff:
         return self._repr_mimebundle_()["text/html"]
 
 
-def _key(node, modules: bool):
+def _key(node: Node, modules: bool) -> tuple[str, str | None, str | None]:
     """What makes two nodes 'the same' across graphs: name, module, and leaf name."""
     leaf = node.label if node.kind in ("parameter", "input") else None
     return node.name, node.module if modules else None, leaf
@@ -93,11 +101,11 @@ def _extra_nodes(a: Graph, b: Graph) -> list[int]:
     """
     modules = all(any(n.module for n in g.nodes if n.seq is not None) for g in (a, b))
     have = Counter(_key(n, modules) for n in a.nodes if n.kind not in ("output", "fold", "module"))
-    by_key: dict[tuple, list] = {}
+    by_key: dict[tuple[str, str | None, str | None], list[Node]] = {}
     for n in b.nodes:
         if n.kind not in ("output", "fold", "module"):
             by_key.setdefault(_key(n, modules), []).append(n)
-    extra = []
+    extra: list[int] = []
     for key, group in by_key.items():
         surplus = len(group) - have[key]
         if surplus > 0:
@@ -106,7 +114,7 @@ def _extra_nodes(a: Graph, b: Graph) -> list[int]:
     return sorted(extra)
 
 
-def diff(a, b, *, labels=("a", "b")) -> GraphDiff:
+def diff(a: Graph | _HasGraph, b: Graph | _HasGraph, *, labels: Sequence[object] = ("a", "b")) -> GraphDiff:
     """Compare two graphs or recordings (two sequence lengths, two depths, ...).
 
     Args:

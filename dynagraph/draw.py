@@ -5,10 +5,10 @@ from __future__ import annotations
 import warnings
 
 from ._display import MAX_NODES, check_policy
-from .capture import capture
+from .capture import Params, Roots, capture
 from .graph import Graph
 
-__all__ = ["draw", "DEFAULT_MAX_NODES"]
+__all__ = ["DEFAULT_MAX_NODES", "draw"]
 
 # After rolling repeats, a picture with more nodes than this folds its middle into
 # one node, so that layout stays around a second and the output under 300 KB;
@@ -16,8 +16,9 @@ __all__ = ["draw", "DEFAULT_MAX_NODES"]
 DEFAULT_MAX_NODES = MAX_NODES
 
 
-def draw(roots, *, params=None, depth=None, max_nodes=DEFAULT_MAX_NODES, roll="auto",
-         show_saved=False, title=None) -> Graph:
+def draw(roots: Roots, *, params: Params = None, depth: int | None = None,
+         max_nodes: int | None = DEFAULT_MAX_NODES, roll: str | bool = "auto",
+         show_saved: bool = False, title: str | None = None) -> Graph:
     """Capture the autograd graph that produced ``roots``.
 
     Args:

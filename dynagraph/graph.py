@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import _display, _transform, render
 from ._records import Node
+
+if TYPE_CHECKING:
+    import graphviz
+
+    from ._roll import Block
 
 __all__ = ["Graph"]
 
@@ -33,7 +41,8 @@ class Graph:
 
     def __init__(self, nodes: list[Node], edges: list[tuple[int, int]],
                  module_types: dict[str, str] | None = None, title: str | None = None, *,
-                 blocks=(), roll="auto", max_nodes: int | None = _display.MAX_NODES):
+                 blocks: Iterable[Block] = (), roll: str | bool = "auto",
+                 max_nodes: int | None = _display.MAX_NODES) -> None:
         self.nodes = nodes
         self.edges = edges
         self.module_types = module_types or {}
@@ -42,7 +51,8 @@ class Graph:
         self.roll = roll
         self.max_nodes = max_nodes
 
-    def _with(self, nodes, edges, *, blocks=None, max_nodes=-1) -> Graph:
+    def _with(self, nodes: list[Node], edges: list[tuple[int, int]], *, blocks: list[Block] | None = None,
+              max_nodes: int | None = -1) -> Graph:
         """A graph like this one with other nodes and edges (and size policy)."""
         return Graph(nodes, edges, self.module_types, self.title,
                      blocks=self.blocks if blocks is None else blocks, roll=self.roll,
@@ -57,10 +67,10 @@ class Graph:
         rolled = "".join(f", {b.label} \u00d7{b.repeats}" for b in self.blocks)
         return f"<dynagraph.Graph: {len(self.nodes)} nodes, {len(self.edges)} edges ({parts}){rolled}>"
 
-    def counts(self) -> Counter:
+    def counts(self) -> Counter[str]:
         """How many autograd nodes carry each name, e.g. ``{'MulBackward0': 2}``
         (a rolled node stands for, and counts, one node per iteration)."""
-        out: Counter = Counter()
+        out: Counter[str] = Counter()
         for n in self.nodes:
             if n.kind not in ("output", "fold", "module"):
                 out[n.name] += n.count
@@ -106,7 +116,7 @@ class Graph:
         """The drawing as compact SVG text."""
         return render.compact_svg(render.pipe(self.to_dot(), "svg"))
 
-    def save(self, path) -> Path:
+    def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the drawing to ``path``; the suffix picks the format (svg, png, pdf, jpg, dot).
 
         Raises:
@@ -126,12 +136,12 @@ class Graph:
             )
         return path
 
-    def to_graphviz(self):
+    def to_graphviz(self) -> graphviz.Source:
         """A ``graphviz.Source`` of the drawing, for the graphviz package's tools."""
         import graphviz
         return graphviz.Source(self.to_dot())
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         return _display.bundle(self, repr(self))
 
     def _repr_html_(self) -> str:

@@ -8,7 +8,10 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any, TypeGuard
 
 import torch
 from torch import nn
@@ -16,8 +19,8 @@ from torch.autograd.function import Function
 from torch.overrides import TorchFunctionMode
 
 from . import _display, _source, _tags, _torch
-from ._tags import tensors_in
 from ._records import Node, owner
+from ._tags import tensors_in
 from .capture import param_names_of, record
 from .graph import Graph
 
@@ -53,22 +56,23 @@ class Step:
     where: str
     code: str
     module: str | None
-    inputs: list[tuple[int, ...]]
-    outputs: list[tuple[int, ...]]
+    inputs: list[tuple[int, ...] | None]  # None: a nested tensor (no one shape)
+    outputs: list[tuple[int, ...] | None]
     nodes: list[int] = field(default_factory=list)
     note: str = ""
 
-    def text(self, names=None, module_types=None) -> str:
+    def text(self, names: Mapping[int, str] | None = None,
+             module_types: Mapping[str, str] | None = None) -> str:
         """One-step summary: op, source line, shapes, and the nodes it created."""
         shapes = f"{_shapes(self.inputs)} -> {_shapes(self.outputs)}"
         made = ", ".join(names[i] for i in self.nodes) if names else f"{len(self.nodes)} nodes"
         made = f"+ {made}" if self.nodes else f"no node ({self.note})"
-        kind = (module_types or {}).get(self.module)
+        kind = (module_types or {}).get(self.module) if self.module else None
         inside = f" in {self.module}" + (f" ({kind})" if kind else "") if self.module else ""
         return f"{self.op}{inside}  [{self.where}] {self.code}\n  {shapes}  {made}"
 
 
-def _shapes(shapes) -> str:
+def _shapes(shapes: Iterable[tuple[int, ...] | None]) -> str:
     return ", ".join("nested" if s is None else str(tuple(s)) for s in shapes) or "()"
 
 
@@ -83,7 +87,7 @@ class Recording:
         nodes, edges: The graph built inside the block (records, no torch objects).
     """
 
-    def __init__(self, module_names, param_names):
+    def __init__(self, module_names: dict[int, str], param_names: dict[int, str]) -> None:
         self._steps: list[Step] = []
         self._nodes: list[Node] = []
         self._edges: list[tuple[int, int]] = []
@@ -92,12 +96,12 @@ class Recording:
         self._param_names = param_names
         self._key = f"dynagraph.live.{_serial[0]}"
         _serial[0] += 1
-        self._start = None
+        self._start: int | None = None
         self._modules: list[str | None] = []
         self._inside_apply = 0  # depth of custom Function calls running (their ops are one step)
-        self._graph_frame = None  # the compiled graph whose ops the last step gathers
+        self._graph_frame: FrameType | None = None  # the compiled graph whose ops the last step gathers
         self._peers: list[Recording] = []  # the open recordings of the thread that opened this one
-        self._view = None
+        self._view: _View | None = None
         self._lines: dict = {}  # (filename, lineno) -> (where, code): loops repeat lines
         # Steps whose autograd nodes are not walked yet, with their outputs' nodes: the
         # walk runs in bulk when the graph is next read (at the latest when the block
@@ -135,7 +139,7 @@ class Recording:
             lines += [f"{s.index:>3} {s.text(names, self.module_types)}" for s in self.steps[-5:]]
         return "\n".join(lines)
 
-    def graph(self, *, upto: int | None = None, title=None) -> Graph:
+    def graph(self, *, upto: int | None = None, title: str | None = None) -> Graph:
         """The graph built by steps ``0..upto`` (all steps by default; a negative
         ``upto`` counts from the end, as in Python: ``-1`` is the last step).
 
@@ -162,7 +166,7 @@ class Recording:
         info = {nid: f"step {s.index}: {s.op} [{s.where}] {s.code}" for s in self.steps for nid in s.nodes}
         return _display.Overlays(steps=steps, info=info, mode="reveal")
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         if not self.steps:
             return {"text/plain": repr(self)}
         return _display.bundle(self.graph(), repr(self), self._overlays(),
@@ -170,13 +174,14 @@ class Recording:
 
     # -- recording ---------------------------------------------------------------
 
-    def _enter_module(self, module) -> None:
+    def _enter_module(self, module: nn.Module) -> None:
         name = self._module_names.get(id(module))
         if name is None:  # torch.compile(model) runs the model under a wrapper
             name = self._module_names.get(id(getattr(module, "_orig_mod", module)), type(module).__name__)
         self._modules.append(name or None)  # "" is the model itself: its ops are in no module
 
-    def _on_op(self, op, args, kwargs, out, frame, inplace_target=None):
+    def _on_op(self, op: str, args: Sequence[Any], kwargs: Mapping[str, Any], out: object,
+               frame: FrameType | None, inplace_target: torch.Tensor | None = None) -> None:
         outs = tensors_in(out, [])
         if inplace_target is not None and not any(t is inplace_target for t in outs):
             outs.append(inplace_target)  # setitem returns None; mul_ returns its target
@@ -187,7 +192,7 @@ class Recording:
         if outs:
             self._add_step(op, frame, tensors_in(kwargs, tensors_in(args, [])), outs)
 
-    def _on_compiled_op(self, frame, outs) -> None:
+    def _on_compiled_op(self, frame: FrameType, outs: list[torch.Tensor]) -> None:
         """An op of a compiled graph: all of one call's ops are one step."""
         if frame is not self._graph_frame:  # held until the next op, so never reused meanwhile
             self._graph_frame = frame
@@ -202,10 +207,9 @@ class Recording:
             step.note = ""
             self._todo.append((step, fns))
 
-    def _made(self, outs) -> list:
+    def _made(self, outs: list[torch.Tensor]) -> list[_torch.GradFn]:
         """The autograd nodes of ``outs``; moves :attr:`_hi` past those created since."""
-        fns = [t.grad_fn for t in outs]
-        fns = [fn for fn in fns if fn is not None]
+        fns = [fn for t in outs if (fn := t.grad_fn) is not None]
         for fn in fns:
             seq = _torch.sequence_nr(fn)
             if seq is None or seq > self._hi:  # (no counter: the walk decides)
@@ -213,7 +217,8 @@ class Recording:
                 return fns
         return []
 
-    def _add_step(self, op, frame, ins, outs) -> None:
+    def _add_step(self, op: str, frame: FrameType | None, ins: list[torch.Tensor],
+                  outs: list[torch.Tensor]) -> None:
         line = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else (None, None)
         described = self._lines.get(line)
         if described is None:
@@ -251,7 +256,7 @@ class Recording:
         while todo:  # newest first, so no long chain is freed in one recursive go
             todo.pop()
 
-    def _tag(self, fns, module) -> list[int]:
+    def _tag(self, fns: list[_torch.GradFn], module: str | None) -> list[int]:
         """Record the autograd nodes not seen before that lead to ``fns``."""
         key, nodes, new, pending = self._key, self._nodes, [], []
         params, start = self._param_names, self._start
@@ -303,7 +308,7 @@ class Recording:
         while held:  # newest first, so no long chain is freed in one recursive go
             held.pop()
 
-    def _hold(self, held) -> None:
+    def _hold(self, held: list[_torch.GradFn]) -> None:
         """Give a deep graph to :func:`_torch.hold_deep_graph`, rooted at the newest
         steps' outputs that are still alive (``held[i]`` is the node of record ``i``)."""
         roots = []
@@ -317,7 +322,7 @@ class Recording:
             _torch.hold_deep_graph(roots, held, self._edges)
 
 
-def _template(step: Step, text: str):
+def _template(step: Step, text: str) -> _display.StepText:
     """``text`` with its module's name marked, so that a loop over many modules of one
     class (an MLP's 1,000 layers) shares one text in the page."""
     if not step.module:
@@ -326,7 +331,7 @@ def _template(step: Step, text: str):
     return (template, step.module) if template != text else text
 
 
-def _why_no_node(ins, outs) -> str:
+def _why_no_node(ins: list[torch.Tensor], outs: list[torch.Tensor]) -> str:
     if torch.is_inference_mode_enabled():
         return "inference_mode"
     if not torch.is_grad_enabled():
@@ -340,7 +345,7 @@ def _why_no_node(ins, outs) -> str:
     return "no new node"
 
 
-def _op_name(func) -> str:
+def _op_name(func: object) -> str:
     name = getattr(func, "__name__", None) or str(func)
     if name == "__get__":  # a property read (x.T, x.grad): name the property
         name = getattr(getattr(func, "__self__", None), "__name__", name)
@@ -353,7 +358,8 @@ class _Mode(TorchFunctionMode):
     """One per thread with open blocks: hands each user-level tensor op to that
     thread's recordings (nested calls inside an op are not re-seen)."""
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(self, func: Callable[..., Any], types: Collection[type], args: Sequence[Any] = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
         if torch.compiler.is_compiling():  # dynamo traces this: the graph gets the op alone
             return func(*args, **kwargs)
@@ -374,7 +380,7 @@ class _Mode(TorchFunctionMode):
         return out
 
 
-def _user_frame(frame):
+def _user_frame(frame: FrameType | None) -> FrameType | None:
     """The nearest frame outside torch and dynagraph that is not a ``__torch_function__``
     (a user's own mode or tensor subclass passing the op on): the line that ran the op."""
     while frame is not None:
@@ -385,17 +391,17 @@ def _user_frame(frame):
     return None
 
 
-def _caller_of_graph(frame):
-    """The user's line that called a compiled function whose graph runs in ``frame``:
+def _caller_of_graph(graph_frame: FrameType) -> FrameType | None:
+    """The user's line that called a compiled function whose graph runs in ``graph_frame``:
     past torch and the compiled function's own frame (which dynamo calls)."""
-    frame = _user_frame(frame.f_back)
+    frame = _user_frame(graph_frame.f_back)
     while frame is not None and frame.f_back is not None and \
             frame.f_back.f_code.co_filename.startswith(_DYNAMO_DIR):
         frame = _user_frame(frame.f_back)
     return frame
 
 
-def _compiled(frame) -> bool:
+def _compiled(frame: FrameType | None) -> TypeGuard[FrameType]:
     """Whether ``frame`` runs a graph torch.compile made (FX writes its code to no file)."""
     return frame is not None and frame.f_code.co_filename.startswith(_FX_CODE)
 
@@ -411,8 +417,9 @@ class _View:
     """
 
     PATIENCE = 4
+    handle: Any  # IPython's DisplayHandle; None outside IPython
 
-    def __init__(self, interval: float):
+    def __init__(self, interval: float) -> None:
         self.interval, self.handle, self.cost = interval, None, 0.0
         self.last = time.perf_counter()
         try:
@@ -426,7 +433,7 @@ class _View:
         render.find_renderer()  # no renderer: fail now, saying how to install one
         self.handle = display({"text/plain": "dynagraph: recording..."}, raw=True, display_id=True)
 
-    def maybe_update(self, rec, force=False):
+    def maybe_update(self, rec: Recording, force: bool = False) -> None:
         now = time.perf_counter()
         due = now - self.last >= max(self.interval, self.PATIENCE * self.cost)
         if self.handle is None or not (force or due) or not rec.nodes:  # (nodes: walks)
@@ -445,7 +452,7 @@ class _View:
 class _Thread(threading.local):
     """This thread's open recordings (in the order they opened) and the mode feeding them."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.recs: list[Recording] = []
         self.mode: _Mode | None = None
 
@@ -456,7 +463,7 @@ _installed: dict = {}  # while any block is open: "blocks" (count), "hooks"
 _original_apply = Function.__dict__["apply"]  # kept after the last block: a thread may be mid-call
 
 
-def _apply(cls, *args, **kwargs):
+def _apply(cls: type[Function], *args: Any, **kwargs: Any) -> Any:
     """``Function.apply`` while any block is open: one step for each of this thread's
     recordings (the mode does not see custom Functions); other threads pass through."""
     original = _original_apply.__func__
@@ -479,14 +486,14 @@ def _apply(cls, *args, **kwargs):
     return out
 
 
-def _pre_hook(module, args):
+def _pre_hook(module: nn.Module, args: tuple[Any, ...]) -> None:
     if torch.compiler.is_compiling():  # compiled code calls no hooks: trace none either
         return
     for rec in _here.recs:
         rec._enter_module(module)
 
 
-def _post_hook(module, args, output):
+def _post_hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
     if torch.compiler.is_compiling():
         return
     for rec in _here.recs:
@@ -500,7 +507,7 @@ def _install() -> None:
     with _lock:
         if not _installed:
             _original_apply = Function.__dict__["apply"]
-            Function.apply = classmethod(_apply)
+            Function.apply = classmethod(_apply)  # type: ignore[method-assign,assignment]  # the patch itself
             _installed["hooks"] = [
                 nn.modules.module.register_module_forward_pre_hook(_pre_hook),
                 nn.modules.module.register_module_forward_hook(_post_hook, always_call=True)]
@@ -514,7 +521,7 @@ def _uninstall() -> None:
         _installed["blocks"] -= 1
         if _installed["blocks"]:
             return
-        Function.apply = _original_apply
+        Function.apply = _original_apply  # type: ignore[method-assign]  # the patch undone
         for h in _installed["hooks"]:
             h.remove()
         _installed.clear()
@@ -543,9 +550,9 @@ def _close(rec: Recording) -> None:
         _uninstall()
 
 
-def _remove_mode(mode) -> None:
+def _remove_mode(mode: TorchFunctionMode | None) -> None:
     """Take ``mode`` off this thread's torch function mode stack, keeping the others."""
-    above = []
+    above: list[TorchFunctionMode] = []
     while (top := _torch.pop_mode()) is not None:
         if top is mode:
             break
@@ -555,8 +562,8 @@ def _remove_mode(mode) -> None:
 
 
 @contextlib.contextmanager
-def live(model: nn.Module | None = None, *, params=None, view: bool = False,
-         interval: float = 1.0):
+def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] | None = None,
+         view: bool = False, interval: float = 1.0) -> Iterator[Recording]:
     """Record every tensor operation in the block and the autograd nodes it creates.
 
     Args:

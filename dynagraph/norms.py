@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import ItemsView, Mapping
+from collections.abc import ItemsView, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -12,10 +13,16 @@ from torch import nn
 from . import _torch
 from ._records import owner
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
 __all__ = ["GradHistory", "GradNorms", "grad_norms", "grad_stats", "per_module"]
 
+# Where gradients are read from (checked at run time: other types raise TypeError).
+NamedTensors = nn.Module | Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]]
 
-class GradNorms(dict):
+
+class GradNorms(dict[str, float]):
     """``{parameter name: gradient L2 norm}``, saying which are missing or non-finite.
 
     Parameters with no gradient map to ``nan`` and are listed in ``missing``;
@@ -24,7 +31,8 @@ class GradNorms(dict):
     ``notes`` (``{name: reason}``).
     """
 
-    def __init__(self, norms, missing=(), nonfinite=(), notes=None):
+    def __init__(self, norms: Mapping[str, float], missing: Iterable[str] = (), nonfinite: Iterable[str] = (),
+                 notes: Mapping[str, str] | None = None) -> None:
         super().__init__(norms)
         self.missing = list(missing)
         self.nonfinite = list(nonfinite)
@@ -36,12 +44,13 @@ class GradNorms(dict):
         return f"GradNorms({{{body}}}, missing={self.missing}, nonfinite={self.nonfinite}{notes})"
 
 
-def named_tensors(source) -> list[tuple[str, torch.Tensor]]:
+def named_tensors(source: NamedTensors) -> list[tuple[str, torch.Tensor]]:
     """``(name, tensor)`` pairs from a module, a mapping, or an iterable of pairs.
 
     Raises:
         TypeError: anything else, or a value that is not a tensor.
     """
+    pairs: list[tuple[str, torch.Tensor]]
     if isinstance(source, nn.Module):
         pairs = list(source.named_parameters())
     elif isinstance(source, Mapping):
@@ -59,7 +68,7 @@ def named_tensors(source) -> list[tuple[str, torch.Tensor]]:
     return pairs
 
 
-def _stack_on_host(values: list[torch.Tensor]) -> list:
+def _stack_on_host(values: list[torch.Tensor]) -> list[Any]:
     """Move small device tensors to the host with one synchronisation."""
     if not values:
         return []
@@ -120,7 +129,7 @@ def _device_norms(grads: list[torch.Tensor]) -> list[torch.Tensor | str]:
     return out
 
 
-def grad_norms(source) -> GradNorms:
+def grad_norms(source: NamedTensors) -> GradNorms:
     """L2 norm of each parameter's ``.grad``, with one host-device synchronisation.
 
     Sparse (``nn.Embedding(sparse=True)``), nested and complex gradients get their
@@ -168,11 +177,11 @@ def _stats(g: torch.Tensor) -> torch.Tensor | str:
         return f"no statistics for a {g.layout} {g.dtype} gradient: {type(e).__name__}"
 
 
-def grad_stats(source) -> dict[str, tuple[float, float, float]]:
+def grad_stats(source: NamedTensors) -> dict[str, tuple[float, float, float]]:
     """``{name: (norm, mean |grad|, max |grad|)}`` of parameters with a readable gradient (one sync)."""
     pairs = [(n, t.grad.detach()) for n, t in named_tensors(source) if t.grad is not None]
-    rows = [(n, _stats(g)) for n, g in pairs]
-    rows = [(n, r) for n, r in rows if not isinstance(r, str)]
+    stats = [(n, _stats(g)) for n, g in pairs]
+    rows = [(n, r) for n, r in stats if not isinstance(r, str)]
     values = _stack_on_host([r for _, r in rows])
     return {n: tuple(v) for (n, _), v in zip(rows, values)}
 
@@ -205,7 +214,7 @@ class GradHistory:
         >>> hist.plot(kind="heatmap")
     """
 
-    def __init__(self, source, per: str = "parameter"):
+    def __init__(self, source: NamedTensors, per: str = "parameter") -> None:
         if per not in ("parameter", "module"):
             raise ValueError(f"per must be 'parameter' or 'module'; got {per!r}")
         self._pairs = named_tensors(source)
@@ -238,7 +247,7 @@ class GradHistory:
         """This step's norms as one device tensor (no host copy); notes go to ``self.notes``."""
         norms = iter(_device_norms(grads))
         dev = next((g.device for g in grads if g.device.type != "meta"), torch.device("cpu"))
-        row = []
+        row: list[torch.Tensor] = []
         for name, t in self._pairs:
             norm = next(norms) if t.grad is not None else None
             if isinstance(norm, str):
@@ -262,7 +271,7 @@ class GradHistory:
     def __repr__(self) -> str:
         return f"<dynagraph.GradHistory: {len(self.steps)} steps x {len(self.names)} {self.per}s>"
 
-    def plot(self, kind: str = "lines", ax=None):
+    def plot(self, kind: str = "lines", ax: Axes | None = None) -> Axes:
         """Plot the history; returns the matplotlib ``Axes`` (see :func:`plot_grad_history`)."""
         from .plots import plot_grad_history
         return plot_grad_history(self, kind=kind, ax=ax)

@@ -5,16 +5,23 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, cast
+
+import torch
 
 from ._records import owner
-from .norms import GradHistory, grad_norms, grad_stats, named_tensors, per_module
+from .norms import GradHistory, NamedTensors, grad_norms, grad_stats, named_tensors, per_module
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 __all__ = ["plot_grad_history", "plot_grad_norms"]
 
 MAX_SHOWN = 60  # bars or rows; more are unreadable, and tick labels make drawing slow
 
 
-def _axes(ax, size):
+def _axes(ax: Axes | None, size: tuple[float, float]) -> Axes:
     if ax is not None:
         return ax
     import matplotlib.pyplot as plt
@@ -47,9 +54,9 @@ def _shown_note(shown: int, total: int, per: str) -> str:
             "without one" + ("; per='module' combines them" if per == "parameter" else ""))
 
 
-def _norms_of(source, is_norms: bool):
+def _norms_of(source: NamedTensors | Mapping[str, float], is_norms: bool) -> Mapping[str, float]:
     """The norms to plot; raises on nothing to plot, warns when no parameter has a gradient."""
-    norms = source if is_norms else grad_norms(source)
+    norms = cast("Mapping[str, float]", source) if is_norms else grad_norms(cast(NamedTensors, source))
     if not norms:
         raise ValueError("plot_grad_norms: nothing to plot, the source has no parameters; pass a "
                          "model with parameters (or a dict of norms from dg.grad_norms(model))")
@@ -60,7 +67,8 @@ def _norms_of(source, is_norms: bool):
     return norms
 
 
-def plot_grad_norms(source, *, per="module", ax=None, title=None):
+def plot_grad_norms(source: NamedTensors | Mapping[str, float], *, per: str = "module",
+                    ax: Axes | None = None, title: str | None = None) -> Axes:
     """Bar chart of gradient norms per layer (or per parameter), on a log scale.
 
     Bars are L2 norms. When ``source`` holds tensors, markers add the mean ``|grad|``
@@ -97,7 +105,7 @@ def plot_grad_norms(source, *, per="module", ax=None, title=None):
     every = per_module(norms) if per == "module" else dict(norms)
     names = _pick(every)
     values = {n: every[n] for n in names}
-    stats = {} if is_norms or per == "module" else grad_stats(_subset(source, names))
+    stats = {} if is_norms or per == "module" else grad_stats(_subset(cast(NamedTensors, source), names))
     ax = _axes(ax, (min(12.0, max(4.0, 0.3 * len(names) + 1.5)), 3.2))  # capped: PNGs stay small
     _bars(ax, values, stats)
     _mark_problems(ax, values, norms)
@@ -110,13 +118,13 @@ def plot_grad_norms(source, *, per="module", ax=None, title=None):
     return ax
 
 
-def _subset(source, names: list[str]) -> list:
+def _subset(source: NamedTensors, names: list[str]) -> list[tuple[str, torch.Tensor]]:
     """The ``(name, tensor)`` pairs of ``source`` named in ``names``."""
     wanted = set(names)
     return [(n, t) for n, t in named_tensors(source) if n in wanted]
 
 
-def _bars(ax, values: dict[str, float], stats: dict) -> None:
+def _bars(ax: Axes, values: dict[str, float], stats: Mapping[str, tuple[float, float, float]]) -> None:
     """Norm bars on a log axis, with mean and max ``|grad|`` markers when ``stats`` has them."""
     xs = range(len(values))
     finite = [v if math.isfinite(v) and v > 0 else math.nan for v in values.values()]
@@ -130,12 +138,12 @@ def _bars(ax, values: dict[str, float], stats: dict) -> None:
     ax.set_yscale("log")
 
 
-def _with_owners(names) -> set[str]:
+def _with_owners(names: Iterable[str]) -> set[str]:
     """``names`` and the modules that own them (``fc.bias`` -> also ``fc``)."""
-    return set(names) | {owner(n) for n in names if owner(n)}
+    return set(names) | {o for n in names if (o := owner(n))}
 
 
-def _mark_problems(ax, values, norms):
+def _mark_problems(ax: Axes, values: dict[str, float], norms: Mapping[str, float]) -> None:
     """Write 'no grad', 'no value', 'inf/nan' or 'zero' over bars that cannot be drawn on a log axis."""
     missing = _with_owners(getattr(norms, "missing", ()))
     unreadable = _with_owners(getattr(norms, "notes", {}))
@@ -164,7 +172,7 @@ def _shown_series(history: GradHistory) -> tuple[dict[str, list[float]], str | N
     return {n: every[n] for n in names}, note
 
 
-def plot_grad_history(history: GradHistory, *, kind="lines", ax=None):
+def plot_grad_history(history: GradHistory, *, kind: str = "lines", ax: Axes | None = None) -> Axes:
     """Gradient norms over recorded steps: one line per name, or a heatmap.
 
     With more than ``MAX_SHOWN`` (60) names, 60 are drawn (those with the largest
@@ -198,7 +206,7 @@ def plot_grad_history(history: GradHistory, *, kind="lines", ax=None):
     return ax
 
 
-def _lines(steps, norms, ax):
+def _lines(steps: list[int], norms: dict[str, list[float]], ax: Axes | None) -> Axes:
     ax = _axes(ax, (6.0, 3.2))
     for name, series in norms.items():
         ax.plot(steps, series, label=name)
@@ -209,7 +217,7 @@ def _lines(steps, norms, ax):
     return ax
 
 
-def _heatmap(steps, norms, ax):
+def _heatmap(steps: list[int], norms: dict[str, list[float]], ax: Axes | None) -> Axes:
     ax = _axes(ax, (6.0, 0.25 * len(norms) + 1.5))  # at most MAX_SHOWN rows: 16.5 inches
     grid = [[math.log10(v) if v > 0 and math.isfinite(v) else math.nan for v in s]
             for s in norms.values()]

@@ -26,10 +26,16 @@ import subprocess
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["CACHE_BYTES", "Overlay", "RenderTimeoutError", "RendererNotFoundError", "STYLE", "clear_cache",
+if TYPE_CHECKING:
+    from ._records import Node
+    from ._roll import Block
+
+__all__ = ["CACHE_BYTES", "STYLE", "Overlay", "RenderTimeoutError", "RendererNotFoundError", "clear_cache",
            "compact_svg", "find_renderer", "frames", "pipe", "to_dot"]
 
 # Legend: colour and shape per node kind (documented in draw()).
@@ -55,6 +61,8 @@ SPLIT_LEAVES = 3
 # Rendered output kept for reuse, DOT text and result bytes together: a drawing of
 # ~3,000 nodes is about 4 MB, so a handful of big ones or many small ones fit.
 CACHE_BYTES = 32 * 2**20
+# Where a drawn node goes: ((rolled block or None, module path or None), node, DOT name).
+_Place = tuple[tuple[int | None, str | None], "Node", str]
 
 
 class RendererNotFoundError(RuntimeError):
@@ -113,8 +121,10 @@ class Overlay:
     block_notes: dict[int, str] = field(default_factory=dict)
 
 
-def to_dot(nodes, edges, module_types=None, *, title=None, overlay=None, blocks=(),
-           split_leaves=SPLIT_LEAVES) -> str:
+def to_dot(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
+           module_types: Mapping[str, str] | None = None, *, title: str | None = None,
+           overlay: Overlay | None = None, blocks: Sequence[Block] = (),
+           split_leaves: int | None = SPLIT_LEAVES) -> str:
     """DOT text for the records, modules drawn as nested clusters.
 
     Args:
@@ -155,7 +165,7 @@ def to_dot(nodes, edges, module_types=None, *, title=None, overlay=None, blocks=
     return "".join(lines)
 
 
-def _node_extra(nid, overlay) -> str:
+def _node_extra(nid: int, overlay: Overlay) -> str:
     parts = []
     if nid in overlay.badges:
         parts.append(f'xlabel=<<FONT COLOR="#c92a2a">{_html_text(overlay.badges[nid])}</FONT>>')
@@ -172,7 +182,7 @@ def _html_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _edge_extra(edge, overlay, span, loop) -> str:
+def _edge_extra(edge: tuple[int, int], overlay: Overlay, span: tuple[float, float], loop: bool) -> str:
     parts = ['style=dashed color="#e8590c" constraint=false'] if loop else []
     if edge in overlay.edge_norms:
         v = overlay.edge_norms[edge]
@@ -200,7 +210,8 @@ def _norm_width(v: float, span: tuple[float, float]) -> float:
     return 1.0 if math.isfinite(v) else 3.0
 
 
-def frames(nodes, edges, blocks=(), split_leaves=SPLIT_LEAVES) -> list[list[int]]:
+def frames(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], blocks: Sequence[Block] = (),
+           split_leaves: int | None = SPLIT_LEAVES) -> list[list[int]]:
     """Node ids inside each frame, in the order :func:`to_dot` numbers them ``dg-f<k>``."""
     members: dict = {}
     for (block, path), node, _ in _places(nodes, edges, blocks, split_leaves)[0]:
@@ -212,7 +223,8 @@ def frames(nodes, edges, blocks=(), split_leaves=SPLIT_LEAVES) -> list[list[int]
     return [sorted(members[key]) for key in _frame_order(members)]
 
 
-def _places(nodes, edges, blocks, split_leaves):
+def _places(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], blocks: Sequence[Block],
+            split_leaves: int | None) -> tuple[list[_Place], dict[tuple[int, int], str]]:
     """Where each drawn node goes: ``[((block, module), node, DOT name)]`` and the
     DOT name of each copy of a split leaf, by ``(leaf, consumer)``."""
     consumers: dict[int, list[int]] = {}
@@ -222,6 +234,8 @@ def _places(nodes, edges, blocks, split_leaves):
             users.append(dst)
     by_id = {node.id: node for node in nodes}
     in_block = {nid: k for k, block in enumerate(blocks) for nid in block.nodes}
+    places: list[_Place]
+    copies: dict[tuple[int, int], str]
     places, copies = [], {}
     for node in nodes:
         users = consumers.get(node.id, [])
@@ -235,18 +249,18 @@ def _places(nodes, edges, blocks, split_leaves):
     return places, copies
 
 
-def _frame_order(keys) -> list:
+def _frame_order(keys: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
     """Frames sorted as :func:`_frames_dot` writes them."""
     return sorted(keys, key=lambda k: (k[0] != "block", -1 if k[0] in (None, "block") else k[0],
                                        str(k[1])))
 
 
-def _node_line(node, name, extra) -> str:
+def _node_line(node: Node, name: str, extra: str) -> str:
     return (f'  {name} [id="{name}" class="dg-{node.kind} dg-n{node.id}" '
             f"label={quote(node_label(node))} {STYLE[node.kind]}{' ' + extra if extra else ''}]\n")
 
 
-def node_label(node) -> str:
+def node_label(node: Node) -> str:
     """The text drawn inside a node: its label, then shape, dtype and device."""
     lines = [node.label]
     if node.kind == "custom":
@@ -257,8 +271,8 @@ def node_label(node) -> str:
     return "\n".join(lines)
 
 
-def _meta_line(node) -> str:
-    text = str(tuple(node.shape))
+def _meta_line(node: Node) -> str:
+    text = str(tuple(node.shape or ()))
     if node.dtype not in (None, "float32"):
         text += f" {node.dtype}"
     if node.device not in (None, "cpu"):
@@ -266,21 +280,22 @@ def _meta_line(node) -> str:
     return text
 
 
-def _frames_dot(tree, module_types, blocks, notes):
+def _frames_dot(tree: dict[tuple[int | None, str | None], list[str]], module_types: Mapping[str, str],
+                blocks: Sequence[Block], notes: Mapping[int, str]) -> list[str]:
     """Nodes inside nested ``subgraph cluster_...`` blocks: rolled blocks, then modules."""
     out = list(tree.get((None, None), []))
     children: dict = {}  # (block, parent path) -> child paths
-    for block, path in tree:
+    for b, path in tree:
         if path is None:
             continue
         parts = path.split(".")
         for i in range(1, len(parts) + 1):
-            children.setdefault((block, ".".join(parts[:i - 1]) or None), set()).add(".".join(parts[:i]))
+            children.setdefault((b, ".".join(parts[:i - 1]) or None), set()).add(".".join(parts[:i]))
     keys = [("block", k) for k in range(len(blocks))]
     keys += [(b, p) for (b, _), paths in children.items() for p in paths]
     number = {key: i for i, key in enumerate(_frame_order(keys))}
 
-    def emit(block, path, indent):
+    def emit(block: int | None, path: str, indent: str) -> list[str]:
         kind = module_types.get(path)
         title = f"{path}: {kind}" if kind else path
         name = f"cluster_{path}" if block is None else f"cluster_roll{block}_{path}"
@@ -308,7 +323,7 @@ def _frames_dot(tree, module_types, blocks, notes):
     return out
 
 
-def _candidates():
+def _candidates() -> list[str]:
     env = os.environ.get("DYNAGRAPH_DOT")
     if env:
         return [env]
@@ -365,8 +380,8 @@ def pipe(dot_text: str, fmt: str = "svg", *, timeout: float = 60) -> bytes:
         raise ValueError(f"unknown format: {fmt!r} (must be one of {sorted(set(FORMATS) - {'dot'})})")
     exe = find_renderer()
     if fmt == "pdf" and "graphviz-pure" in Path(exe).name:
-        exe = shutil.which("dot")
-        if exe is None:
+        exe = shutil.which("dot") or ""
+        if not exe:
             raise RendererNotFoundError(
                 "PDF output needs the system Graphviz (graphviz-pure writes svg and png): "
                 "install Graphviz (`apt install graphviz`) or save as .svg or .png"
@@ -401,14 +416,14 @@ class _ByteCache:
     cached. ``__wrapped__`` is ``fn`` itself (to bypass the cache).
     """
 
-    def __init__(self, fn, max_bytes: int):
+    def __init__(self, fn: Callable[..., bytes], max_bytes: int) -> None:
         self.__wrapped__ = fn
         self.max_bytes = max_bytes
         self._entries: OrderedDict = OrderedDict()  # args -> (result, weight)
         self._bytes = 0
         self._lock = threading.Lock()  # pictures are drawn from recording threads too
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> bytes:
         with self._lock:
             if args in self._entries:
                 self._entries.move_to_end(args)
@@ -417,7 +432,7 @@ class _ByteCache:
         self._keep(args, result)
         return result
 
-    def _keep(self, args, result) -> None:
+    def _keep(self, args: tuple[Any, ...], result: bytes) -> None:
         weight = sys.getsizeof(result) + sum(sys.getsizeof(a) for a in args if isinstance(a, str))
         with self._lock:
             if weight > self.max_bytes or args in self._entries:
@@ -439,7 +454,7 @@ class _ByteCache:
             self._bytes = 0
 
 
-def _layout(exe, dot_text, fmt, timeout) -> bytes:
+def _layout(exe: str, dot_text: str, fmt: str, timeout: float) -> bytes:
     """Run ``exe -T<fmt>`` on ``dot_text`` and return its checked output."""
     # A session of its own, so that a timeout kills the renderer and anything it started.
     proc = subprocess.Popen([exe, f"-T{fmt}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -475,10 +490,11 @@ _MAGIC = {"png": b"\x89PNG\r\n\x1a\n", "jpg": b"\xff\xd8\xff", "pdf": b"%PDF"}
 _SVG_LEAD = re.compile(rb"\s*(?:(?:<\?xml.*?\?>|<!DOCTYPE[^>]*>|<!--.*?-->)\s*)*", re.S)
 
 
-def _check_output(exe, fmt, out: bytes, err: bytes) -> None:
+def _check_output(exe: str, fmt: str, out: bytes, err: bytes) -> None:
     """Raise unless ``out`` looks like a whole ``fmt`` file (magic bytes; SVG: ``<svg`` to ``</svg>``)."""
     if fmt == "svg":
-        ok = out[_SVG_LEAD.match(out).end():].startswith(b"<svg") and out.rstrip().endswith(b"</svg>")
+        lead = _SVG_LEAD.match(out)  # always matches, maybe nothing
+        ok = out[lead.end() if lead else 0:].startswith(b"<svg") and out.rstrip().endswith(b"</svg>")
     else:
         ok = out.startswith(_MAGIC[fmt])
     if ok:
@@ -492,7 +508,7 @@ def _check_output(exe, fmt, out: bytes, err: bytes) -> None:
     )
 
 
-def _kill(proc) -> None:
+def _kill(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError, AttributeError):
@@ -512,7 +528,8 @@ _PROLOGUE = re.compile(r"<\?xml.*?\?>\s*|<!DOCTYPE.*?>\s*|<!--.*?-->\s*", re.S)
 _TITLE = re.compile(r"<title>[^<]*</title>\n?")
 _GROUP_ID = re.compile(r'(<g) id="[^"]*"')
 _NUMBER = re.compile(r"-?\d+\.\d+")
-_GEOMETRY = re.compile(r'(\s(?:points|d|x|y|cx|cy|rx|ry|width|height|viewBox|transform|stroke-width)=")([^"]*)')
+_GEOMETRY = re.compile(r'(\s(?:points|d|x|y|cx|cy|rx|ry|width|height|viewBox|transform|stroke-width)=")'
+                       r'([^"]*)')
 _ROUNDED = re.compile(r'(<g class="node[^"]*">\n)<path ([^>]*?) d="M([^"]*)"/>')
 _SVG_STYLE = ("<style>text{font-family:Helvetica,Arial,sans-serif}"
               "text:not([font-size]){font-size:10px}text:not([text-anchor]){text-anchor:middle}</style>")
@@ -537,7 +554,7 @@ def compact_svg(svg: bytes | str) -> str:
     return re.sub(r"(<svg\b[^>]*>)", lambda m: m[1] + _SVG_STYLE, text, count=1)
 
 
-def _rect(m) -> str:
+def _rect(m: re.Match[str]) -> str:
     """A rounded box's path (Graphviz's ``style=rounded``) as the same ``<rect rx>``."""
     numbers = [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", m[3])]
     xs, ys = numbers[0::2], numbers[1::2]

@@ -427,7 +427,7 @@ def test_empty_roots_raise(roots):
 @pytest.mark.parametrize("params", [[torch.ones(1)], "model", 3])
 def test_params_of_wrong_type_raise(params):
     x = torch.ones(1, requires_grad=True)
-    with pytest.raises(TypeError, match="params must be an nn.Module or a mapping name -> tensor"):
+    with pytest.raises(TypeError, match=r"params must be an nn.Module or a mapping name -> tensor"):
         dg.draw(x * 2, params=params)
 
 

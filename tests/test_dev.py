@@ -1,8 +1,11 @@
-"""dev.py and the pytest set-up: tests run from any folder; the fast lane selects unit tests."""
+"""dev.py and the pytest set-up: tests run from any folder; the fast lane selects unit tests;
+lint and type check run first; nbval options apply only where nbval is installed."""
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -41,7 +44,71 @@ def test_wheel_ships_the_page_assets_and_the_licence(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     (wheel,) = tmp_path.glob("dynagraph-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert {"dynagraph/assets/view.js", "dynagraph/assets/view.css"} <= set(names)
+    assert {"dynagraph/assets/view.js", "dynagraph/assets/view.css", "dynagraph/py.typed"} <= set(names)
     assert any(n.endswith("licenses/LICENSE") for n in names)
     meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("/METADATA"))).decode()
     assert "License-Expression: MIT" in meta and "Requires-Dist: torch>=2.13" in meta
+
+
+def _load(name, path):
+    """A module from a file that is not on sys.path (dev.py, the root conftest.py)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("lane", [[], ["--fast"]])
+def test_both_test_lanes_run_ruff_and_mypy_before_pytest(monkeypatch, lane):
+    dev = _load("dev", ROOT / "dev.py")
+    ran = []
+    monkeypatch.setattr(dev, "call_venv", lambda *args: ran.append(args[1]) or 0)  # args: "-m", tool, ...
+    monkeypatch.setattr(dev, "ensure_chromium", lambda: None)
+    assert dev.cmd_test(lane) == 0
+    assert ran == ["ruff", "mypy", "pytest"]
+
+
+def test_a_failed_check_stops_before_pytest(monkeypatch):
+    dev = _load("dev", ROOT / "dev.py")
+    ran = []
+    monkeypatch.setattr(dev, "call_venv", lambda *args: ran.append(args[1]) or (3 if args[1] == "mypy" else 0))
+    assert dev.cmd_test(["--fast"]) == 3
+    assert ran == ["ruff", "mypy"]
+
+
+def _configured(args=(), nbval_installed=True, **given):
+    """The options the root conftest.py leaves, from nbval's defaults plus ``given``."""
+    option = {"nbval": False, "nbval_lax": False, "nbval_current_env": False, "nbval_kernel_name": None,
+              "nbval_cell_timeout": 2000, "nbval_sanitize_with": None, **given}
+    config = SimpleNamespace(pluginmanager=SimpleNamespace(hasplugin=lambda name: nbval_installed),
+                             option=SimpleNamespace(**option),
+                             invocation_params=SimpleNamespace(args=tuple(args)))
+    _load("root_conftest", ROOT / "conftest.py").pytest_configure(config)
+    return config.option
+
+
+def test_nbval_runs_the_notebooks_strictly_where_installed():
+    opt = _configured()
+    assert opt.nbval and not opt.nbval_lax and opt.nbval_current_env and opt.nbval_cell_timeout == 120
+    assert Path(opt.nbval_sanitize_with).resolve() == ROOT / "tests" / "nbval_sanitize.cfg"
+
+
+def test_nbval_options_given_on_the_command_line_win():
+    opt = _configured(["--nbval-lax", "--nbval-cell-timeout=5", "--nbval-kernel-name", "py"],
+                      nbval_lax=True, nbval_cell_timeout=5.0, nbval_kernel_name="py")
+    assert not opt.nbval and opt.nbval_cell_timeout == 5.0 and not opt.nbval_current_env
+
+
+def test_nothing_names_nbval_where_it_is_not_installed():
+    assert _configured(nbval_installed=False).nbval is False
+    tomllib = pytest.importorskip("tomllib")
+    addopts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
+    assert not any("nbval" in a for a in addopts)  # pytest would reject them without the plugin
+
+
+@pytest.mark.slow
+def test_pytest_runs_without_nbval():
+    done = subprocess.run([sys.executable, "-m", "pytest", "tests/test_requirements.py", "-q",
+                           "-p", "no:nbval", "-p", "no:cacheprovider"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]

@@ -18,10 +18,12 @@ import sys
 import threading
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 import dynagraph
+
 from _chromium import ARTIFACTS, ROOT, Watch, check_stepper, chromium
 
 pytestmark = pytest.mark.slow  # the module builds the whole site once (10-30 s)
@@ -72,7 +74,7 @@ def test_api_reference_documents_every_public_name(site):
 class _Refs(HTMLParser):
     """Collects the URLs a page makes the browser load (not links it merely shows)."""
 
-    LOADS = {"script": "src", "img": "src", "iframe": "src", "source": "src", "audio": "src",
+    LOADS: ClassVar[dict[str, str]] = {"script": "src", "img": "src", "iframe": "src", "source": "src", "audio": "src",
              "video": "src", "embed": "src", "link": "href", "object": "data"}
 
     def __init__(self):

@@ -122,7 +122,7 @@ def test_committed_notebook_shows_not_done_yet(path, ex, wrong):
 
 
 def test_grade_rejects_unknown_keys():
-    with pytest.raises(ValueError, match="'01.99'"):
+    with pytest.raises(ValueError, match=r"'01\.99'"):
         exercises.grade("01.99", 1)
     with pytest.raises(ValueError, match="should look like"):
         exercises.grade("one", 1)

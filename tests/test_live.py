@@ -11,9 +11,9 @@ import torch
 from torch import nn
 from torch.autograd.function import Function
 
-from _helpers import page_steps, pictures, svg_texts
-
 import dynagraph as dg
+
+from _helpers import page_steps, pictures, svg_texts
 
 live_module = importlib.import_module("dynagraph.live")  # dg.live is the function
 
@@ -433,7 +433,7 @@ def test_interval_must_be_positive():
 
 
 def test_model_must_be_a_module():
-    with pytest.raises(TypeError, match="model must be an nn.Module .* got str"):
+    with pytest.raises(TypeError, match=r"model must be an nn.Module .* got str"):
         with dg.live("x"):
             pass
     assert torch._C._len_torch_function_stack() == 0
@@ -577,6 +577,7 @@ def test_graph_upto_counts_from_the_end_like_python():
 def test_a_step_in_a_jupyter_cell_names_the_cell_by_its_execution_count(monkeypatch):
     """``[cell In[7], line 2]``, as IPython's tracebacks say it, not the temporary file."""
     import IPython
+
     from dynagraph import _source
 
     cell = "/tmp/ipykernel_4242/123456789.py"

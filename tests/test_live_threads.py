@@ -69,7 +69,7 @@ def run_in_thread(target):
     def body():
         try:
             target()
-        except BaseException as e:  # reported in the main thread
+        except BaseException as e:  # noqa: BLE001 - reported in the main thread
             errors.append(e)
 
     thread = threading.Thread(target=body, daemon=True)

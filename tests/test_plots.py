@@ -7,14 +7,14 @@ import matplotlib
 
 matplotlib.use("Agg")  # before pyplot: no display needed
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from torch import nn  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from torch import nn
 
-import dynagraph as dg  # noqa: E402
-from dynagraph import norms, plots  # noqa: E402
+import dynagraph as dg
+from dynagraph import norms, plots
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,7 @@ well under a minute in all); the ``long`` marker runs 10x as many
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import Counter
 
@@ -164,7 +165,7 @@ ACTIVATIONS = [nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.Identity]
 def models(draw):
     widths = draw(st.lists(st.integers(1, 6), min_size=2, max_size=6))
     layers = []
-    for a, b in zip(widths, widths[1:]):
+    for a, b in itertools.pairwise(widths):
         layers.append(nn.Linear(a, b, bias=draw(st.booleans())))
         layers.append(draw(st.sampled_from(ACTIVATIONS))())
     if draw(st.booleans()):

@@ -8,7 +8,6 @@ and review the diff.
 import os
 import re
 import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -111,7 +110,10 @@ def test_to_dot_overlay_and_title():
     overlay = render.Overlay(badges={3: "#1 <a&b>"}, highlight={1}, edge_norms={(3, 0): 0.5, (1, 3): 2.0})
     dot = render.to_dot(nodes, edges, title="my graph", overlay=overlay)
     assert 'label="my graph"' in dot
-    line = lambda start: next(ln for ln in dot.splitlines() if ln.strip().startswith(start))
+
+    def line(start: str) -> str:
+        return next(ln for ln in dot.splitlines() if ln.strip().startswith(start))
+
     assert '<FONT COLOR="#c92a2a">#1 &lt;a&amp;b&gt;</FONT>' in line("n3 [")
     assert 'color="#e03131" penwidth=2.5' in line("n1 [")
     assert 'label="0.5"' in line("n3 -> n0") and "dir=back" in line("n3 -> n0")

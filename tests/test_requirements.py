@@ -1,6 +1,9 @@
-"""requirements.txt and environment.yml must list the same packages with the same pins."""
+"""requirements.txt and environment.yml must list the same packages with the same pins:
+pyproject.toml's extras as they are, and its dependencies at versions their ranges allow."""
 import re
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CONDA_TO_PIP = {"python-graphviz": "graphviz"}  # conda-forge name -> PyPI name
@@ -51,3 +54,46 @@ def test_torch_pinned_exactly_in_both():
         pins = deps.get("torch", set())
         assert len(pins) == 1 and next(iter(pins)).startswith("=="), f"{source}: torch must be pinned with ==, got {pins}"
     assert pip_deps()["torch"] == conda_deps()["torch"]
+
+
+def pyproject_deps():
+    """``(dependencies, extras)`` of pyproject.toml, each parsed like the files above
+    (the ``dev`` extra's ``dynagraph[test,docs]`` names no package of its own)."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = [line for lines in project["optional-dependencies"].values() for line in lines]
+    return parse(project["dependencies"]), parse(extras)
+
+
+def lowest(clauses):
+    """The lowest version a pin allows: ``2.13.0`` of ``==2.13.0``, ``0.21`` of ``>=0.21,<0.22``."""
+    found = [c.lstrip("=>") for c in clauses if c.startswith(("==", ">="))]
+    assert len(found) == 1, f"expected one == or >= clause in {sorted(clauses)}"
+    return found[0]
+
+
+@pytest.mark.parametrize("source", ["requirements.txt", "environment.yml"])
+def test_lists_exactly_pyproject_dependencies_and_extras(source):
+    listed = pip_deps() if source == "requirements.txt" else conda_deps()
+    runtime, extras = pyproject_deps()
+    wanted = runtime.keys() | extras.keys()
+    assert listed.keys() == wanted, (
+        f"only in {source}: {sorted(listed.keys() - wanted)}; "
+        f"only in pyproject.toml: {sorted(wanted - listed.keys())}"
+    )
+
+
+def test_extras_pinned_as_in_requirements():
+    _, extras = pyproject_deps()
+    pip = pip_deps()
+    differ = {n: (sorted(extras[n]), sorted(pip[n])) for n in extras if extras[n] != pip.get(n)}
+    assert not differ, f"pins differ (pyproject.toml extras, requirements.txt): {differ}"
+
+
+def test_tested_versions_satisfy_pyproject_dependencies():
+    from packaging.specifiers import SpecifierSet
+    runtime, _ = pyproject_deps()
+    pip = pip_deps()
+    outside = {n: (lowest(pip[n]), ",".join(sorted(runtime[n]))) for n in runtime
+               if lowest(pip[n]) not in SpecifierSet(",".join(runtime[n]))}
+    assert not outside, f"requirements.txt tests versions pyproject.toml does not allow: {outside}"

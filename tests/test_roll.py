@@ -18,7 +18,6 @@ from dynagraph._records import Node
 from dynagraph._roll import Block, Rolled, roll
 from dynagraph.capture import capture
 
-
 # ---- models: each returns (nodes, edges, module_types, ends), ends[k] being the autograd
 # ---- sequence number of step k's last op (None where the test needs no such oracle)
 

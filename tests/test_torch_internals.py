@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 import dynagraph as dg
-from dynagraph import _tags, _torch
+from dynagraph import _tags, _torch, capture
 
 from _helpers import Square
 
@@ -26,8 +26,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(autouse=True)
 def fresh_missing(monkeypatch):
-    """Each test starts with no feature noted missing (so warnings fire again)."""
+    """Each test starts with no feature noted missing (so warnings fire again) and no
+    node class's name and kind remembered (so a fallback taken here is really taken)."""
     monkeypatch.setattr(_torch, "MISSING", set())
+    monkeypatch.setattr(capture, "_KINDS", {})
 
 
 def _x():

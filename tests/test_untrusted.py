@@ -463,7 +463,7 @@ def test_same_notebook_open_twice_steps_both(lab_page, lab):
             bar = out.locator(".dg-bar")
             try:
                 bar.wait_for(state="visible")
-            except Exception:
+            except Exception:  # noqa: BLE001 - a timeout or a detached page: either way the bar stayed hidden
                 pytest.fail(f"{name}: stepper bar stays hidden: view.js did not run (was the notebook trusted?)")
             assert out.locator("svg g.node").count() > 0, f"{name}: the image was not upgraded to inline SVG"
         infos = [o.evaluate(_INFO_JS) for o in outs]

@@ -19,7 +19,7 @@ def live_picture() -> str:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
     with dg.live(model) as rec:
-        loss = model(torch.ones(2, 3)).pow(2).mean()
+        model(torch.ones(2, 3)).pow(2).mean()  # the loss: live() records the ops that make it
     badges = {n: f"step {s.index}" for s in rec.steps for n in s.nodes}
     dot = render.to_dot(rec.nodes, rec.edges, rec.module_types, overlay=render.Overlay(badges=badges),
                         title=f"dg.live(): {len(rec.steps)} steps, each node labelled by its step")

@@ -28,8 +28,9 @@ proves each one passes on its solution and fails on its stub and on wrong answer
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["Result", "Wrong", "check", "exercise", "expect", "grade", "keys"]
 
@@ -129,7 +130,7 @@ def grade(key: str, answer: Any) -> Result:
         return todo
     except Wrong as e:
         return Result(key, WRONG, f"✗ {label}: not right yet. {e}")
-    except Exception as e:  # the learner's code failed inside the check
+    except Exception as e:  # noqa: BLE001 - the learner's code failed inside the check
         return Result(key, WRONG, f"✗ {label}: not right yet. Your answer raised "
                                   f"{type(e).__name__}: {e}")
     return Result(key, SOLVED, f"✓ {label} solved: {ex.title}.")
