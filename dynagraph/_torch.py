@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import os
 import sys
 import warnings
 import weakref
@@ -19,6 +20,7 @@ __all__ = [
     "FREED",
     "MISSING",
     "SAFE_DEPTH",
+    "compiled_graph_frame",
     "custom_name",
     "foreach_norm",
     "gradient_edge_node",
@@ -29,6 +31,7 @@ __all__ = [
     "longest_chain",
     "metadata",
     "no_torch_function",
+    "original_module",
     "output_meta",
     "pop_mode",
     "push_mode",
@@ -46,6 +49,9 @@ _INPUT_METADATA = "_input_metadata"  # shape/dtype/device of the forward outputs
 _SEQUENCE_NR = "_sequence_nr"  # autograd's per-thread creation counter
 _METADATA = "metadata"  # a dict per node that outlives its Python wrapper
 _SAVED = "_saved_"  # prefix of the saved-for-backward attributes of built-in nodes
+_ORIG_MOD = "_orig_mod"  # on what torch.compile(model) returns: the model itself
+FX_CODE = "<eval_with_key>"  # the file name torch.fx gives the code of a graph it writes
+DYNAMO_DIR = os.path.join(os.path.dirname(torch.__file__), "_dynamo") + os.sep  # dynamo's frames
 
 GradFn = torch.autograd.graph.Node  # for annotations: an autograd node (a grad_fn or AccumulateGrad)
 
@@ -75,6 +81,19 @@ def _missing(feature: str) -> None:
     MISSING.add(feature)
     warnings.warn(f"dynagraph: torch {torch.__version__} has no {feature}: {FEATURES[feature]}",
                   RuntimeWarning, stacklevel=3)
+
+
+def original_module(module: Any) -> Any:
+    """The model that ``torch.compile(model)`` wraps (the module itself otherwise): its
+    forward hooks see the wrapper, which has no name in the model."""
+    return getattr(module, _ORIG_MOD, module)
+
+
+def compiled_graph_frame(frame: Any) -> bool:
+    """Whether ``frame`` runs a graph ``torch.compile`` made (torch.fx writes its code
+    to no file; the name starts with :data:`FX_CODE`). Where torch names that code
+    otherwise, each op of a compiled call is a step of its own, as in eager code."""
+    return frame is not None and frame.f_code.co_filename.startswith(FX_CODE)
 
 
 def is_custom(fn: GradFn) -> bool:
@@ -262,7 +281,7 @@ def hold_deep_graph(roots: list[tuple[torch.Tensor, int]], fns: Sequence[GradFn 
         Whether the graph was deep enough to be held.
     """
     release_pending()
-    if longest_chain(len(fns), edges) < SAFE_DEPTH:
+    if len(fns) < SAFE_DEPTH or longest_chain(len(fns), edges) < SAFE_DEPTH:  # (fewer nodes: no chain)
         return False
     producers: list[list[int]] = [[] for _ in fns]
     for src, dst in edges:

@@ -214,7 +214,8 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
     post-hooks fire in the order the nodes ran.
     """
     children = [s[0] if s is not None else None for s in slots]
-    shared = len({c for c in children if c is not None}) < sum(c is not None for c in children)
+    real = [c for c in children if c is not None]
+    shared = len(real) > 1 and len(set(real)) < len(real)
     sent = [(c, nid) if c is not None else None for c in children]  # the edge of each input
     out_edge = (nid, output_id) if output_id is not None else None
 

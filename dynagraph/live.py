@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
 import time
@@ -28,8 +27,6 @@ __all__ = ["Recording", "Step", "live"]
 
 _RENAME = {"rmul": "mul", "radd": "add"}  # 2 * x is a mul, as the node says
 _serial = [0]  # each recording tags nodes under its own metadata key
-_FX_CODE = "<eval_with_key>"  # the file name of code torch.fx writes (compiled graphs)
-_DYNAMO_DIR = os.path.join(os.path.dirname(torch.__file__), "_dynamo") + os.sep
 _ROOTS = 64  # weak references kept to the newest steps' outputs (a deep graph's roots)
 REPR_STEPS = 30  # steps listed by repr(); longer recordings show the first and last ones
 
@@ -177,7 +174,7 @@ class Recording:
     def _enter_module(self, module: nn.Module) -> None:
         name = self._module_names.get(id(module))
         if name is None:  # torch.compile(model) runs the model under a wrapper
-            name = self._module_names.get(id(getattr(module, "_orig_mod", module)), type(module).__name__)
+            name = self._module_names.get(id(_torch.original_module(module)), type(module).__name__)
         self._modules.append(name or None)  # "" is the model itself: its ops are in no module
 
     def _on_op(self, op: str, args: Sequence[Any], kwargs: Mapping[str, Any], out: object,
@@ -354,6 +351,10 @@ def _op_name(func: object) -> str:
     return _RENAME.get(name, name)
 
 
+# What an op returns when it returns no tensor (``None`` is not here: ``x[i] = v`` returns it).
+_NOT_TENSORS = (bool, int, float, complex, str, torch.Size, torch.dtype, torch.device)
+
+
 class _Mode(TorchFunctionMode):
     """One per thread with open blocks: hands each user-level tensor op to that
     thread's recordings (nested calls inside an op are not re-seen)."""
@@ -364,6 +365,8 @@ class _Mode(TorchFunctionMode):
         if torch.compiler.is_compiling():  # dynamo traces this: the graph gets the op alone
             return func(*args, **kwargs)
         out = func(*args, **kwargs)
+        if isinstance(out, _NOT_TENSORS):  # x.dim(), x.shape, x.item(): no step, so no bookkeeping
+            return out
         recs = [r for r in _here.recs if not r._inside_apply]  # ops inside a Function are its step
         if not recs:
             return out
@@ -396,14 +399,14 @@ def _caller_of_graph(graph_frame: FrameType) -> FrameType | None:
     past torch and the compiled function's own frame (which dynamo calls)."""
     frame = _user_frame(graph_frame.f_back)
     while frame is not None and frame.f_back is not None and \
-            frame.f_back.f_code.co_filename.startswith(_DYNAMO_DIR):
+            frame.f_back.f_code.co_filename.startswith(_torch.DYNAMO_DIR):
         frame = _user_frame(frame.f_back)
     return frame
 
 
 def _compiled(frame: FrameType | None) -> TypeGuard[FrameType]:
     """Whether ``frame`` runs a graph torch.compile made (FX writes its code to no file)."""
-    return frame is not None and frame.f_code.co_filename.startswith(_FX_CODE)
+    return _torch.compiled_graph_frame(frame)
 
 
 class _View:

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import types
 import weakref
 from pathlib import Path
 
@@ -382,3 +383,28 @@ def test_foreach_norm_falls_back_to_one_norm_each(monkeypatch):
     with pytest.warns(RuntimeWarning, match="_foreach_norm"):
         got = _torch.foreach_norm(tensors)
     assert torch.allclose(torch.stack(got), torch.stack(expected))
+
+
+def test_internal_compiled_graphs_run_in_fx_code_called_from_dynamo():
+    """live() tells a compiled graph's ops by the file name torch.fx gives its code,
+    and the user's line by skipping dynamo's frames."""
+    seen = []
+
+    def backend(gm, example_inputs):
+        def run(*args):
+            out = gm(*args)  # (a lazy graph module writes its code on the first call)
+            seen.append(gm.forward.__code__.co_filename)
+            return out
+        return run
+
+    f = torch.compile(lambda x: (x * 2).sin(), backend=backend)
+    f(torch.ones(3))
+    assert seen and all(_torch.compiled_graph_frame(types.SimpleNamespace(
+        f_code=types.SimpleNamespace(co_filename=name))) for name in seen), seen
+    assert Path(_torch.DYNAMO_DIR).is_dir() and Path(_torch.DYNAMO_DIR, "eval_frame.py").exists()
+
+
+def test_internal_compiled_module_wraps_the_model_as_orig_mod():
+    model = torch.nn.Linear(2, 2)
+    assert _torch.original_module(torch.compile(model)) is model
+    assert _torch.original_module(model) is model
