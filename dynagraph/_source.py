@@ -35,28 +35,30 @@ def caller(depth: int = 2) -> tuple[str, int] | tuple[None, None]:
 
 
 def describe(filename: str | None, lineno: int | None) -> tuple[str, str]:
-    """``(where, code)``: ``"cell In[5], line 3"`` or ``"model.py:12"``, and the line's text.
+    """``(where, code)``: ``'cell "def forward(self, x):", line 3'`` or ``"model.py:12"``,
+    and the line's text.
 
-    A Jupyter cell is named as IPython's tracebacks name it, by the execution count
-    shown beside it (``In[5]``), not by its temporary file name, which changes from
-    run to run; IPython keeps the cell's text in ``linecache``.
+    A Jupyter cell is named by its first line: its temporary file name changes from
+    run to run, and so does its execution count (``In[5]``), which a notebook run
+    without history (as nbval runs it) does not even have. IPython keeps the
+    cell's text in ``linecache``.
     """
     if filename is None or lineno is None:
         return "?", ""
     code = linecache.getline(filename, lineno).strip()
     if _CELL.search(filename):
-        cell = _cell_name(filename)
-        return (f"cell {cell}, line {lineno}" if cell else f"cell, line {lineno}"), code
+        first = _first_line(filename)
+        return (f'cell "{first}", line {lineno}' if first else f"cell, line {lineno}"), code
     return f"{os.path.basename(filename)}:{lineno}", code
 
 
-def _cell_name(filename: str) -> str | None:
-    """``In[5]`` for the file IPython compiled cell 5 to, or ``None`` outside IPython."""
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    name_of = getattr(getattr(shell, "compile", None), "format_code_name", None)
-    try:
-        named = name_of(filename) if name_of is not None else None
-    except Exception:  # noqa: BLE001 - an IPython without it: name the cell by line only
-        return None
-    return named[1] if named and len(named) == 2 else None
+FIRST_LINE = 32  # characters of a cell's first line that name it
+
+
+def _first_line(filename: str) -> str:
+    """The cell's first line that is not blank or a comment, cut to :data:`FIRST_LINE`."""
+    for line in linecache.getlines(filename):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            return line if len(line) <= FIRST_LINE else line[: FIRST_LINE - 1] + "…"
+    return ""

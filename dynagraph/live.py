@@ -38,7 +38,7 @@ class Step:
     Attributes:
         index: Position in the recording, from 0.
         op: The operation (``mul``, ``linear``, ``ThresholdReLU.apply``).
-        where: ``"cell In[5], line 3"`` (the cell's execution count) or ``"file.py:12"``.
+        where: ``'cell "def forward(self, x):", line 3'`` (a cell by its first line) or ``"file.py:12"``.
         code: That line's source text.
         module: The module whose forward ran the op (dotted name when ``live`` was
             given the model, else its class name), or ``None`` (outside any module,
