@@ -1,0 +1,135 @@
+"""Checks for 05_dynamic_depth.ipynb."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..draw import draw
+from . import exercise, expect
+
+# What an answer may use: the notebook's imports (tests run stubs and solutions after this).
+SETUP = """
+import statistics
+import torch
+import torch.nn.functional as F
+from torch import nn
+import dynagraph as dg
+"""
+
+
+class _DynamicDepthNet(nn.Module):
+    """The notebook's model: ``max_depth`` Linear+ReLU layers, a linear head, a per-sample loop."""
+
+    def __init__(self, dim: int, max_depth: int):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(dim, dim) for _ in range(max_depth))
+        self.head = nn.Linear(dim, 1)
+
+    def forward_one(self, x: torch.Tensor, depth: int) -> torch.Tensor:
+        h = x
+        for layer in self.layers[:depth]:
+            h = torch.relu(layer(h))
+        return self.head(h)
+
+    def forward(self, x: torch.Tensor, depths: torch.Tensor) -> torch.Tensor:
+        return torch.cat([self.forward_one(x[i:i + 1], d) for i, d in enumerate(depths.tolist())])
+
+
+def _grad(t: torch.Tensor) -> torch.Tensor:
+    """``t.grad``, which the oracle's backward pass has just filled."""
+    if t.grad is None:
+        raise RuntimeError("the oracle's backward pass left no gradient")  # a bug in the check itself
+    return t.grad
+
+
+def _model(dim: int, max_depth: int, seed: int) -> _DynamicDepthNet:
+    torch.manual_seed(seed)
+    return _DynamicDepthNet(dim, max_depth)
+
+
+@exercise("05.1", "predicting which parameters a batch of depths leaves without a gradient",
+          answer="never_reached")
+def _never_reached(never_reached: Any) -> None:
+    cases = [([1, 2, 2, 1], 5), ([3, 1], 3), ([1], 4), ([4, 2, 4], 6), ([2, 5, 1, 3], 5)]
+    for depths_list, max_depth in cases:
+        model = _model(2, max_depth, seed=0)
+        depths = torch.tensor(depths_list)
+        predicted = never_reached(model, depths)
+        expect(all(p.grad is None for p in model.parameters()),
+               "`never_reached` ran a backward pass: predict from `depths` and the model's "
+               "layers alone, without computing any gradient.")
+        x = torch.randn(len(depths_list), 2)
+        F.mse_loss(model(x, depths), torch.zeros(len(depths_list), 1)).backward()
+        want = [name for name, p in model.named_parameters() if p.grad is None]  # autograd's answer
+        expect(isinstance(predicted, (list, tuple)) and all(isinstance(n, str) for n in predicted),
+               f"Return a list of parameter names such as 'layers.4.weight', got {predicted!r}.")
+        expect(list(predicted) == want,
+               f"With depths {depths_list} and {max_depth} layers, backward leaves {want} without a "
+               f"gradient; you predicted {list(predicted)}. Layer i runs when some sample has "
+               "depth > i (section 3's rule); list weight and bias, in `named_parameters()` order.")
+
+
+@exercise("05.2", "a batched forward that runs each layer on the still-active rows only",
+          answer="forward_active_rows")
+def _forward_active_rows(forward_active_rows: Any) -> None:
+    cases = [([1, 3, 2, 5, 4, 1], 5, 0), ([2, 2, 2], 4, 1), ([1, 1, 3, 2], 3, 2), ([1, 2], 4, 3)]
+    for depths_list, max_depth, seed in cases:
+        model = _model(3, max_depth, seed)
+        depths = torch.tensor(depths_list)
+        x = torch.randn(len(depths_list), 3, requires_grad=True)
+        y = torch.randn(len(depths_list), 1)
+        # the oracle: the per-sample loop, its output and every gradient
+        want = model(x, depths)
+        F.mse_loss(want, y).backward()
+        want_grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+        want_x = _grad(x).clone()
+        model.zero_grad(set_to_none=True)
+        x.grad = None
+        rows_seen: list[tuple[int, int]] = []
+        hooks = [layer.register_forward_hook(
+                     lambda m, inp, out, i=i, seen=rows_seen: seen.append((i, inp[0].shape[0])))
+                 for i, layer in enumerate(model.layers)]
+        try:
+            got = forward_active_rows(model, x, depths)
+        finally:
+            for hook in hooks:
+                hook.remove()
+        expect(isinstance(got, torch.Tensor) and got.shape == want.shape,
+               f"The output should have the loop's shape {tuple(want.shape)} (one row per sample, "
+               f"after the head), got {getattr(got, 'shape', got)!r}.")
+        for i, n in rows_seen:
+            active = int((depths > i).sum())
+            expect(n == active,
+                   f"With depths {depths_list}, layer {i} ran on {n} rows, but only {active} are still "
+                   f"active (depth > {i}): select them (`h[rows]`) before calling the layer.")
+        expect(torch.allclose(got, want, atol=1e-6),
+               f"With depths {depths_list} the outputs differ from the loop's by "
+               f"{(got - want).abs().max().item():.2g}: a row is still active in layer i when its "
+               "depth is > i; put the layer's output back with `index_copy` and apply the head last.")
+        F.mse_loss(got, y).backward()
+        for name, g in want_grads.items():
+            p = model.get_parameter(name)
+            expect(p.grad is not None and torch.allclose(p.grad, g, atol=1e-6),
+                   f"The gradient of {name} differs from the loop's: keep every step inside autograd "
+                   "(no `.data`, no in-place writes into `x`).")
+        expect(x.grad is not None and torch.allclose(x.grad, want_x, atol=1e-6),
+               "The gradient with respect to the input `x` differs from the loop's: inactive rows "
+               "must pass through unchanged, and nothing may be detached.")
+
+
+@exercise("05.3", "predicting the number of autograd nodes at any depth", answer="predicted_nodes")
+def _predicted_nodes(predicted_nodes: Any) -> None:
+    for dim, max_depth in ((2, 4), (3, 6)):
+        model = _model(dim, max_depth, seed=0)
+        one = torch.ones(1, dim)
+        for depth in range(max_depth + 1):
+            want = sum(draw(model.forward_one(one, depth), params=model).counts().values())
+            got = predicted_nodes(depth)
+            expect(got == want,
+                   f"At depth {depth} the graph has {want} nodes, you predicted {got!r}. Count the "
+                   "depth-0 graph (the head alone: its op nodes and its two parameters) and what each "
+                   "Linear+ReLU layer adds (section 2's `per_layer`).")

@@ -1,0 +1,111 @@
+"""Checks for 06_dynamic_attention.ipynb."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from . import Wrong, exercise, expect
+
+# What an answer may use: the notebook's imports (tests run stubs and solutions after this).
+SETUP = """
+import math
+import torch
+import torch.nn.functional as F
+import dynagraph as dg
+"""
+
+
+def _scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+
+
+def _close(a: object, b: torch.Tensor) -> bool:
+    return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b, atol=1e-6, rtol=1e-5)
+
+
+@exercise("06.1", "important keys count three times as much, by adding a log to the scores",
+          answer="triple_weights")
+def _triple_weights(triple_weights: Any) -> None:
+    torch.manual_seed(0)
+    masks = [[1.0, 0.0, 1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
+             [0.0, 1.0, 0.0, 0.0, 1.0, 0.0]]
+    for d, mask in zip((4, 8, 2, 16), masks):
+        q, k = torch.randn(3, d) * 2, torch.randn(6, d) * 2
+        importance = torch.tensor(mask)
+        got = triple_weights(q, k, importance)
+        s = _scores(q, k)
+        oracle = (1 + 2 * importance) * s.exp()          # weights ∝ 3 exp(score) for important keys
+        want = oracle / oracle.sum(dim=-1, keepdim=True)
+        expect(isinstance(got, torch.Tensor) and got.shape == want.shape,
+               f"Return the (queries, keys) weights, shape {tuple(want.shape)}, "
+               f"got {getattr(got, 'shape', got)!r}.")
+        expect(torch.allclose(got.sum(dim=-1), torch.ones(3), atol=1e-5),
+               "Each row of weights should sum to 1: end with a softmax over the keys (dim=-1).")
+        expect((got > 0).all(),
+               "A key got weight 0: nothing is dropped here, unimportant keys count once. "
+               "log(importance) alone would drop the importance-0 keys.")
+        expect(_close(got, want),
+               f"With importance {mask} (d={d}) the weights are not ∝ (1 + 2·importance)·exp(score): "
+               "add the log of the factor to the scaled scores, `scores + log(1 + 2 * importance)`, "
+               "and scale by 1/sqrt(d) (section 3). Multiplying the scores is the anti-pattern of section 2.")
+
+
+@exercise("06.2", "doubling every logit, computed from the weights alone", answer="sharpen")
+def _sharpen(sharpen: Any) -> None:
+    torch.manual_seed(0)
+    for shape in ((3, 6), (1, 4), (2, 3, 5)):
+        s = torch.randn(shape) * 2
+        p = s.softmax(dim=-1)
+        got = sharpen(p.clone())
+        want = (2 * s).softmax(dim=-1)
+        expect(isinstance(got, torch.Tensor) and got.shape == want.shape,
+               f"`sharpen` should return weights of the same shape as `p`, {tuple(p.shape)}, "
+               f"got {getattr(got, 'shape', got)!r}.")
+        expect(torch.allclose(got.sum(dim=-1), torch.ones(shape[:-1]), atol=1e-5),
+               f"For weights of shape {tuple(shape)}, each row (the last dim) should sum to 1: "
+               "renormalise per row, `.sum(dim=-1, keepdim=True)`.")
+        expect(_close(got, want),
+               f"For weights of shape {tuple(shape)}, `sharpen(softmax(s))` is not `softmax(2 * s)`: "
+               "exp(2s) = exp(s)², and softmax divides out the row's constant.")
+
+
+@exercise("06.3", "batched, multi-head importance weighting with scaled_dot_product_attention",
+          answer="importance_attention")
+def _importance_attention(importance_attention: Any) -> None:
+    torch.manual_seed(0)
+    for batch, heads, n_q, n_k, d in ((2, 2, 3, 6, 4), (3, 1, 5, 4, 8), (1, 4, 2, 7, 2)):
+        q = torch.randn(batch, heads, n_q, d, requires_grad=True)
+        k, v = torch.randn(batch, heads, n_k, d), torch.randn(batch, heads, n_k, d)
+        importance = torch.randint(0, 4, (batch, n_k)).float()
+        importance[:, 0] = 1.0                          # every batch element keeps a key
+        try:
+            got = importance_attention(q, k, v, importance)
+        except NotImplementedError:
+            raise
+        except RuntimeError as e:
+            raise Wrong(
+                f"With q {tuple(q.shape)} and importance {tuple(importance.shape)}: "
+                f"{str(e).splitlines()[0]}. "
+                "The attn_mask must broadcast to (batch, heads, queries, keys): importance is "
+                "(batch, keys), so give it the heads and queries dims as size-1 dims.") from None
+        w = importance[:, None, None, :] * _scores(q, k).exp()
+        want = (w / w.sum(dim=-1, keepdim=True)) @ v
+        expect(isinstance(got, torch.Tensor) and got.shape == want.shape,
+               f"The output should be (batch, heads, queries, d) = {tuple(want.shape)}, "
+               f"got {getattr(got, 'shape', got)!r}.")
+        expect(_close(got, want),
+               f"With importance values {sorted(set(importance.flatten().tolist()))} the output is not "
+               "softmax(scores + log(importance)) @ v: a float attn_mask is *added* to the scaled "
+               "scores (pass log(importance), not importance, and not a boolean mask, which ignores "
+               "the values 2 and 3), one importance row per batch element.")
+        expect(got.requires_grad,
+               "The values are right but the output does not require grad: keep the call inside "
+               "autograd (no `.detach()`, no `torch.no_grad()`), so gradients reach q, k and v.")
+        (g_got,) = torch.autograd.grad(got.sum(), q)
+        (g_want,) = torch.autograd.grad(want.sum(), q)
+        expect(torch.allclose(g_got, g_want, atol=1e-5),
+               "The values are right but the gradient with respect to q is not: keep the call "
+               "inside autograd (no `.detach()`, no `torch.no_grad()`).")

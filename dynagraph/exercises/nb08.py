@@ -1,0 +1,180 @@
+"""Checks for 08_jit_and_graph_capture.ipynb."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Any
+
+import torch
+from torch import nn
+
+from .._device import device as _device
+from . import exercise, expect
+
+# What an answer may use: the notebook's imports (tests run stubs and solutions after this).
+SETUP = """
+import contextlib, inspect, io, logging, re, statistics, sys, time, warnings
+import torch
+import torch._dynamo
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+from torch.utils.benchmark import Timer
+import dynagraph as dg
+"""
+
+
+class _LoopRNN(nn.Module):
+    """The notebook's per-sequence loop: one ``nn.RNN`` call per sequence, on its real length."""
+
+    def __init__(self, n_in: int = 4, n_hidden: int = 8):
+        super().__init__()
+        self.rnn = nn.RNN(n_in, n_hidden, batch_first=True)
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        outs = []
+        for i in range(x.shape[0]):
+            n = int(lengths[i])
+            _, h = self.rnn(x[i:i + 1, :n])
+            outs.append(h[-1, 0])
+        return torch.stack(outs)
+
+
+@functools.cache
+def _traced_rnn_calls(lengths_list: tuple[int, ...], dev: str) -> int:
+    """The number of ``aten::rnn_tanh`` calls in ``torch.jit.trace`` of the loop on these lengths."""
+    torch.manual_seed(0)
+    model = _LoopRNN().to(dev)
+    lengths = torch.tensor(lengths_list)             # on the CPU, as in the notebook
+    x = torch.randn(len(lengths_list), 6, 4, device=dev)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")              # the deprecation and TracerWarnings of section 2
+        traced = torch.jit.trace(model, (x, lengths))
+    return str(traced.inlined_graph).count("aten::rnn_tanh")
+
+
+@exercise("08.1", "predicting what torch.jit.trace records for a per-sequence loop",
+          answer="predicted_rnn_calls")
+def _predicted_rnn_calls(predicted_rnn_calls: Any) -> None:
+    dev = str(_device())                             # CUDA when available: trace where the notebook runs
+    for lengths_list in ([6, 2, 4], [1, 2, 3, 4], [5], [3, 3, 1, 2, 6, 4]):
+        got = predicted_rnn_calls(torch.tensor(lengths_list))
+        want = _traced_rnn_calls(tuple(lengths_list), dev)
+        expect(isinstance(got, int) and not isinstance(got, bool),
+               f"Return a Python int, got {type(got).__name__} ({got!r}).")
+        expect(got == want,
+               f"For lengths {lengths_list} the trace holds {want} `aten::rnn_tanh` calls, you predicted "
+               f"{got}. The tracer records each op that ran once per run of the Python loop; and "
+               "`nn.RNN` runs a whole sequence in one call, whatever its length.")
+
+
+def _reference_grad(x: torch.Tensor) -> torch.Tensor:
+    """d/dx sum(x / m), m = max(x) when m > 0 (unique maximum), else d/dx sum(x) = 1."""
+    m = x.max()
+    if m <= 0:
+        return torch.ones_like(x)
+    g = torch.full_like(x, 1 / m.item())
+    g.view(-1)[x.argmax()] -= (x.sum() / m ** 2).item()
+    return g
+
+
+def _scale_by_max(x: torch.Tensor) -> torch.Tensor:
+    m = x.max().item()
+    return x / m if m > 0 else x
+
+
+@exercise("08.2", "dividing by the maximum inside the graph, with finite gradients",
+          answer="scale_by_max_no_break")
+def _scale_by_max_no_break(scale_by_max_no_break: Any) -> None:
+    inputs = [[1.0, 2.0, 4.0], [-1.0, -2.0], [-1.0, 0.0], [0.0, 0.0, 0.0],   # maxima > 0, < 0, == 0
+              [[0.5, 3.0], [2.0, -1.0]], [0.25, 0.5]]
+    for values in inputs:
+        x = torch.tensor(values, requires_grad=True)
+        got = scale_by_max_no_break(x)
+        want = _scale_by_max(x.detach())
+        expect(isinstance(got, torch.Tensor) and got.shape == want.shape
+               and torch.allclose(got.detach(), want, equal_nan=False),
+               f"For {values} the values differ from `scale_by_max`'s {want.tolist()}: got "
+               f"{got.tolist() if isinstance(got, torch.Tensor) else got!r}. Divide by the maximum only "
+               "where it is > 0; elsewhere return x unchanged.")
+        expect(got.requires_grad, f"For {values} the result does not require grad: keep it inside autograd.")
+        (grad,) = torch.autograd.grad(got.sum(), x)
+        expect(torch.isfinite(grad).all(),
+               f"For {values} (maximum {x.max().item():g}) the gradient is {grad.tolist()}: `torch.where` "
+               "differentiates *both* branches, and the unused `x / m` is 0/0 there (notebook 03's trap). "
+               "Make the denominator safe instead: `x / torch.where(m > 0, m, 1.)`.")
+        expect(torch.allclose(grad, _reference_grad(x.detach()), atol=1e-6),
+               f"For {values} the gradient is {grad.tolist()}, the analytic one is "
+               f"{_reference_grad(x.detach()).tolist()}: the maximum depends on x too, so do not "
+               "detach it (no `.item()`, `.detach()` or `.data` on m).")
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(scale_by_max_no_break)(torch.tensor([1.0, 2.0, 4.0]))
+    expect(explained.graph_count == 1 and explained.graph_break_count == 0,
+           f"`torch._dynamo.explain` finds {explained.graph_count} graph(s) and "
+           f"{explained.graph_break_count} break(s); it should be 1 and 0. A Python number taken from a "
+           "tensor (`.item()`, `float(...)`, `if m > 0:`) breaks the graph: keep the branch a tensor op.")
+
+
+def _describe(model: nn.Sequential) -> list[str]:
+    """The modules of a Sequential by class name, marking a Linear without a bias."""
+    return [type(m).__name__ + ("(bias=False)" if getattr(m, "bias", 0) is None else "") for m in model]
+
+
+def _export_targets(model: nn.Module, n_in: int) -> list[str]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = torch.export.export(model, (torch.randn(2, n_in),))
+    return [str(node.target) for node in exported.graph.nodes if node.op == "call_function"]
+
+
+@exercise("08.3", "predicting the ops torch.export captures for a Sequential", answer="predicted_aten_ops")
+def _predicted_aten_ops(predicted_aten_ops: Any) -> None:
+    torch.manual_seed(0)
+    models = [(6, nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 5), nn.ReLU(), nn.Linear(5, 2))),
+              (4, nn.Sequential(nn.Linear(4, 3, bias=False), nn.Tanh(), nn.Linear(3, 1))),
+              (3, nn.Sequential(nn.Linear(3, 3), nn.Sigmoid()))]
+    for n_in, model in models:
+        got = predicted_aten_ops(model)
+        expect(isinstance(got, (list, tuple)), f"Return a list of ops, got {type(got).__name__}.")
+        got = [str(op) for op in got]                # an OpOverload prints as 'aten.linear.default'
+        want = _export_targets(model, n_in)
+        expect(got == want,
+               f"For {_describe(model)} "
+               f"torch.export records {want}, you predicted {got}. Each module becomes one high-level "
+               "ATen op (`torch.ops.aten.<op>.default`), with or without a bias: export does not split "
+               "`linear` into a transpose and a matmul.")
+
+
+@functools.cache
+def _count_compiles(sizes: tuple[int, ...], dynamic: bool | None) -> int:
+    compiles = 0
+
+    def counting(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:  # a backend: counts, no codegen
+        nonlocal compiles
+        compiles += 1
+        return gm.forward
+
+    torch._dynamo.reset()
+    fn = torch.compile(lambda x: x * 2 + 1, backend=counting, dynamic=dynamic)
+    for n in sizes:
+        fn(torch.ones(n))
+    torch._dynamo.reset()
+    return compiles
+
+
+@exercise("08.4", "predicting how often torch.compile compiles for a sequence of shapes",
+          answer="predicted_compiles")
+def _predicted_compiles(predicted_compiles: Any) -> None:
+    cases = [([3, 3, 3], None), ([3, 4, 5, 6], None), ([5, 5, 6, 5, 7], False), ([3, 4, 5], True)]
+    for sizes, dynamic in cases:
+        got = predicted_compiles(list(sizes), dynamic)
+        want = _count_compiles(tuple(sizes), dynamic)
+        expect(got == want,
+               f"Calling a compiled function with 1-D inputs of sizes {sizes} and dynamic={dynamic} "
+               f"compiles {want} time(s); you predicted {got!r}. "
+               + ("With dynamic=None (the default) the first call compiles for its exact shape; the first "
+                  "*new* size recompiles once, with that size made dynamic, and later sizes reuse it."
+                  if dynamic is None else
+                  "With dynamic=False every new size is a new compile; a size seen before reuses its graph."
+                  if dynamic is False else
+                  "With dynamic=True the first compile is already shape-generic."))

@@ -1,0 +1,60 @@
+"""Plausible wrong answers for 05_dynamic_depth.ipynb's exercises: each must fail its check."""
+
+WRONG = {
+    "05.1": [
+        # off by one: layer i runs when some depth is > i, so layers from max(depths) on are missed
+        "def never_reached(model, depths):\n"
+        "    return [f'layers.{i}.{p}' for i in range(int(depths.max()) + 1, len(model.layers))\n"
+        "            for p in ('weight', 'bias')]\n",
+        # the shallowest sample decides: wrong, one deep sample is enough to reach a layer
+        "def never_reached(model, depths):\n"
+        "    return [f'layers.{i}.{p}' for i in range(int(depths.min()), len(model.layers))\n"
+        "            for p in ('weight', 'bias')]\n",
+        # forgets the biases
+        "def never_reached(model, depths):\n"
+        "    return [f'layers.{i}.weight' for i in range(int(depths.max()), len(model.layers))]\n",
+        # asks autograd instead of predicting
+        "def never_reached(model, depths):\n"
+        "    x = torch.randn(len(depths), model.head.in_features)\n"
+        "    model(x, depths).sum().backward()\n"
+        "    return [n for n, p in model.named_parameters() if p.grad is None]\n",
+    ],
+    "05.2": [
+        # torch.where: right values, but every layer runs on every row
+        "def forward_active_rows(model, x, depths):\n"
+        "    h = x\n"
+        "    for i, layer in enumerate(model.layers):\n"
+        "        active = (depths > i).to(x.device).unsqueeze(1)\n"
+        "        h = torch.where(active, torch.relu(layer(h)), h)\n"
+        "    return model.head(h)\n",
+        # off by one: depth >= i
+        "def forward_active_rows(model, x, depths):\n"
+        "    h = x\n"
+        "    for i, layer in enumerate(model.layers):\n"
+        "        rows = (depths >= i).nonzero().squeeze(1).to(x.device)\n"
+        "        h = h.index_copy(0, rows, torch.relu(layer(h[rows])))\n"
+        "    return model.head(h)\n",
+        # keeps only the active rows: the finished samples disappear
+        "def forward_active_rows(model, x, depths):\n"
+        "    h = x\n"
+        "    for i, layer in enumerate(model.layers):\n"
+        "        rows = (depths > i).nonzero().squeeze(1).to(x.device)\n"
+        "        h = torch.relu(layer(h[rows]))\n"
+        "    return model.head(h)\n",
+        # writes through .data: right values, gradients lost
+        "def forward_active_rows(model, x, depths):\n"
+        "    h = x.clone()\n"
+        "    for i, layer in enumerate(model.layers):\n"
+        "        rows = (depths > i).nonzero().squeeze(1).to(x.device)\n"
+        "        h.data[rows] = torch.relu(layer(h[rows])).data\n"
+        "    return model.head(h)\n",
+    ],
+    "05.3": [
+        # forgets the ReLU node of each layer
+        "def predicted_nodes(depth):\n    return 4 + 4 * depth\n",
+        # forgets the head
+        "def predicted_nodes(depth):\n    return 5 * depth\n",
+        # as if each layer repeated the whole depth-1 graph
+        "def predicted_nodes(depth):\n    return 9 * depth\n",
+    ],
+}
