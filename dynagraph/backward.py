@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 
 import torch
 
@@ -115,6 +115,7 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
     nodes, edges, fns = walk(named_roots(roots), names, slots=slots)
     trace = BackwardTrace(nodes, edges, types)
     outputs = {n.id for n in nodes if n.kind == "output"}
+    leaves = {n.id for n in nodes if n.kind in ("parameter", "input")}
     roots_of = {src: dst for src, dst in edges if dst in outputs}
     pending = _Pending()
     handles = []
@@ -122,7 +123,7 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
         for nid, fn in enumerate(fns):
             if fn is not None:
                 handles.append(fn.register_hook(_hook(nid, slots[nid], roots_of.get(nid), trace.order,
-                                                      pending)))
+                                                      pending, leaves)))
         del fn, slots  # the hooks hold the graph only until removed
         yield trace
     finally:
@@ -160,9 +161,14 @@ class _Pending:
     def add(self, edge: tuple[int, int], grad: torch.Tensor) -> None:
         self.edges.append(edge)
         self.grads.append(grad)
-        self.size += grad.numel() if grad.layout == torch.strided else self.ELEMENTS
+        self.size += grad.numel()  # (a sparse gradient counts as dense: flushed sooner)
         if len(self.grads) >= self.BATCH or self.size >= self.ELEMENTS:
             self.flush()
+
+    def now(self, edge: tuple[int, int], grad: torch.Tensor) -> None:
+        """Take this gradient's norm now (an edge's norms are all taken now or all queued,
+        so each edge's norms stay in the order they came)."""
+        self.norms.append((edge, _norm_or_note(grad)))
 
     def note(self, edge: tuple[int, int], value: torch.Tensor | str) -> None:
         """A norm taken already (on the device) or a note: kept in the order it came."""
@@ -175,7 +181,8 @@ class _Pending:
         edges, grads = self.edges, self.grads
         self.edges, self.grads, self.size = [], [], 0
         try:
-            values = _device_norms([g.detach() for g in grads])
+            with torch.no_grad():  # (a create_graph=True backward sends gradients with history)
+                values = _device_norms(grads)
         except Exception:  # noqa: BLE001 - never abort the user's backward(): one at a time
             values = [_norm_or_note(g) for g in grads]
         self.norms.extend(zip(edges, values))
@@ -206,7 +213,7 @@ def _read(pending: _Norms, trace: BackwardTrace) -> None:
 
 
 def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
-          pending: _Pending) -> Callable[[_Grads, _Grads], None]:
+          pending: _Pending, leaves: Collection[int] = ()) -> Callable[[_Grads, _Grads], None]:
     """Post-hook of node ``nid``: note that it ran, queue each gradient it sent.
 
     ``slots[k]`` is ``(child id, output number of the child)`` that the node's k-th
@@ -217,6 +224,9 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
     real = [c for c in children if c is not None]
     shared = len(real) > 1 and len(set(real)) < len(real)
     sent = [(c, nid) if c is not None else None for c in children]  # the edge of each input
+    # A leaf's gradient is measured at once, not queued: autograd makes it the leaf's
+    # .grad without a copy only when nothing else holds it.
+    now = [c in leaves for c in children]
     out_edge = (nid, output_id) if output_id is not None else None
 
     def hook(grad_inputs: _Grads, grad_outputs: _Grads) -> None:
@@ -228,9 +238,12 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
                 for child, norm in _merged(slots, grad_inputs).items():
                     pending.note((child, nid), norm)
                 return
-            for edge, grad in zip(sent, grad_inputs):
+            for edge, grad, leaf in zip(sent, grad_inputs, now):
                 if edge is not None and grad is not None:
-                    pending.add(edge, grad)
+                    if leaf:
+                        pending.now(edge, grad)
+                    else:
+                        pending.add(edge, grad)
         except Exception as e:  # noqa: BLE001 - never abort the user's backward()
             note = f"no norm: {type(e).__name__}: {str(e)[:120]}"
             for edge in [e for e in sent if e is not None] + ([out_edge] if out_edge else []):
