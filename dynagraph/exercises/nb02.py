@@ -1,0 +1,205 @@
+"""Checks for 02_variable_length_rnn.ipynb."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from . import Wrong, exercise, expect
+
+# What an answer may use: the notebook's imports (tests run stubs and solutions after this).
+SETUP = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+import dynagraph as dg
+"""
+
+
+def _batch(seed: int, lengths: list[int], features: int) -> torch.Tensor:
+    """A zero-padded batch (batch, max(lengths), features)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(len(lengths), max(lengths), features, generator=g)
+    x[torch.arange(max(lengths)) >= torch.tensor(lengths)[:, None]] = 0.0
+    return x
+
+
+def _loop(rnn: nn.RNN, x: torch.Tensor, lengths: list[int]) -> torch.Tensor:
+    """The oracle: each sequence on its own, cut to its length; the top layer's final state."""
+    return torch.stack([rnn(x[i:i + 1, :n])[1][-1, 0] for i, n in enumerate(lengths)])
+
+
+def _index_hint(e: IndexError) -> AssertionError:
+    return Wrong(f"indexing failed ({e}): a length n means steps 0 .. n-1, so the last real step "
+                 "of a sequence is `length - 1`, not `length`.")
+
+
+@exercise("02.1", "each sequence's output at its last real step, from the padded outputs",
+          answer="last_outputs")
+def _last_outputs(last_outputs: Any) -> None:
+    g = torch.Generator().manual_seed(0)
+    for lengths in ([2, 5, 3, 1], [4, 1, 4], [1], [3, 6, 2, 6, 1]):
+        out = torch.randn(len(lengths), max(lengths), 3, generator=g)
+        lens = torch.tensor(lengths)
+        want = torch.stack([out[i, n - 1] for i, n in enumerate(lengths)])
+        try:
+            got = last_outputs(out, lens)
+        except IndexError as e:
+            raise _index_hint(e) from e
+        expect(isinstance(got, torch.Tensor) and got.shape == want.shape,
+               f"for a batch of {len(lengths)} with hidden size 3 return shape "
+               f"{tuple(want.shape)}, one row per sequence; got {tuple(getattr(got, 'shape', ()))}.")
+        expect(torch.equal(got, want) or not torch.equal(got, out[:, -1]),
+               "you took the last *padded* step, `out[:, -1]`: for every sequence shorter than "
+               "the longest that is padding. Pick step `length - 1` of each row.")
+        expect(torch.equal(got, want),
+               f"with lengths {lengths} the rows should be `out[i, lengths[i] - 1]`. "
+               "Index the batch dimension with `torch.arange(batch)` and the time dimension "
+               "with `lengths - 1`, together.")
+    with torch.random.fork_rng():              # and on a real RNN: the outputs end where h_n is
+        torch.manual_seed(0)                   # (without touching the notebook's random state)
+        rnn = nn.RNN(3, 4, batch_first=True)
+    lengths = [2, 5, 3, 1]
+    x = _batch(1, lengths, 3)
+    packed = nn.utils.rnn.pack_padded_sequence(x, torch.tensor(lengths), batch_first=True,
+                                               enforce_sorted=False)
+    out_packed, h_n = rnn(packed)
+    out, out_lengths = nn.utils.rnn.pad_packed_sequence(out_packed, batch_first=True)
+    expect(torch.allclose(last_outputs(out, out_lengths), h_n[-1]),
+           "on the padded outputs of a real RNN your rows differ from its final hidden states.")
+
+
+def _nodes(t: torch.Tensor) -> int:
+    seen, stack = set(), [t.grad_fn]
+    while stack:
+        fn = stack.pop()
+        if fn is not None and fn not in seen:
+            seen.add(fn)
+            stack.extend(child for child, _ in fn.next_functions)
+    return len(seen)
+
+
+@exercise("02.2", "the node count of the cell loop for any length, predicted without drawing",
+          answer="predicted_nodes")
+def _predicted_nodes(predicted_nodes: Any) -> None:
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        cell = nn.RNNCell(1, 2)                # as `tiny` in the notebook
+    seq = torch.arange(1.0, 13.0).view(1, 12, 1)
+    for n in (1, 2, 3, 4, 7, 12):
+        h = torch.zeros(1, 2)
+        for t in range(n):
+            h = cell(seq[:, t], h)
+        want, got = _nodes(h), predicted_nodes(n)
+        expect(isinstance(got, int) and not isinstance(got, bool),
+               f"return the number of nodes as an int, got {type(got).__name__}.")
+        if got == want:
+            continue
+        per_step = _nodes_after(cell, seq, 2) - _nodes_after(cell, seq, 1)
+        expect(got != per_step * n,
+               f"for length {n} you predict {got}, the graph has {want}: the 4 parameters' "
+               "`AccumulateGrad` nodes are there once, whatever the length.")
+        expect(got != _nodes_after(cell, seq, 1) * n,
+               f"for length {n} you predict {got}, the graph has {want}: scaling the whole "
+               "length-1 graph counts the shared parameters once per step; they are shared "
+               "(one `AccumulateGrad` each), only `per_step` nodes repeat.")
+        expect(False, f"for length {n} you predict {got}, the graph has {want}. Start from the "
+                      "length-1 or length-2 total and add `per_step` per extra step (section 3).")
+
+
+def _nodes_after(cell: nn.RNNCell, seq: torch.Tensor, n: int) -> int:
+    h = torch.zeros(1, 2)
+    for t in range(n):
+        h = cell(seq[:, t], h)
+    return _nodes(h)
+
+
+@exercise("02.3", "the top layer's final states of a padded batch, from one packed call",
+          answer="final_states")
+def _final_states(final_states: Any) -> None:
+    for seed, (layers, lengths) in enumerate([(1, [2, 5, 3, 1]), (2, [3, 1, 6, 6, 2]), (2, [1, 4])]):
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            rnn = nn.RNN(3, 5, num_layers=layers, batch_first=True)
+        x = _batch(seed, lengths, 3)
+        calls: list[int] = []
+        handle = rnn.register_forward_hook(lambda m, i, o, calls=calls: calls.append(1))
+        try:
+            got = final_states(rnn, x, torch.tensor(lengths))
+        except RuntimeError as e:
+            expect("enforce_sorted" not in str(e),
+                   "the lengths are not sorted: pass `enforce_sorted=False` and PyTorch sorts "
+                   "(and unsorts `h_n`) for you (section 4).")
+            raise
+        finally:
+            handle.remove()
+        want = _loop(rnn, x, lengths)
+        expect(isinstance(got, torch.Tensor),
+               f"return a tensor of shape {tuple(want.shape)}, got {type(got).__name__}.")
+        expect(got.shape == want.shape,
+               f"with {layers} layer(s) `h_n` is (num_layers, batch, hidden): return the top "
+               f"layer, shape {tuple(want.shape)}; got {tuple(got.shape)}.")
+        expect(len(calls) == 1,
+               f"your function called the RNN {len(calls)} times: pack the batch and call it once.")
+        with torch.no_grad():
+            unpacked = rnn(x)[1][-1]
+        expect(not torch.allclose(got, unpacked),
+               "these are the final states of the *padded* tensor: the RNN read the padding. "
+               "Pack it with `pack_padded_sequence(x, lengths, batch_first=True, "
+               "enforce_sorted=False)` first.")
+        expect(torch.allclose(got, want, atol=1e-6),
+               f"with {layers} layer(s) your states differ from the per-sequence loop's "
+               "`h[-1, 0]`. `h_n[-1]` is the top layer (`h_n[0]` is the bottom one).")
+
+
+def _cell_loop(cell: nn.RNNCell, x: torch.Tensor, lengths: list[int]) -> torch.Tensor:
+    """The oracle: the cell over each sequence on its own, cut to its length."""
+    finals = []
+    for i, n in enumerate(lengths):
+        h = torch.zeros(1, cell.hidden_size)
+        for t in range(n):
+            h = cell(x[i:i + 1, t], h)
+        finals.append(h[0])
+    return torch.stack(finals)
+
+
+@exercise("02.4", "a batched cell loop that freezes each sequence's state after its last step",
+          answer="run_cell_masked")
+def _run_cell_masked(run_cell_masked: Any) -> None:
+    for seed, lengths in enumerate(([2, 5, 3, 1], [4, 4, 1], [1, 6, 2, 6, 3])):
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            cell = nn.RNNCell(3, 4)
+        x = _batch(seed, lengths, 3)
+        calls: list[int] = []
+        handle = cell.register_forward_hook(lambda m, i, o, calls=calls: calls.append(i[0].shape[0]))
+        try:
+            got = run_cell_masked(cell, x, torch.tensor(lengths))
+        finally:
+            handle.remove()
+        want = _cell_loop(cell, x, lengths)
+        expect(isinstance(got, torch.Tensor) and got.shape == want.shape,
+               f"return the final states, shape {tuple(want.shape)}.")
+        expect(len(calls) == max(lengths) and all(b == len(lengths) for b in calls),
+               f"your function called the cell {len(calls)} times on batches of {sorted(set(calls))}: "
+               f"run it once per time step ({max(lengths)} steps) on the whole batch.")
+        unmasked = x.new_zeros(len(lengths), 4)
+        with torch.no_grad():
+            for t in range(max(lengths)):
+                unmasked = cell(x[:, t], unmasked)
+        expect(not torch.allclose(got, unmasked),
+               "these are the states after stepping through the padding too: a sequence must "
+               "keep its state once its real steps are over (`torch.where` with a mask).")
+        expect(bool((got.detach().abs().sum(dim=1) > 0).all()),
+               "some final states are all zero: a finished sequence must *keep* its last state, "
+               "not be multiplied by the mask (use `torch.where(alive, new_h, h)`).")
+        expect(torch.allclose(got, want, atol=1e-6),
+               f"with lengths {lengths} your states differ from running each sequence on its own. "
+               "At step t a sequence is still running when t < its length.")
+        grads = torch.autograd.grad(got.sum(), list(cell.parameters()))
+        want_grads = torch.autograd.grad(want.sum(), list(cell.parameters()))
+        expect(all(torch.allclose(a, b, atol=1e-5) for a, b in zip(grads, want_grads)),
+               "the values are right but the parameter gradients are not: padding steps must not "
+               "contribute (no gradient may flow through a step the mask discards).")

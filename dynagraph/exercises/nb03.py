@@ -1,0 +1,179 @@
+"""Checks for 03_debugging_pdb.ipynb."""
+
+from __future__ import annotations
+
+import bdb
+import io
+import pdb
+import re
+import warnings
+from typing import Any
+
+import torch
+from torch.autograd import gradcheck
+
+from . import Wrong, exercise, expect
+
+# What an answer may use: the notebook's imports (tests run stubs and solutions after this).
+SETUP = """
+import torch
+import dynagraph as dg
+"""
+
+
+def _filled(grad: torch.Tensor | None, hint: str) -> torch.Tensor:
+    """``grad`` when backward filled it; otherwise the check fails with ``hint``."""
+    if grad is None:
+        raise Wrong(hint)
+    return grad
+
+
+def _forward(x: torch.Tensor, debugger: pdb.Pdb) -> torch.Tensor:
+    a = x * 3
+    debugger.set_trace()
+    b = a + 1
+    return b
+
+
+class _Script(io.StringIO):
+    """pdb commands, echoed into the transcript as they are read (as in the notebook)."""
+
+    def __init__(self, commands: str, transcript: io.StringIO) -> None:
+        super().__init__(commands)
+        self.transcript = transcript
+
+    def readline(self, size: int = -1, /) -> str:  # type: ignore[override]  # as typeshed types StringIO
+        line = super().readline(size)
+        self.transcript.write(line)
+        return line
+
+
+def _session(commands: Any, x: torch.Tensor) -> tuple[torch.Tensor, str]:
+    """Run ``_forward`` under a debugger fed ``commands``; return ``b`` and the transcript."""
+    expect(isinstance(commands, str),
+           f"give the commands as one string, one command per line; got {type(commands).__name__}.")
+    out = io.StringIO()
+    dbg = pdb.Pdb(stdin=_Script(commands, out), stdout=out, nosigint=True, readrc=False)
+    try:
+        b = _forward(x, dbg)
+    except bdb.BdbQuit as e:
+        raise Wrong("the debugger quit and stopped the program (`BdbQuit`): when the commands run "
+                    "out pdb reads end-of-file, which means quit. End them with `c` (section 2).") from e
+    expect(isinstance(b, torch.Tensor),
+           f"the function returned a {type(b).__name__}, not a tensor: your commands replaced `a` "
+           "with something that is not a tensor.")
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
+    return b, text
+
+
+def _printed_numbers(text: str) -> list[float]:
+    numbers = []
+    for line in text.splitlines():
+        line = re.sub(r"^(\(Pdb\)|ipdb>)\s*", "", line.strip())
+        try:
+            numbers.append(float(line))
+        except ValueError:
+            pass
+    return numbers
+
+
+@exercise("03.1", "a pdb script that prints the number in `a` at the breakpoint", answer="commands1")
+def _commands1(commands1: Any) -> None:
+    for value in (5.0, -1.5, 0.25):
+        x = torch.tensor([value], requires_grad=True)
+        b, text = _session(commands1, x)
+        expect(b.item() == 3 * value + 1,
+               f"for x = {value} the function returned {b.item()} instead of {3 * value + 1}: "
+               "your commands changed `a`. Only print it.")
+        numbers = _printed_numbers(text)
+        expect(3 * value in numbers or "tensor(" not in text,
+               f"the transcript shows a tensor (`tensor([{3 * value}], ...)`), not the number: "
+               "print `a.item()`.")
+        expect(3 * value in numbers,
+               f"for x = {value}, `a` holds {3 * value}, but no line of the transcript is that "
+               "number. Print it with `p`, e.g. `p a.item()`; the transcript was:\n" + text[-300:])
+
+
+@exercise("03.2", "a pdb script that doubles `a` at the breakpoint, changing result and gradient",
+          answer="commands2")
+def _commands2(commands2: Any) -> None:
+    for value in (2.0, -1.0, 0.5):
+        x = torch.tensor([value], requires_grad=True)
+        b, _ = _session(commands2, x)
+        expect(b.item() != 3 * value + 1,
+               f"for x = {value} the result is still 3x + 1 = {b.item()}: `a` was not changed. At "
+               "the pdb prompt, `a ...` is the `args` command and `a = a * 2` is read as it; run "
+               "a Python statement with `!` in front (section 3).")
+        expect(b.item() == 6 * value + 1,
+               f"for x = {value} the result should be 2·3x + 1 = {6 * value + 1}, got {b.item()}.")
+        expect(b.requires_grad,
+               "the result no longer requires grad: your new `a` was cut from the graph "
+               "(`.detach()`, `.data`, `.item()`); compute it from `a` itself.")
+        b.backward()
+        x_grad = _filled(x.grad, "the result is not connected to x: compute the new `a` from `a`.")
+        expect(x_grad.item() == 6.0,
+               f"the result is right, but x.grad = {x_grad.item()} instead of 6: the doubled `a` "
+               "must be computed from `a` (a recorded op), so the gradient follows.")
+
+
+@exercise("03.3", "a hook that records the gradient flowing into a tensor, without changing it",
+          answer="watch")
+def _watch(watch: Any) -> None:
+    cases = [(lambda x: x.exp(), lambda h: (h * h).sum(), [0.0, 1.0]),
+             (lambda x: x * 3, lambda h: (h ** 2).sum(), [1.0, 2.0]),
+             (lambda x: x.sin(), lambda h: (h * torch.tensor([1.0, -2.0, 0.5])).sum(), [0.3, -1.0, 2.0])]
+    for f, loss_fn, start in cases:
+        x_ref = torch.tensor(start, requires_grad=True)
+        h_ref = f(x_ref)
+        want_h, = torch.autograd.grad(loss_fn(h_ref), h_ref, retain_graph=True)
+        want_x, = torch.autograd.grad(loss_fn(h_ref), x_ref)
+        x = torch.tensor(start, requires_grad=True)
+        h = f(x)
+        seen = watch(h)
+        expect(isinstance(seen, list), f"return the list the hook fills, got {type(seen).__name__}.")
+        loss_fn(h).backward(retain_graph=True)
+        expect(len(seen) == 1 and seen[0] is not None,
+               f"after one backward() the list holds {seen!r}, not one gradient: register a hook "
+               "with `h.register_hook(fn)`; autograd calls `fn(grad)` during backward (section 6).")
+        expect(isinstance(seen[0], torch.Tensor) and seen[0].shape == h.shape,
+               f"record the gradient itself, shaped like h {tuple(h.shape)}.")
+        expect(torch.allclose(seen[0], want_h),
+               f"you recorded {seen[0].tolist()}, but dL/dh is {want_h.tolist()}.")
+        x_grad = _filled(x.grad, "x.grad was not filled: leave the graph from x to h as it is.")
+        expect(torch.allclose(x_grad, want_x),
+               f"x.grad is {x_grad.tolist()} instead of {want_x.tolist()}: your hook changed the "
+               "gradient. A hook that returns a tensor replaces it; a watching hook returns None.")
+        loss_fn(h).backward()                 # a second pass through the same h
+        expect(len(seen) == 2,
+               "a second backward() through h should add a second gradient to the list: the hook "
+               "must stay registered and append each time.")
+
+
+@exercise("03.4", "log with the same values but a finite gradient where x <= 0", answer="safe_log")
+def _safe_log(safe_log: Any) -> None:
+    for start in ([0.0, 2.0], [-1.0, 0.0, 0.5, 3.0], [1e-3, 0.0, -0.0, 10.0]):
+        x = torch.tensor(start, dtype=torch.float64, requires_grad=True)
+        want = torch.where(x > 0, x.detach().log(), 0.0)
+        y = safe_log(x)
+        expect(isinstance(y, torch.Tensor) and y.shape == x.shape,
+               f"return a tensor shaped like x, {tuple(x.shape)}.")
+        expect(torch.allclose(y.detach(), want),
+               f"at x = {start} the values should be log(x) where x > 0 and 0 elsewhere, "
+               f"{want.tolist()}; got {y.detach().tolist()}.")
+        expect(y.requires_grad, "the result does not require grad: keep it a function of x "
+               "(no `.detach()`, `.data` or `.item()`).")
+        y.sum().backward()
+        x_grad = _filled(x.grad, "the result is not connected to x: keep it a function of x.")
+        expect(not torch.isnan(x_grad).any(),
+               f"at x = {start} the gradient has NaN ({x_grad.tolist()}): `torch.where` sends "
+               "0 to the branch it discards, and log's backward makes 0 · (1/0) = NaN there. Make "
+               "the discarded branch safe: take the log of a harmless value where x <= 0 (section 7).")
+        want_grad = torch.where(x > 0, 1 / x.detach(), 0.0)
+        expect(torch.allclose(x_grad, want_grad),
+               f"at x = {start} the gradient should be 1/x where x > 0 and 0 elsewhere, "
+               f"{want_grad.tolist()}; got {x_grad.tolist()}.")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pts = torch.tensor([-2.0, -0.5, 0.5, 3.0], dtype=torch.float64, requires_grad=True)
+        expect(gradcheck(safe_log, (pts,), raise_exception=False),
+               "`gradcheck` disagrees with your gradient at points away from 0.")

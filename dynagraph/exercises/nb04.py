@@ -1,0 +1,166 @@
+"""Checks for 04_custom_threshold_relu.ipynb."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.autograd import gradcheck, gradgradcheck
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from . import Wrong, exercise, expect
+
+# What an answer may use: the notebook's imports (tests run stubs and solutions after this).
+SETUP = """
+import torch
+from torch.autograd import Function, gradcheck
+import dynagraph as dg
+"""
+
+
+def _filled(grad: torch.Tensor | None, hint: str) -> torch.Tensor:
+    """``grad`` when backward filled it; otherwise the check fails with ``hint``."""
+    if grad is None:
+        raise Wrong(hint)
+    return grad
+
+
+def _points(seed: int, n: int, threshold: float = 0.0) -> torch.Tensor:
+    """Random float64 points, none closer than 0.1 to ``threshold`` (the jump)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, generator=g, dtype=torch.float64) * 4 + threshold
+    return torch.where((x - threshold).abs() < 0.1, x + 0.5, x)
+
+
+def _weights(seed: int, n: int) -> torch.Tensor:
+    """Upstream gradients that are not all ones, so a backward must use ``grad_output``."""
+    return torch.randn(n, generator=torch.Generator().manual_seed(seed + 100), dtype=torch.float64)
+
+
+def _grad(fn: Callable[..., torch.Tensor], x: torch.Tensor, w: torch.Tensor, *args: Any) -> torch.Tensor:
+    """d/dx of sum(fn(x, *args) * w), through the answer's backward."""
+    x = x.clone().requires_grad_()
+    (fn(x, *args) * w).sum().backward()
+    return _filled(x.grad, "x.grad was not filled: `backward` must return a gradient for x.")
+
+
+def _count_gradients_error(e: RuntimeError) -> None:
+    expect("incorrect number of gradients" not in str(e),
+           "`backward` must return one gradient per input of `forward`, in order: the "
+           "threshold is an input too, so return `(grad_x, None)` (section 4).")
+
+
+@exercise("04.1", "the backward of y = x**2, checked by gradcheck and gradgradcheck", answer="Square")
+def _square(Square: Any) -> None:
+    for seed in range(3):
+        x, w = _points(seed, 5), _weights(seed, 5)
+        y = Square.apply(x.clone().requires_grad_())
+        expect(torch.allclose(y, x * x), "keep the forward as it was: `Square` must compute x * x.")
+        got = _grad(Square.apply, x, w)
+        expect(got is not None and got.shape == x.shape,
+               "`backward` must return a gradient shaped like x.")
+        expect(not torch.allclose(got, 2 * x),
+               "your gradient ignores `grad_output`: the chain rule multiplies the local "
+               "derivative 2x by the gradient arriving from above, `2 * x * grad_output`.")
+        expect(not torch.allclose(got, x * w), "you return x * grad_output: d(x²)/dx is 2x.")
+        expect(torch.allclose(got, 2 * x * w),
+               f"d(x²)/dx is 2x; at x = {x[:3].tolist()}... (times grad_output) autograd gets "
+               f"{(2 * x * w)[:3].tolist()}..., you {got[:3].tolist()}....")
+    x = _points(7, 4).requires_grad_()
+    expect(gradcheck(Square.apply, (x,), raise_exception=False),
+           "`gradcheck` disagrees with your backward: compare with finite differences.")
+    expect(gradgradcheck(Square.apply, (x,), raise_exception=False),
+           "first derivatives are right, but second derivatives are not (`gradgradcheck` "
+           "fails): your backward stepped out of autograd (`.detach()`, `.data`, `.item()`, "
+           "NumPy). Compute it with torch ops on the saved `x` (section 9).")
+
+
+@exercise("04.2", "LeakyThreshold's true derivative in backward", answer="LeakyThreshold")
+def _leaky(LeakyThreshold: Any) -> None:
+    for seed, t in enumerate((5.0, -1.0, 0.0)):
+        x, w = _points(seed, 8, t), _weights(seed, 8)
+        want = torch.where(x > t, w, 0.1 * w)
+        try:
+            got = _grad(LeakyThreshold.apply, x, w, t)
+        except RuntimeError as e:
+            _count_gradients_error(e)
+            raise
+        expect(not torch.allclose(got, torch.where(x > t, w, 0.0)),
+               "below the threshold LeakyThreshold is 0.1 * x, so its slope there is 0.1, "
+               "not 0: that was ThresholdReLU's backward.")
+        expect(not torch.allclose(got, torch.where(x > t, 1.0, 0.1).to(x.dtype)),
+               "your gradient ignores `grad_output`: multiply the local slope (1 or 0.1) by it.")
+        expect(torch.allclose(got, want),
+               f"with threshold {t}, the gradient should be grad_output above it and "
+               f"0.1 * grad_output below it. Compare with autograd through "
+               "`torch.where(x > t, x, 0.1 * x)`.")
+    x = _points(9, 6, 5.0).requires_grad_()
+    expect(gradcheck(lambda v: LeakyThreshold.apply(v, 5.0), (x,), raise_exception=False),
+           "`gradcheck` disagrees with your backward (float64 points away from the threshold).")
+
+
+@exercise("04.3", "LeakyThreshold in the setup_context style, under vmap(grad(...))",
+          answer="LeakyThreshold2")
+def _leaky2(LeakyThreshold2: Any) -> None:
+    for seed, t in enumerate((5.0, -1.0)):
+        batch = torch.stack([_points(seed + 10 * k, 3, t) for k in range(4)])
+        oracle = torch.func.vmap(torch.func.grad(lambda r, t=t: torch.where(r > t, r, 0.1 * r).sum()))
+        per_row = torch.func.vmap(torch.func.grad(lambda r, t=t: LeakyThreshold2.apply(r, t).sum()))
+        try:
+            got = per_row(batch)
+        except RuntimeError as e:
+            expect("setup_context" not in str(e),
+                   "`torch.func` transforms need the new style: `forward(x, threshold)` without "
+                   "`ctx`, and a separate `setup_context(ctx, inputs, output)` (section 8).")
+            expect("generate_vmap_rule" not in str(e),
+                   "vmap needs a batching rule: set `generate_vmap_rule = True` on the class.")
+            _count_gradients_error(e)
+            raise
+        expect(torch.allclose(got, oracle(batch)),
+               f"per-row gradients with threshold {t} differ from autograd through built-in "
+               "ops: 1 above the threshold, 0.1 below it. Does `backward` compare the saved "
+               "*input* x (not the output) with the threshold?")
+        values = LeakyThreshold2.apply(batch, t)
+        expect(torch.allclose(values, torch.where(batch > t, batch, 0.1 * batch)),
+               "the forward values are wrong: y = where(x > t, x, 0.1 * x).")
+    x = _points(3, 6, 5.0).requires_grad_()
+    expect(gradcheck(lambda v: LeakyThreshold2.apply(v, 5.0), (x,), raise_exception=False),
+           "`gradcheck` disagrees with your backward (float64 points away from the threshold).")
+
+
+class _MulCount(TorchDispatchMode):
+    """Counts the multiplications that run inside the mode."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.muls = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.muls += func.overloadpacket in (torch.ops.aten.mul, torch.ops.aten.mul_)
+        return func(*args, **(kwargs or {}))
+
+
+@exercise("04.4", "a two-input backward that computes only the gradients asked for (ctx.needs_input_grad)",
+          answer="Mul")
+def _mul(Mul: Any) -> None:
+    for seed in range(2):
+        a, b = _points(seed, 4).requires_grad_(), _points(seed + 5, 4).requires_grad_()
+        expect(gradcheck(Mul.apply, (a, b), raise_exception=False),
+               "`gradcheck` disagrees with your backward: d(a·b)/da is b and d(a·b)/db is a, "
+               "each times grad_output, returned in the order of forward's inputs.")
+    for needs in ((True, False), (False, True), (True, True)):
+        a = _points(1, 4).requires_grad_(needs[0])
+        b = _points(2, 4).requires_grad_(needs[1])
+        out = Mul.apply(a, b)
+        asked = [t for t, n in zip((a, b), needs) if n]
+        with _MulCount() as count:
+            grads = torch.autograd.grad(out, asked, grad_outputs=torch.ones_like(out))
+        for g, other in zip(grads, [b if t is a else a for t in asked]):
+            expect(torch.allclose(g, other.detach()), "the gradient of a·b with respect to one "
+                                                      "factor is the other factor (times grad_output).")
+        expect(count.muls <= sum(needs),
+               f"with only {'a' if needs == (True, False) else 'b' if needs == (False, True) else 'both'} "
+               f"requiring grad your backward ran {count.muls} multiplications: check "
+               "`ctx.needs_input_grad` and return `None` for an input that needs no gradient, "
+               "without computing it (section 9).")

@@ -1,0 +1,32 @@
+"""Plausible wrong answers for 03_debugging_pdb.ipynb's exercises: each must fail its check."""
+
+WRONG = {
+    "03.1": [
+        'commands1 = "p a\\nc\\n"\n',                 # prints the tensor, not the number
+        'commands1 = "p a.item()\\n"\n',              # no `c`: pdb reads end-of-file and quits
+        'commands1 = "!a = a.item()\\nc\\n"\n',       # changes `a` instead of printing it
+    ],
+    "03.2": [
+        'commands2 = "a = a * 2\\nc\\n"\n',           # read as pdb's `args` command
+        'commands2 = "!a = a.detach() * 2\\nc\\n"\n', # right value, cut from the graph
+        'commands2 = "!a = a * 2\\n"\n',              # no `c`
+        'commands2 = "!a = a + a.item()\\nc\\n"\n',   # right value, gradient 3 instead of 6
+    ],
+    "03.3": [
+        # a snapshot of .grad taken before backward
+        "def watch(h):\n    h.retain_grad()\n    return [h.grad]\n",
+        # the hook returns a tensor: it replaces the gradient
+        ("def watch(h):\n    seen = []\n    def hook(g):\n        seen.append(g)\n        return torch.zeros_like(g)\n"
+        "    h.register_hook(hook)\n    return seen\n"),
+        # records a summary instead of the gradient
+        "def watch(h):\n    seen = []\n    h.register_hook(lambda g: seen.append(g.sum()))\n    return seen\n",
+    ],
+    "03.4": [
+        # the NaN trap
+        "def safe_log(x):\n    return torch.where(x > 0, torch.log(x), 0.0)\n",
+        # clamping: finite, but the values at 0 are wrong
+        "def safe_log(x):\n    return torch.log(x.clamp(min=1e-12))\n",
+        # cleans the forward values only; the NaN is in the backward
+        "def safe_log(x):\n    return torch.nan_to_num(torch.where(x > 0, torch.log(x), 0.0))\n",
+    ],
+}
