@@ -10,7 +10,7 @@ from functools import cache
 from html import escape
 from importlib import resources
 
-from . import _roll, render
+from . import _roll, memory, render
 from ._records import Node
 
 __all__ = ["MAX_NODES", "ROLL_ABOVE", "Overlays", "Picture", "bundle", "check_policy", "drawing", "expand_steps",
@@ -139,7 +139,11 @@ def drawing(graph, overlays: Overlays | None = None) -> tuple[Picture, str, dict
     pic = picture(graph, roll=graph.roll, max_nodes=graph.max_nodes)
     overlay, series = _mapped(pic, overlays or Overlays())
     g = pic.graph
-    dot = render.to_dot(g.nodes, g.edges, g.module_types, title=g.title, overlay=overlay, blocks=g.blocks)
+    title = g.title
+    if getattr(graph, "memory", None) is not None:  # drawn with memory=True
+        repeats = {nid: block.repeats for block in g.blocks for nid in block.nodes}
+        title = memory.decorate(overlay, graph.memory, pic.mapping, repeats, title)
+    dot = render.to_dot(g.nodes, g.edges, g.module_types, title=title, overlay=overlay, blocks=g.blocks)
     return pic, dot, series
 
 
