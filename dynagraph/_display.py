@@ -96,6 +96,8 @@ class Overlays:
         steps: ``[(text, [node ids])]`` for a stepper, in order (a text may be
             ``(template, fill)``: see :data:`FILL`); ``mode`` is
             ``"reveal"`` (later nodes hidden) or ``"light"`` (later nodes dimmed).
+        totals: Bytes kept alive for backward after each step (shown by the
+            stepper), or empty.
     """
 
     badges: dict[int, str] = field(default_factory=dict)
@@ -104,6 +106,7 @@ class Overlays:
     info: dict[int, str] = field(default_factory=dict)
     steps: list[tuple[str, list[int]]] = field(default_factory=list)
     mode: str = "reveal"
+    totals: list[int] = field(default_factory=list)
 
 
 def bundle(graph, text: str, overlays: Overlays | None = None, *, caption: str = "") -> dict:
@@ -253,6 +256,8 @@ def _steps(pic: Picture, overlays: Overlays) -> dict:
             "s": s, "k": k, "blocks": [block.repeats for block in pic.graph.blocks]}
     if fills:
         data.update(fills=list(fills), f=f)
+    if overlays.totals:  # the running total of saved bytes, shown beside the step number
+        data["mem"] = overlays.totals
     return data
 
 

@@ -29,8 +29,8 @@ import torch
 from . import _torch
 from ._records import Node
 
-__all__ = ["SavedMemory", "SavedTensor", "capture_with_memory", "fmt_bytes", "measure", "node_fill",
-           "running_totals"]
+__all__ = ["SavedMemory", "SavedTensor", "capture_with_memory", "decorate", "fmt_bytes", "measure",
+           "measure_graph", "measure_into", "node_fill", "running_totals"]
 
 StorageKey = tuple[str, int]  # (device, data pointer)
 
@@ -38,6 +38,7 @@ StorageKey = tuple[str, int]  # (device, data pointer)
 # black text stays readable on each); nodes that save nothing keep their grey.
 SHARE_FILLS = ((0.40, "#ff8787"), (0.15, "#ffa94d"), (0.05, "#ffd8a8"), (0.0, "#fff4e6"))
 FREED_TEXT = "freed"
+RECOMPUTED = "recomputed in backward (checkpoint)"
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,6 @@ class SavedMemory:
     Attributes:
         saved: ``{node id: [SavedTensor, ...]}`` (nodes that saved nothing are absent).
         leaves: Storages of the graph's leaves (they live anyway, saved or not).
-        per_iteration: How many iterations each drawn node sums (set by :meth:`remap`
-            for rolled blocks; 1 elsewhere).
     """
 
     saved: dict[int, list[SavedTensor]] = field(default_factory=dict)
@@ -147,8 +146,8 @@ class SavedMemory:
         if all(s.note == FREED_TEXT for s in entries):
             return "saved: freed"
         act, leaf = self.bytes_of([nid])
-        if any("checkpoint" in s.note for s in entries) and not act + leaf:
-            return "saves 0 B: recomputed in backward"
+        if any(s.note == RECOMPUTED for s in entries):  # inside a non-reentrant checkpoint
+            return f"recomputed in backward (region inputs: {fmt_bytes(act + leaf)})"
         if not act:
             text = f"saves {fmt_bytes(leaf)} of params/inputs"
         else:
@@ -200,7 +199,7 @@ def _one(fn: object, name: str, raw: object) -> list[SavedTensor]:
         return [_entry(name, packed, _is_leaf(fn, name, packed))]
     inputs = _torch.checkpoint_inputs(packed, getattr(raw, "unpack_hook", None))
     if inputs is not None:
-        out = [SavedTensor(name, None, 0, False, "recomputed in backward (checkpoint)")]
+        out = [SavedTensor(name, None, 0, False, RECOMPUTED)]
         for i, arg in enumerate(inputs):
             _, t = _torch.packed_of(arg)
             if isinstance(t, torch.Tensor):  # kept as given: a leaf unless autograd made it
@@ -236,21 +235,26 @@ def leaf_storage(fn: object) -> StorageKey | None:
     return _torch.storage_of(var)[0] if isinstance(var, torch.Tensor) else None
 
 
+def measure_into(memory: SavedMemory, nid: int, name: str, fn: object) -> None:
+    """Add what autograd node ``fn`` (record ``nid`` named ``name``) saved to ``memory``
+    (for an ``AccumulateGrad``, its leaf's storage)."""
+    if name == "AccumulateGrad":
+        key = leaf_storage(fn)
+        if key is not None:
+            memory.leaves.add(key)
+        return
+    entries = measure(fn)
+    if entries:
+        memory.saved[nid] = entries
+
+
 def measure_graph(nodes: list[Node], fns: list) -> SavedMemory:
     """The :class:`SavedMemory` of captured records and their autograd nodes (``fns[i]``
     is the node of ``nodes[i]``, ``None`` for outputs)."""
     memory = SavedMemory()
     for node, fn in zip(nodes, fns):
-        if fn is None:
-            continue
-        if node.name == "AccumulateGrad":
-            key = leaf_storage(fn)
-            if key is not None:
-                memory.leaves.add(key)
-            continue
-        entries = measure(fn)
-        if entries:
-            memory.saved[node.id] = entries
+        if fn is not None:
+            measure_into(memory, node.id, node.name, fn)
     return memory
 
 
