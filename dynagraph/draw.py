@@ -41,8 +41,12 @@ def draw(roots, *, params=None, depth=None, max_nodes=DEFAULT_MAX_NODES, roll="a
             bytes (``saves 1.2 MB``, coloured by its share: pale to red), the total
             in the title (``keeps 41.2 MB alive for backward``), each storage counted
             once, parameters and inputs apart from activations; ``freed`` after
-            ``backward()``. A rolled node sums all its iterations. The numbers are
-            in ``graph.memory`` (a :class:`dynagraph.memory.SavedMemory`).
+            ``backward()``. A rolled node sums all its iterations. Nodes of a
+            non-reentrant ``torch.utils.checkpoint`` region are pale cyan: they keep
+            nothing and are recomputed in backward (the region's inputs are in the
+            total). Under ``saved_tensors_hooks`` the packed tensors are counted.
+            The numbers are in ``graph.memory`` (a
+            :class:`dynagraph.memory.SavedMemory`).
 
     Returns:
         A :class:`Graph`. Legend: grey rounded box = autograd op (``MulBackward0``),

@@ -37,6 +37,7 @@ StorageKey = tuple[str, int]  # (device, data pointer)
 # Fill colours of op nodes by their share of the graph's saved bytes (white canvas,
 # black text stays readable on each); nodes that save nothing keep their grey.
 SHARE_FILLS = ((0.40, "#ff8787"), (0.15, "#ffa94d"), (0.05, "#ffd8a8"), (0.0, "#fff4e6"))
+RECOMPUTED_FILL = "#e3fafc"  # nodes of a non-reentrant checkpoint region: they keep nothing
 FREED_TEXT = "freed"
 RECOMPUTED = "recomputed in backward (checkpoint)"
 
@@ -122,8 +123,15 @@ class SavedMemory:
         if self.freed:
             return "saved tensors freed by backward(): the graph keeps nothing alive"
         act, leaf = self.bytes_of()
+        again = sum(map(self.recomputed, self.saved))
         return (f"keeps {fmt_bytes(act + leaf)} alive for backward "
-                f"({fmt_bytes(act)} activations, {fmt_bytes(leaf)} parameters and inputs)")
+                f"({fmt_bytes(act)} activations, {fmt_bytes(leaf)} parameters and inputs"
+                + (f"; {again:,} checkpointed nodes recomputed in backward" if again else "") + ")")
+
+    def recomputed(self, nid: int) -> bool:
+        """Whether node ``nid`` is in a non-reentrant checkpoint region (it keeps
+        placeholders; backward runs the region again)."""
+        return any(s.note == RECOMPUTED for s in self.saved.get(nid, ()))
 
     def remap(self, mapping: Mapping[int, int]) -> SavedMemory:
         """The same saved tensors by new node ids (``{old id: new id}``; merged nodes'
@@ -145,9 +153,9 @@ class SavedMemory:
             return ""
         if all(s.note == FREED_TEXT for s in entries):
             return "saved: freed"
+        if self.recomputed(nid):  # inside a non-reentrant checkpoint: its inputs are in the title
+            return "keeps nothing: recomputed in backward"
         act, leaf = self.bytes_of([nid])
-        if any(s.note == RECOMPUTED for s in entries):  # inside a non-reentrant checkpoint
-            return f"recomputed in backward (region inputs: {fmt_bytes(act + leaf)})"
         if not act:
             text = f"saves {fmt_bytes(leaf)} of params/inputs"
         else:
@@ -300,7 +308,9 @@ def decorate(overlay: object, memory: SavedMemory, mapping: Mapping[int, int],
             continue
         overlay.notes[nid] = text
         act, leaf = drawn.bytes_of([nid])
-        if act + leaf:
+        if drawn.recomputed(nid):
+            overlay.fills[nid] = RECOMPUTED_FILL
+        elif act + leaf:
             overlay.fills[nid] = node_fill((act + leaf) / total)
-    line = memory.summary()
+    line = memory.summary().replace(" (", "\n(", 1)  # the split on a second line
     return f"{title}\n{line}" if title else line

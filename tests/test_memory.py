@@ -211,7 +211,7 @@ def test_title_and_nodes_show_bytes_and_share_colours():
     run = mlp()
     graph = dg.draw(run(), memory=True, title="MLP")
     dot = graph.to_dot()
-    assert re.search(r'label="MLP\\nkeeps \d+\.\d KB alive for backward', dot)
+    assert re.search(r'label="MLP\\nkeeps \d+\.\d KB alive for backward\\n\(\d', dot)
     assert "saves 1.0 KB" in dot  # the ReLU's output, (8, 32) float32
     assert node_fill(0.5) in dot
     html = graph._repr_mimebundle_()["text/html"]
@@ -288,7 +288,8 @@ def test_non_reentrant_checkpoint_nodes_say_recomputed():
     out = checkpointed(False)()
     graph = dg.draw(out, memory=True)
     dot = graph.to_dot()
-    assert "recomputed in backward" in dot
+    assert "keeps nothing: recomputed in backward" in dot and memory.RECOMPUTED_FILL in dot
+    assert re.search(r"\d+ checkpointed nodes recomputed in backward", repr(graph))
     notes = [s.note for lst in graph.memory.saved.values() for s in lst]
     assert "checkpoint input" in notes
 
