@@ -49,6 +49,8 @@ _METADATA = "metadata"  # a dict per node that outlives its Python wrapper
 _SAVED = "_saved_"  # prefix of the saved-for-backward attributes of built-in nodes
 _RAW_SAVED = "_raw_saved_"  # the same, as SavedTensor objects (no unpack hook runs)
 _RAW_SAVED_CUSTOM = "_raw_saved_tensors"  # a custom Function's ctx.saved_tensors, raw
+_CHECKPOINT_HOLDER = "_Holder"  # torch.utils.checkpoint: what a non-reentrant region's nodes keep
+_CHECKPOINT_ARGS = "saved_args"  # on its frame (closed over by the unpack hook): the region's inputs
 
 # What the picture loses, or how dynagraph copes, without each feature.
 FEATURES = {
@@ -59,6 +61,7 @@ FEATURES = {
     "metadata": "nodes carry no module tags (no grouping by module)",
     "_saved_": "show_saved lists nothing for built-in ops",
     "_raw_saved_": "memory=True counts nothing (saved tensors cannot be read without unpacking)",
+    "checkpoint saved_args": "memory=True does not count a non-reentrant checkpoint region's inputs",
     "get_gradient_edge": "a leaf root's node is found through a view of it instead",
     "_foreach_norm": "gradient norms are computed one tensor at a time",
     "Function.apply": "live() records a custom Function's inner ops, not one apply step",
@@ -431,18 +434,20 @@ def checkpoint_inputs(packed, unpack_hook) -> list | None:
     region whose pack hook returned ``packed``, or ``None`` if it is not one.
 
     The checkpoint keeps its region's inputs on a frame its unpack hook closes over
-    (``frame.saved_args``); the region's own nodes keep only placeholders.
+    (``frame.saved_args``); the region's own nodes keep only placeholders. Where the
+    frame cannot be found the inputs are not counted (``[]``, with a warning).
     """
-    if type(packed).__name__ != "_Holder" or unpack_hook is None:
+    if type(packed).__name__ != _CHECKPOINT_HOLDER or unpack_hook is None:
         return None
     for cell in getattr(unpack_hook, "__closure__", None) or ():
         try:
-            saved = getattr(cell.cell_contents, "saved_args", None)
+            saved = getattr(cell.cell_contents, _CHECKPOINT_ARGS, None)
         except ValueError:  # an empty cell
             continue
         if isinstance(saved, list):
             return [a for a in saved if hasattr(a, "unpack_hook")]
-    return None
+    _missing("checkpoint saved_args")
+    return []
 
 
 def storage_of(tensor: torch.Tensor) -> tuple[tuple[str, int], int]:

@@ -28,6 +28,7 @@ import torch
 
 from . import _torch
 from ._records import Node
+from .render import Overlay
 
 __all__ = ["SavedMemory", "SavedTensor", "capture_with_memory", "decorate", "fmt_bytes", "measure",
            "measure_graph", "measure_into", "node_fill", "running_totals"]
@@ -290,10 +291,10 @@ def running_totals(memory: SavedMemory, steps: list[list[int]]) -> list[int]:
     return out
 
 
-def decorate(overlay: object, memory: SavedMemory, mapping: Mapping[int, int],
+def decorate(overlay: Overlay, memory: SavedMemory, mapping: Mapping[int, int],
              repeats: Mapping[int, int], title: str | None) -> str:
-    """Write each drawn node's saved bytes and share colour into ``overlay`` (a
-    :class:`dynagraph.render.Overlay`), and return ``title`` with the graph's total.
+    """Write each drawn node's saved bytes and share colour into ``overlay``, and
+    return ``title`` with the graph's total.
 
     Args:
         mapping: ``{original id: drawn id}`` (the picture's roll and fold).

@@ -9,14 +9,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 import torch.utils.checkpoint as cp
+from _helpers import Square
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import dynagraph as dg
 from dynagraph import _torch, memory
 from dynagraph.memory import fmt_bytes, node_fill
-
-from _helpers import Square
 
 
 def packed_storages(fn):
@@ -342,9 +341,8 @@ def test_draw_memory_must_be_a_bool(bad):
 
 
 def test_live_memory_must_be_a_bool():
-    with pytest.raises(TypeError, match="memory must be True or False"):
-        with dg.live(memory="on"):
-            pass
+    with pytest.raises(TypeError, match="memory must be True or False"), dg.live(memory="on"):
+        pass
 
 
 def test_fmt_bytes_and_fills():
@@ -382,3 +380,12 @@ def test_cuda_activations_are_what_backward_frees():
     freed = before - torch.cuda.memory_allocated()
     assert freed == mem.activations  # sizes are multiples of 512 B: no allocator rounding
     assert dg.draw(out, memory=True).memory.freed
+
+
+def test_without_the_checkpoint_frame_region_inputs_are_not_counted(monkeypatch):
+    monkeypatch.setattr(_torch, "_CHECKPOINT_ARGS", "_no_such_attribute_")
+    monkeypatch.setattr(_torch, "MISSING", set())
+    with pytest.warns(RuntimeWarning, match="checkpoint region's inputs"):
+        mem = dg.draw(checkpointed(False)(), memory=True).memory
+    assert not any(s.note == "checkpoint input" for lst in mem.saved.values() for s in lst)
+    assert any(mem.recomputed(nid) for nid in mem.saved)

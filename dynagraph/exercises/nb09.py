@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn
 
-from . import expect, exercise
+from . import exercise, expect
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
 SETUP = """
@@ -29,12 +29,19 @@ def _graph_total(out: torch.Tensor) -> int:
           answer="packed_bytes")
 def _packed_bytes(packed_bytes: Callable[[Callable[[], torch.Tensor]], int]) -> None:
     x = torch.linspace(-1, 1, 1000, requires_grad=True)  # 4,000 bytes
+
+    def cube() -> torch.Tensor:
+        h = x.exp()
+        return (h * h * h).sum()
+
+    def views() -> torch.Tensor:
+        h = x.exp()
+        return (h[:10] * h[10:20]).sum()
+
     cases = {
         "exp(x).sum() (exp keeps its 4,000-byte result)": lambda: x.exp().sum(),
-        "h * h * h with h = exp(x) (h is saved three times: one storage)":
-            lambda: (lambda h: (h * h * h).sum())(x.exp()),
-        "h[:10] * h[10:20] (two views of one storage: the whole storage is kept)":
-            lambda: (lambda h: (h[:10] * h[10:20]).sum())(x.exp()),
+        "h * h * h with h = exp(x) (h is saved three times: one storage)": cube,
+        "h[:10] * h[10:20] (two views of one storage: the whole storage is kept)": views,
         "x.sum() (sum saves nothing)": lambda: x.sum(),
     }
     for name, fn in cases.items():

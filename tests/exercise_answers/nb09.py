@@ -3,15 +3,15 @@
 WRONG = {
     "09.1": [
         # every packed tensor counted, shared storages too
-        "def packed_bytes(fn):\n    sizes = []\n"
-        "    def pack(t):\n        sizes.append(t.untyped_storage().nbytes())\n        return t\n"
-        "    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):\n        fn()\n"
-        "    return sum(sizes)\n",
+        ("def packed_bytes(fn):\n    sizes = []\n"
+         "    def pack(t):\n        sizes.append(t.untyped_storage().nbytes())\n        return t\n"
+         "    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):\n        fn()\n"
+         "    return sum(sizes)\n"),
         # the view's own bytes, not its storage's
-        "def packed_bytes(fn):\n    seen = {}\n"
-        "    def pack(t):\n        seen[t.untyped_storage().data_ptr()] = t.nbytes\n        return t\n"
-        "    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):\n        fn()\n"
-        "    return sum(seen.values())\n",
+        ("def packed_bytes(fn):\n    seen = {}\n"
+         "    def pack(t):\n        seen[t.untyped_storage().data_ptr()] = t.nbytes\n        return t\n"
+         "    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):\n        fn()\n"
+         "    return sum(seen.values())\n"),
         # the output's size, not what the graph saved
         "def packed_bytes(fn):\n    return fn().untyped_storage().nbytes()\n",
     ],
@@ -19,11 +19,11 @@ WRONG = {
         # no checkpointing at all
         "def checkpointed(layers, x):\n    return layers(x)\n",
         # each layer checkpointed: every layer's input is still kept
-        "def checkpointed(layers, x):\n    for layer in layers:\n"
-        "        x = cp.checkpoint(layer, x, use_reentrant=False)\n    return x\n",
+        ("def checkpointed(layers, x):\n    for layer in layers:\n"
+         "        x = cp.checkpoint(layer, x, use_reentrant=False)\n    return x\n"),
         # reentrant with an input that does not require grad: no graph at all
-        "def checkpointed(layers, x):\n    h = cp.checkpoint(layers[:3], x, use_reentrant=True)\n"
-        "    return cp.checkpoint(layers[3:], h, use_reentrant=True)\n",
+        ("def checkpointed(layers, x):\n    h = cp.checkpoint(layers[:3], x, use_reentrant=True)\n"
+         "    return cp.checkpoint(layers[3:], h, use_reentrant=True)\n"),
     ],
     "09.3": [
         # identity hooks: nothing saved
