@@ -118,7 +118,9 @@ def bundle(graph, text: str, overlays: Overlays | None = None, *, caption: str =
     html, drawn = _html(graph, overlays, text, caption)
     if len(html) > MAX_BYTES:  # rare: a big graph with no repeats; fold more, once
         budget = max(2, int(drawn * MAX_BYTES / len(html) * 0.8))
-        html, _ = _html(graph._with(graph.nodes, graph.edges, max_nodes=budget), overlays, text, caption)
+        smaller = graph._with(graph.nodes, graph.edges, max_nodes=budget)
+        smaller.memory = getattr(graph, "memory", None)  # same node ids: the same memory
+        html, _ = _html(smaller, overlays, text, caption)
     return {"text/plain": text, "text/html": html}
 
 

@@ -389,3 +389,17 @@ def test_without_the_checkpoint_frame_region_inputs_are_not_counted(monkeypatch)
         mem = dg.draw(checkpointed(False)(), memory=True).memory
     assert not any(s.note == "checkpoint input" for lst in mem.saved.values() for s in lst)
     assert any(mem.recomputed(nid) for nid in mem.saved)
+
+
+def test_output_over_the_byte_budget_keeps_the_memory_title(monkeypatch):
+    from _helpers import pictures, svg_texts
+
+    from dynagraph import _display
+    monkeypatch.setattr(_display, "MAX_BYTES", 40_000)
+    torch.manual_seed(0)
+    model = nn.Sequential(*[nn.Linear(4 + k, 5 + k) for k in range(60)])  # no two layers alike
+    g = dg.draw(model(torch.randn(1, 4)).sum(), params=model, memory=True)
+    html = g._repr_mimebundle_()["text/html"]
+    assert len(html.encode()) <= 40_000
+    (svg,) = pictures(html)
+    assert any("alive for backward" in t for t in svg_texts(svg))
