@@ -17,6 +17,18 @@ reads them, as autograd holds them, without unpacking, copying or moving any dat
   (recomputed in backward) and the region keeps its inputs, counted once; a
   reentrant one is its own ``CheckpointFunctionBackward`` node keeping its inputs;
 - after ``backward()`` the saved tensors are gone: they show as ``freed``.
+
+Two edges of the rule: a Python number that autograd wraps into a 0-dim tensor (the
+``2`` in ``x * 2``) is kept by its node and counted with the inputs (8 bytes), though
+``saved_tensors_hooks`` never sees it; and a hooked tensor is an activation unless its
+storage is a leaf's of this graph (a hook that returns a data batch as it is counts
+the batch as an activation).
+
+Example:
+    >>> x = torch.ones(1000, requires_grad=True)
+    >>> h = x.exp()                        # 4,000 bytes, saved by exp and by both uses
+    >>> dg.draw((h * h).sum(), memory=True).memory.total
+    4000
 """
 
 from __future__ import annotations

@@ -329,6 +329,8 @@ def test_live_without_memory_has_none_and_saved_by_step_raises():
     with dg.live() as rec:
         (x * x).sum()
     assert rec.memory is None and rec.graph().memory is None
+    html = rec._repr_mimebundle_()["text/html"]
+    assert '"mem":' not in html and "alive for backward" not in repr(rec.graph())
     with pytest.raises(ValueError, match=r"live\(\.\.\., memory=True\)"):
         rec.saved_by_step()
 
