@@ -291,7 +291,7 @@ def page(svg: str, data: dict, alt: str, caption: str, steps) -> str:
                      '<span class="dg-info"></span><span class="dg-gap"></span>')
     controls += "".join(f'<button type="button" data-act="{a}" title="zoom: {a}">{t}</button>' for a, t in _ZOOM)
     controls += '<span class="dg-zoom"></span>'
-    listing = _listing(steps) if steps else ""
+    listing = _listing(steps, data.get("mem", [])) if steps else ""
     head = f"<b>{escape(caption)}</b>" if caption else ""
     return (
         f'<div class="dg-out{" dg-stepper" if steps else ""}"><style>{_asset("view.css")}</style>{head}'
@@ -307,9 +307,12 @@ def page(svg: str, data: dict, alt: str, caption: str, steps) -> str:
     )
 
 
-def _listing(steps) -> str:
-    """The steps as a list that needs no script (the first :data:`LISTED_STEPS`)."""
-    items = "".join(f"<li>{escape(_filled(text))}</li>" for text, _ in steps[:LISTED_STEPS])
+def _listing(steps, totals=()) -> str:
+    """The steps as a list that needs no script (the first :data:`LISTED_STEPS`), each
+    with the bytes the graph keeps after it when ``totals`` are given."""
+    kept = [f" \u00b7 the graph keeps {memory.fmt_bytes(t)} for backward" for t in totals]
+    items = "".join(f"<li>{escape(_filled(text) + (kept[i] if kept else ''))}</li>"
+                    for i, (text, _) in enumerate(steps[:LISTED_STEPS]))
     more = len(steps) - LISTED_STEPS
     tail = f"<p>\u2026 and {more:,} more steps (the stepper plays them all)</p>" if more > 0 else ""
     return f"<details><summary>{len(steps):,} steps</summary><ol>{items}</ol>{tail}</details>"

@@ -321,6 +321,7 @@ def test_live_recording_measures_and_totals_each_step():
     data = json.loads(re.search(r'class="dg-data">(.*?)</script>',
                                 rec._repr_mimebundle_()["text/html"]).group(1))
     assert data["mem"] == totals
+    assert f"the graph keeps {fmt_bytes(totals[-1])} for backward</li>" in rec._repr_mimebundle_()["text/html"]
     assert rec.graph(upto=2).memory.total == totals[2]
 
 
