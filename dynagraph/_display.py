@@ -12,7 +12,7 @@ from html import escape
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from . import _roll, render
+from . import _roll, memory, render
 from ._records import Node
 
 if TYPE_CHECKING:  # graph.py imports this module
@@ -101,6 +101,8 @@ class Overlays:
         steps: ``[(text, [node ids])]`` for a stepper, in order (a text may be
             ``(template, fill)``: see :data:`FILL`); ``mode`` is
             ``"reveal"`` (later nodes hidden) or ``"light"`` (later nodes dimmed).
+        totals: Bytes kept alive for backward after each step (shown by the
+            stepper), or empty.
     """
 
     badges: dict[int, str] = field(default_factory=dict)
@@ -109,6 +111,7 @@ class Overlays:
     info: dict[int, str] = field(default_factory=dict)
     steps: Sequence[tuple[StepText, list[int]]] = field(default_factory=list)
     mode: str = "reveal"
+    totals: list[int] = field(default_factory=list)
 
 
 def bundle(graph: Graph, text: str, overlays: Overlays | None = None, *, caption: str = "") -> dict[str, str]:
@@ -120,7 +123,9 @@ def bundle(graph: Graph, text: str, overlays: Overlays | None = None, *, caption
     html, drawn = _html(graph, overlays, text, caption)
     if len(html) > MAX_BYTES:  # rare: a big graph with no repeats; fold more, once
         budget = max(2, int(drawn * MAX_BYTES / len(html) * 0.8))
-        html, _ = _html(graph._with(graph.nodes, graph.edges, max_nodes=budget), overlays, text, caption)
+        smaller = graph._with(graph.nodes, graph.edges, max_nodes=budget)
+        smaller.memory = getattr(graph, "memory", None)  # same node ids: the same memory
+        html, _ = _html(smaller, overlays, text, caption)
     return {"text/plain": text, "text/html": html}
 
 
@@ -145,7 +150,12 @@ def drawing(graph: Graph,
     pic = picture(graph, roll=graph.roll, max_nodes=graph.max_nodes)
     overlay, series = _mapped(pic, overlays or Overlays())
     g = pic.graph
-    dot = render.to_dot(g.nodes, g.edges, g.module_types, title=g.title, overlay=overlay, blocks=g.blocks)
+    title = g.title
+    saved = getattr(graph, "memory", None)
+    if saved is not None:  # drawn with memory=True
+        repeats = {nid: block.repeats for block in g.blocks for nid in block.nodes}
+        title = memory.decorate(overlay, saved, pic.mapping, repeats, title)
+    dot = render.to_dot(g.nodes, g.edges, g.module_types, title=title, overlay=overlay, blocks=g.blocks)
     return pic, dot, series
 
 
@@ -259,6 +269,8 @@ def _steps(pic: Picture, overlays: Overlays) -> dict[str, Any]:
             "s": s, "k": k, "blocks": [block.repeats for block in pic.graph.blocks]}
     if fills:
         data.update(fills=list(fills), f=f)
+    if overlays.totals:  # the running total of saved bytes, shown beside the step number
+        data["mem"] = overlays.totals
     return data
 
 
@@ -293,7 +305,7 @@ def page(svg: str, data: dict[str, Any], alt: str, caption: str,
     controls += "".join(f'<button type="button" data-act="{a}" title="zoom: {a}">{t}</button>'
                         for a, t in _ZOOM)
     controls += '<span class="dg-zoom"></span>'
-    listing = _listing(steps) if steps else ""
+    listing = _listing(steps, data.get("mem", [])) if steps else ""
     head = f"<b>{escape(caption)}</b>" if caption else ""
     return (
         f'<div class="dg-out{" dg-stepper" if steps else ""}"><style>{_asset("view.css")}</style>{head}'
@@ -309,9 +321,12 @@ def page(svg: str, data: dict[str, Any], alt: str, caption: str,
     )
 
 
-def _listing(steps: Sequence[tuple[StepText, list[int]]]) -> str:
-    """The steps as a list that needs no script (the first :data:`LISTED_STEPS`)."""
-    items = "".join(f"<li>{escape(_filled(text))}</li>" for text, _ in steps[:LISTED_STEPS])
+def _listing(steps: Sequence[tuple[StepText, list[int]]], totals: Sequence[int] = ()) -> str:
+    """The steps as a list that needs no script (the first :data:`LISTED_STEPS`), each
+    with the bytes the graph keeps after it when ``totals`` are given."""
+    kept = [f" \u00b7 the graph keeps {memory.fmt_bytes(t)} for backward" for t in totals]
+    items = "".join(f"<li>{escape(_filled(text) + (kept[i] if kept else ''))}</li>"
+                    for i, (text, _) in enumerate(steps[:LISTED_STEPS]))
     more = len(steps) - LISTED_STEPS
     tail = f"<p>\u2026 and {more:,} more steps (the stepper plays them all)</p>" if more > 0 else ""
     return f"<details><summary>{len(steps):,} steps</summary><ol>{items}</ol>{tail}</details>"

@@ -20,6 +20,7 @@ __all__ = [
     "FREED",
     "MISSING",
     "SAFE_DEPTH",
+    "checkpoint_inputs",
     "compiled_graph_frame",
     "custom_name",
     "foreach_norm",
@@ -28,17 +29,21 @@ __all__ = [
     "has_patchable_apply",
     "hold_deep_graph",
     "is_custom",
+    "is_saved_output",
     "longest_chain",
     "metadata",
     "no_torch_function",
     "original_module",
     "output_meta",
+    "packed_of",
     "pop_mode",
     "push_mode",
+    "raw_saved_values",
     "release_pending",
     "saved_values",
     "sequence_nr",
     "shape_of",
+    "storage_of",
 ]
 
 # Private attribute names, each written once here (tests rename them to play a torch
@@ -49,6 +54,10 @@ _INPUT_METADATA = "_input_metadata"  # shape/dtype/device of the forward outputs
 _SEQUENCE_NR = "_sequence_nr"  # autograd's per-thread creation counter
 _METADATA = "metadata"  # a dict per node that outlives its Python wrapper
 _SAVED = "_saved_"  # prefix of the saved-for-backward attributes of built-in nodes
+_RAW_SAVED = "_raw_saved_"  # the same, as SavedTensor objects (no unpack hook runs)
+_RAW_SAVED_CUSTOM = "_raw_saved_tensors"  # a custom Function's ctx.saved_tensors, raw
+_CHECKPOINT_HOLDER = "_Holder"  # torch.utils.checkpoint: what a non-reentrant region's nodes keep
+_CHECKPOINT_ARGS = "saved_args"  # on its frame (closed over by the unpack hook): the region's inputs
 _ORIG_MOD = "_orig_mod"  # on what torch.compile(model) returns: the model itself
 FX_CODE = "<eval_with_key>"  # the file name torch.fx gives the code of a graph it writes
 DYNAMO_DIR = os.path.join(os.path.dirname(torch.__file__), "_dynamo") + os.sep  # dynamo's frames
@@ -63,6 +72,8 @@ FEATURES = {
     "_sequence_nr": "ops are ordered by discovery; track_modules and live() cannot tag modules",
     "metadata": "nodes carry no module tags (no grouping by module)",
     "_saved_": "show_saved lists nothing for built-in ops",
+    "_raw_saved_": "memory=True counts nothing (saved tensors cannot be read without unpacking)",
+    "checkpoint saved_args": "memory=True does not count a non-reentrant checkpoint region's inputs",
     "get_gradient_edge": "a leaf root's node is found through a view of it instead",
     "_foreach_norm": "gradient norms are computed one tensor at a time",
     "Function.apply": "live() records a custom Function's inner ops, not one apply step",
@@ -372,3 +383,106 @@ def _reachable(start: int, producers: list[list[int]]) -> list[int]:
 _releasing = False  # a collection during a release must not start another
 gc.callbacks.append(
     lambda phase, info: release_pending(retry=info["generation"] == 2) if phase == "stop" else None)
+
+
+# -- saved tensors as autograd holds them (memory.py): sizes read without unpacking --
+
+def raw_saved_values(fn: Any) -> list[tuple[str, object]]:
+    """``(name, raw)`` of each tensor ``fn`` saved for backward, where ``raw`` is a
+    ``SavedTensor`` (or a list of them), :data:`FREED` once backward released it.
+
+    Reading a raw saved tensor runs no ``saved_tensors_hooks`` unpack hook, so it
+    neither copies nor moves data (and does not trigger a checkpoint's recompute).
+    A custom Function's ``ctx.save_for_backward`` tensors are named ``tensors``.
+    """
+    attrs = _raw_attrs(type(fn))  # type: ignore[arg-type]  # a class is hashable; the stub of Any says no
+    if attrs is None:
+        _missing("_raw_saved_")
+        return []
+    out: list[tuple[str, object]] = []
+    for attr in attrs:
+        try:
+            value = getattr(fn, attr)
+        except RuntimeError:  # a custom Function's tensors after backward()
+            value = FREED
+        name = "tensors" if attr == _RAW_SAVED_CUSTOM else attr[len(_RAW_SAVED):]
+        out.append((name, value))
+    return out
+
+
+@functools.cache  # a node class's saved attributes are fixed: one dir() per class
+def _raw_attrs(cls: type) -> tuple[str, ...] | None:
+    names = tuple(a for a in dir(cls) if a.startswith(_RAW_SAVED))
+    if not names and not _exposes_saved(_RAW_SAVED):
+        return None
+    return names
+
+
+def packed_of(raw: Any) -> tuple[bool, object]:
+    """``(hooked, packed)`` of a ``SavedTensor``: whether a ``saved_tensors_hooks`` pack
+    hook made it, and what autograd keeps: the tensor itself, or the hook's packed
+    object. ``packed`` is :data:`FREED` after backward() released it, and ``None`` for
+    an optional tensor that was not given (``bias=None``)."""
+    try:
+        packed = raw.data
+        hooked = raw.unpack_hook is not None
+    except RuntimeError:
+        return False, FREED
+    except AttributeError:
+        _missing("_raw_saved_")
+        return False, None
+    if packed is None:
+        try:
+            raw.unpack()  # freed raises; a tensor never given unpacks to None
+        except RuntimeError:
+            return hooked, FREED
+    return hooked, packed
+
+
+def is_saved_output(fn: Any, name: str) -> bool:
+    """Whether ``fn``'s unhooked saved tensor ``name`` is an output of ``fn`` itself
+    (autograd keeps outputs without their ``grad_fn``; unpacking through the node puts
+    it back, without copying data). Only call it for unhooked saved tensors."""
+    try:
+        base, _, index = name.partition("[")  # list attributes: "indices[0]"
+        if is_custom(fn):  # a custom Function's ctx.saved_tensors
+            unpacked = fn.saved_tensors
+        else:
+            unpacked = getattr(fn, _SAVED + base)
+        if index:
+            unpacked = unpacked[int(index[:-1])]
+    except (RuntimeError, AttributeError, IndexError, TypeError, ValueError):
+        return False
+    return isinstance(unpacked, torch.Tensor) and unpacked.grad_fn is fn
+
+
+def checkpoint_inputs(packed: object, unpack_hook: Any) -> list | None:
+    """The ``SavedTensor`` inputs kept by a non-reentrant ``torch.utils.checkpoint``
+    region whose pack hook returned ``packed``, or ``None`` if it is not one.
+
+    The checkpoint keeps its region's inputs on a frame its unpack hook closes over
+    (``frame.saved_args``); the region's own nodes keep only placeholders. Where the
+    frame cannot be found the inputs are not counted (``[]``, with a warning).
+    """
+    if type(packed).__name__ != _CHECKPOINT_HOLDER or unpack_hook is None:
+        return None
+    for cell in getattr(unpack_hook, "__closure__", None) or ():
+        try:
+            saved = getattr(cell.cell_contents, _CHECKPOINT_ARGS, None)
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(saved, list):
+            return [a for a in saved if hasattr(a, "unpack_hook")]
+    _missing("checkpoint saved_args")
+    return []
+
+
+def storage_of(tensor: torch.Tensor) -> tuple[tuple[str, int], int]:
+    """``((device, data pointer), bytes)`` of the storage under ``tensor`` (a view shares
+    its base's), read without touching the data; tensors without one storage (sparse,
+    nested) are keyed by identity and weigh their elements."""
+    try:
+        storage = tensor.untyped_storage()
+        return (str(tensor.device), storage.data_ptr()), storage.nbytes()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return (str(tensor.device), -id(tensor)), tensor.numel() * tensor.element_size()

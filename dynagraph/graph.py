@@ -8,8 +8,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import _display, _transform, render
+from . import _display, _transform, memory, render
 from ._records import Node
+from .memory import SavedMemory
 
 if TYPE_CHECKING:
     import graphviz
@@ -34,6 +35,9 @@ class Graph:
             repeated structure once in graphs over 40 nodes, and what is still over
             ``max_nodes`` has its middle folded; ``roll=False, max_nodes=None`` draws
             every node.
+        memory: What the graph keeps alive for backward, by node id (a
+            :class:`dynagraph.memory.SavedMemory`), when drawn with ``memory=True``;
+            else ``None``.
 
     In Jupyter the graph shows as a picture that also shows in untrusted notebooks
     and without JavaScript, with a stable ``text/plain`` summary (no memory addresses).
@@ -50,6 +54,7 @@ class Graph:
         self.blocks = list(blocks)
         self.roll = roll
         self.max_nodes = max_nodes
+        self.memory: SavedMemory | None = None
 
     def _with(self, nodes: list[Node], edges: list[tuple[int, int]], *, blocks: list[Block] | None = None,
               max_nodes: int | None = -1) -> Graph:
@@ -65,7 +70,8 @@ class Graph:
         kinds = Counter(n.kind for n in self.nodes)
         parts = ", ".join(f"{k} {kinds[k]}" for k in sorted(kinds))
         rolled = "".join(f", {b.label} \u00d7{b.repeats}" for b in self.blocks)
-        return f"<dynagraph.Graph: {len(self.nodes)} nodes, {len(self.edges)} edges ({parts}){rolled}>"
+        kept = f"; {self.memory.summary()}" if self.memory is not None else ""
+        return f"<dynagraph.Graph: {len(self.nodes)} nodes, {len(self.edges)} edges ({parts}){rolled}{kept}>"
 
     def counts(self) -> Counter[str]:
         """How many autograd nodes carry each name, e.g. ``{'MulBackward0': 2}``
@@ -86,14 +92,14 @@ class Graph:
     def collapsed(self, depth: int) -> tuple[Graph, dict[int, int]]:
         """Every module at nesting ``depth`` merged into one node, and ``{old id: new id}``."""
         nodes, edges, mapping = _transform.collapse(self.nodes, self.edges, self.module_types, depth)
-        return self._with(nodes, edges), mapping
+        return self._remapped(self._with(nodes, edges), mapping), mapping
 
     def folded(self, max_nodes: int) -> tuple[Graph, dict[int, int]]:
         """The middle folded into one node so that at most ``max_nodes`` remain, and
         ``{old id: new id}``."""
         nodes, edges, mapping = _transform.fold(self.nodes, self.edges, max_nodes)
         blocks = [b for b in self.blocks if not any(mapping.get(i, i) != i for i in b.nodes)]
-        return self._with(nodes, edges, blocks=blocks), mapping
+        return self._remapped(self._with(nodes, edges, blocks=blocks), mapping), mapping
 
 
     def rolled(self) -> tuple[Graph, dict[int, int]]:
@@ -101,16 +107,27 @@ class Graph:
         ``×N``, and ``{old id: new id}`` (every iteration maps to the one drawn)."""
         from . import _roll
         r = _roll.roll(self.nodes, self.edges, module_types=self.module_types)
-        return self._with(r.nodes, r.edges, blocks=self.blocks + r.blocks), r.mapping
+        rolled = self._with(r.nodes, r.edges, blocks=self.blocks + r.blocks)
+        return self._remapped(rolled, r.mapping), r.mapping
 
     def picture(self) -> Graph:
         """The graph as it is drawn: this one after the size policy (``roll``, ``max_nodes``)."""
-        return _display.picture(self, roll=self.roll, max_nodes=self.max_nodes).graph
+        pic = _display.picture(self, roll=self.roll, max_nodes=self.max_nodes)
+        return self._remapped(pic.graph, pic.mapping)
+
+    def _remapped(self, graph: Graph, mapping: dict[int, int]) -> Graph:
+        """``graph`` (made from this one) with this one's memory by its node ids."""
+        graph.memory = None if self.memory is None else self.memory.remap(mapping)
+        return graph
 
     def to_dot(self, *, full: bool = False) -> str:
         """DOT source of the drawing (``full=True``: of every node, ignoring the size policy)."""
         g = self if full else self.picture()
-        return render.to_dot(g.nodes, g.edges, g.module_types, title=g.title, blocks=g.blocks)
+        overlay, title = render.Overlay(), g.title
+        if g.memory is not None:  # drawn with memory=True: saved bytes on nodes and title
+            repeats = {nid: block.repeats for block in g.blocks for nid in block.nodes}
+            title = memory.decorate(overlay, g.memory, {}, repeats, title)
+        return render.to_dot(g.nodes, g.edges, g.module_types, title=title, overlay=overlay, blocks=g.blocks)
 
     def svg(self) -> str:
         """The drawing as compact SVG text."""

@@ -17,11 +17,12 @@ from torch import nn
 from torch.autograd.function import Function
 from torch.overrides import TorchFunctionMode
 
-from . import _display, _source, _tags, _torch
+from . import _display, _source, _tags, _torch, memory
 from ._records import Node, owner
 from ._tags import tensors_in
 from .capture import param_names_of, record
 from .graph import Graph
+from .memory import SavedMemory
 
 __all__ = ["Recording", "Step", "live"]
 
@@ -82,6 +83,11 @@ class Recording:
     Attributes:
         steps: :class:`Step` per recorded op, in the order they ran.
         nodes, edges: The graph built inside the block (records, no torch objects).
+        memory: What each node saved for backward, measured as its op ran
+            (``live(memory=True)``; else ``None``): a
+            :class:`dynagraph.memory.SavedMemory`. The recording keeps no tensor, so
+            a later ``backward()`` does not show here: draw the output with
+            ``dg.draw(..., memory=True)`` to see ``freed``.
     """
 
     def __init__(self, module_names: dict[int, str], param_names: dict[int, str]) -> None:
@@ -107,6 +113,7 @@ class Recording:
         self._hi = -1  # the highest creation number among the outputs' nodes so far
         self._held: list = []  # every walked node while the block runs (see _finish)
         self._roots: list = []  # weak references to the newest steps' outputs (deep graphs)
+        self.memory: SavedMemory | None = None
 
     @property
     def steps(self) -> list[Step]:
@@ -150,7 +157,21 @@ class Recording:
             keep = {i for s in self.steps[: upto % len(self.steps) + 1] for i in s.nodes} | self._earlier()
         nodes = [n for n in self.nodes if keep is None or n.id in keep]
         edges = [e for e in self.edges if keep is None or (e[0] in keep and e[1] in keep)]
-        return Graph(nodes, edges, self.module_types, title=title)
+        graph = Graph(nodes, edges, self.module_types, title=title)
+        if self.memory is not None:
+            graph.memory = self.memory if keep is None else self.memory.subset(keep)
+        return graph
+
+    def saved_by_step(self) -> list[int]:
+        """Bytes the graph keeps alive for backward after each step (each storage once),
+        as measured while the block ran.
+
+        Raises:
+            ValueError: the recording did not measure memory (use ``live(memory=True)``).
+        """
+        if self.memory is None:
+            raise ValueError("this recording did not measure memory: record with dg.live(..., memory=True)")
+        return memory.running_totals(self.memory, [s.nodes for s in self.steps])
 
     def _earlier(self) -> set[int]:
         made = {i for s in self.steps for i in s.nodes}
@@ -161,7 +182,8 @@ class Recording:
         names = {n.id: n.name for n in self.nodes}
         steps = [(_template(s, s.text(names, self.module_types)), s.nodes) for s in self.steps]
         info = {nid: f"step {s.index}: {s.op} [{s.where}] {s.code}" for s in self.steps for nid in s.nodes}
-        return _display.Overlays(steps=steps, info=info, mode="reveal")
+        totals = self.saved_by_step() if self.memory is not None else []
+        return _display.Overlays(steps=steps, info=info, mode="reveal", totals=totals)
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         if not self.steps:
@@ -203,6 +225,8 @@ class Recording:
         if fns:
             step.note = ""
             self._todo.append((step, fns))
+            if self.memory is not None:
+                self._flush()
 
     def _made(self, outs: list[torch.Tensor]) -> list[_torch.GradFn]:
         """The autograd nodes of ``outs``; moves :attr:`_hi` past those created since."""
@@ -229,6 +253,8 @@ class Recording:
         self._steps.append(step)
         if fns:
             self._todo.append((step, fns))
+            if self.memory is not None:  # saved tensors are read as the op runs
+                self._flush()
             if len(self._roots) == _ROOTS:
                 del self._roots[: _ROOTS // 2]
             self._roots.append([weakref.ref(t) for t in outs])
@@ -272,6 +298,8 @@ class Recording:
             nid = len(nodes)
             ids[fn] = meta[key] = nid
             node = record(fn, nid, params, tags=False)  # we set the module
+            if self.memory is not None:  # measured now: backward() may free them before long
+                memory.measure_into(self.memory, nid, node.name, fn)
             nodes.append(node)
             self._held.append(fn)
             if node.seq is not None and start is not None and node.seq < start:
@@ -566,7 +594,7 @@ def _remove_mode(mode: TorchFunctionMode | None) -> None:
 
 @contextlib.contextmanager
 def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] | None = None,
-         view: bool = False, interval: float = 1.0) -> Iterator[Recording]:
+         view: bool = False, interval: float = 1.0, memory: bool = False) -> Iterator[Recording]:
     """Record every tensor operation in the block and the autograd nodes it creates.
 
     Args:
@@ -576,6 +604,9 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
         view: In Jupyter, redraw the growing graph in place while the block runs
             (outside IPython there is nowhere to draw, and nothing happens).
         interval: Seconds between redraws of the live view.
+        memory: Measure what each new node saves for backward as its op runs: the
+            recording's picture shows it (as ``dg.draw(..., memory=True)`` does) and
+            its stepper the running total per step (:meth:`Recording.saved_by_step`).
 
     Yields:
         A :class:`Recording`, filled as the block runs. On exit (even when the block
@@ -590,6 +621,7 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
     Raises:
         TypeError: ``model`` is not an ``nn.Module``.
         ValueError: ``interval`` is not positive.
+        TypeError: ``memory`` is not a bool.
         RendererNotFoundError: ``view=True`` in IPython and no Graphviz renderer.
 
     Example:
@@ -605,8 +637,12 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
         raise ValueError(f"interval must be > 0 seconds; got {interval!r}")
     names, types = param_names_of(model if model is not None else params)
     module_names = {id(m): n for n, m in model.named_modules()} if model is not None else {}
+    if not isinstance(memory, bool):
+        raise TypeError(f"memory must be True or False; got {type(memory).__name__}")
     rec = Recording(module_names, names)
     rec.module_types = types
+    if memory:
+        rec.memory = SavedMemory()
     if model is not None:
         _tags._used = True  # capture (dg.draw) reads the module tags this recording writes
     with _torch.no_torch_function(), torch.enable_grad():  # a user's mode sees no probe

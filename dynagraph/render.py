@@ -113,12 +113,16 @@ class Overlay:
         highlight: Node ids outlined in red (a diff's new nodes).
         block_notes: ``{block index: text}`` added under a rolled block's ``×N`` title
             (the per-iteration gradient sparkline).
+        notes: ``{node id: text}`` added as a last line inside the node (saved bytes).
+        fills: ``{node id: colour}`` replacing the node's fill (its share of memory).
     """
 
     badges: dict[int, str] = field(default_factory=dict)
     edge_norms: dict[tuple[int, int], float] = field(default_factory=dict)
     highlight: set[int] = field(default_factory=set)
     block_notes: dict[int, str] = field(default_factory=dict)
+    notes: dict[int, str] = field(default_factory=dict)
+    fills: dict[int, str] = field(default_factory=dict)
 
 
 def to_dot(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
@@ -152,7 +156,8 @@ def to_dot(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
     places, copies = _places(nodes, edges, blocks, split_leaves)
     tree: dict = {}  # (block index or None, module path) -> DOT node lines
     for key, node, name in places:
-        tree.setdefault(key, []).append(_node_line(node, name, _node_extra(node.id, overlay)))
+        tree.setdefault(key, []).append(_node_line(node, name, _node_extra(node.id, overlay),
+                                                   overlay.notes.get(node.id, "")))
     lines.extend(_frames_dot(tree, module_types, blocks, overlay.block_notes))
     loops = {edge for block in blocks for edge in block.loops}
     span = _norm_span(overlay.edge_norms)
@@ -171,6 +176,8 @@ def _node_extra(nid: int, overlay: Overlay) -> str:
         parts.append(f'xlabel=<<FONT COLOR="#c92a2a">{_html_text(overlay.badges[nid])}</FONT>>')
     if nid in overlay.highlight:
         parts.append('color="#e03131" penwidth=2.5')
+    if nid in overlay.fills:  # after the kind's style: the later fillcolor wins
+        parts.append(f'fillcolor="{overlay.fills[nid]}"')
     return " ".join(parts)
 
 
@@ -255,9 +262,10 @@ def _frame_order(keys: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
                                        str(k[1])))
 
 
-def _node_line(node: Node, name: str, extra: str) -> str:
+def _node_line(node: Node, name: str, extra: str, note: str = "") -> str:
+    label = node_label(node) + (f"\n{note}" if note else "")
     return (f'  {name} [id="{name}" class="dg-{node.kind} dg-n{node.id}" '
-            f"label={quote(node_label(node))} {STYLE[node.kind]}{' ' + extra if extra else ''}]\n")
+            f"label={quote(label)} {STYLE[node.kind]}{' ' + extra if extra else ''}]\n")
 
 
 def node_label(node: Node) -> str:

@@ -90,8 +90,13 @@
       info.textContent = "step " + (cur + 1) + " / " + S +
         (b >= 0 ? " \u00b7 iteration " + (it + 1) + " of " + data.blocks[b] : "");
       const text = data.texts[data.t[cur]], fill = data.f ? data.f[cur] : -1;
-      now.textContent = fill >= 0 ? text.replace("\u0000", data.fills[fill]) : text;
+      now.textContent = (fill >= 0 ? text.replace("\u0000", data.fills[fill]) : text) +
+        (data.mem ? "  \u00b7 the graph keeps " + bytes(data.mem[cur]) + " for backward" : "");
     }
+    const bytes = (n) => {  // as memory.fmt_bytes: powers of 1000
+      for (const [u, k] of [["GB", 1e9], ["MB", 1e6], ["KB", 1e3]]) if (n >= k) return (n / k).toFixed(1) + " " + u;
+      return n + " B";
+    };
     const fmt = (v) => (v === null ? "inf" : Number(v).toPrecision(3).replace(/\.?0+(e|$)/, "$1"));
     const stop = () => { clearInterval(timer); timer = null; };
     Object.assign(act, {

@@ -1,0 +1,333 @@
+"""What the autograd graph keeps alive: the bytes each node saved for backward.
+
+Every autograd node keeps the tensors its backward needs (``MulBackward0`` both of
+its inputs, ``ReluBackward0`` its output) until ``backward()`` frees them. This module
+reads them, as autograd holds them, without unpacking, copying or moving any data:
+
+- each *storage* counts once: a tensor saved by three nodes, or a view of another
+  saved tensor, is one allocation (keyed by device and data pointer, weighing the
+  whole storage's bytes);
+- storages of *parameters and inputs* (leaves, and tensors made without grad) live
+  anyway and are counted apart from *activations*, which exist only because the
+  graph keeps them;
+- under ``torch.autograd.graph.saved_tensors_hooks`` what is counted is the packed
+  object autograd keeps: a tensor (a CPU or half-precision copy) weighs its storage,
+  tensors in a tuple or list each count, anything else weighs nothing;
+- a non-reentrant ``torch.utils.checkpoint`` region's nodes keep placeholders
+  (recomputed in backward) and the region keeps its inputs, counted once; a
+  reentrant one is its own ``CheckpointFunctionBackward`` node keeping its inputs;
+- after ``backward()`` the saved tensors are gone: they show as ``freed``.
+
+Two edges of the rule: a Python number that autograd wraps into a 0-dim tensor (the
+``2`` in ``x * 2``) is kept by its node and counted with the inputs (8 bytes), though
+``saved_tensors_hooks`` never sees it; and a hooked tensor is an activation unless its
+storage is a leaf's of this graph (a hook that returns a data batch as it is counts
+the batch as an activation).
+
+Example:
+    >>> x = torch.ones(1000, requires_grad=True)
+    >>> h = x.exp()                        # 4,000 bytes, saved by exp and by both uses
+    >>> dg.draw((h * h).sum(), memory=True).memory.total
+    4000
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import torch
+
+from . import _torch
+from ._records import Node
+from .render import Overlay
+
+if TYPE_CHECKING:
+    from .capture import Params, Roots
+
+__all__ = ["SavedMemory", "SavedTensor", "capture_with_memory", "decorate", "fmt_bytes", "measure",
+           "measure_graph", "measure_into", "node_fill", "running_totals"]
+
+StorageKey = tuple[str, int]  # (device, data pointer)
+
+# Fill colours of op nodes by their share of the graph's saved bytes (white canvas,
+# black text stays readable on each); nodes that save nothing keep their grey.
+SHARE_FILLS = ((0.40, "#ff8787"), (0.15, "#ffa94d"), (0.05, "#ffd8a8"), (0.0, "#fff4e6"))
+RECOMPUTED_FILL = "#e3fafc"  # nodes of a non-reentrant checkpoint region: they keep nothing
+FREED_TEXT = "freed"
+RECOMPUTED = "recomputed in backward (checkpoint)"
+
+
+@dataclass(frozen=True)
+class SavedTensor:
+    """One tensor a node saved for backward, as its storage.
+
+    Attributes:
+        name: The saved attribute (``self``, ``result``, ``tensors[0]``, ``checkpoint input 0``).
+        storage: ``(device, data pointer)`` of its storage, ``None`` when it holds none
+            (freed, or a packed object that is not a tensor).
+        nbytes: Bytes of that whole storage (0 without one).
+        leaf: Whether the tensor is a parameter or input (autograd did not compute it).
+        note: ``freed``, ``packed: float16 cpu`` (by saved_tensors_hooks), ``recomputed
+            in backward (checkpoint)``, or empty.
+    """
+
+    name: str
+    storage: StorageKey | None
+    nbytes: int
+    leaf: bool
+    note: str = ""
+
+
+@dataclass
+class SavedMemory:
+    """The saved tensors of every node of a graph, by node id, and their totals.
+
+    Attributes:
+        saved: ``{node id: [SavedTensor, ...]}`` (nodes that saved nothing are absent).
+        leaves: Storages of the graph's leaves (they live anyway, saved or not).
+    """
+
+    saved: dict[int, list[SavedTensor]] = field(default_factory=dict)
+    leaves: set[StorageKey] = field(default_factory=set)
+
+    def storages(self, ids: Iterable[int] | None = None) -> dict[StorageKey, tuple[int, bool]]:
+        """``{storage: (bytes, is a leaf)}`` of the storages saved by ``ids`` (all nodes by default)."""
+        out: dict[StorageKey, tuple[int, bool]] = {}
+        for nid in self.saved if ids is None else ids:
+            for s in self.saved.get(nid, ()):
+                if s.storage is None:
+                    continue
+                was = out.get(s.storage, (0, False))
+                out[s.storage] = (max(was[0], s.nbytes), was[1] or s.leaf or s.storage in self.leaves)
+        return out
+
+    def bytes_of(self, ids: Iterable[int] | None = None) -> tuple[int, int]:
+        """``(activation bytes, parameter and input bytes)`` saved by ``ids``, each storage once."""
+        act = leaf = 0
+        for nbytes, is_leaf in self.storages(ids).values():
+            if is_leaf:
+                leaf += nbytes
+            else:
+                act += nbytes
+        return act, leaf
+
+    @property
+    def total(self) -> int:
+        """Bytes the graph keeps alive for backward: every saved storage, once."""
+        return sum(self.bytes_of())
+
+    @property
+    def activations(self) -> int:
+        """Bytes of saved storages that exist only because the graph keeps them."""
+        return self.bytes_of()[0]
+
+    @property
+    def parameters_and_inputs(self) -> int:
+        """Bytes of saved storages of leaves (parameters, inputs): alive anyway."""
+        return self.bytes_of()[1]
+
+    @property
+    def freed(self) -> bool:
+        """Whether backward() released what the nodes saved (some freed, none held)."""
+        entries = [s for lst in self.saved.values() for s in lst]
+        return any(s.note == FREED_TEXT for s in entries) and not any(s.storage for s in entries)
+
+    def summary(self) -> str:
+        """``keeps 41.2 MB alive for backward (40.1 MB activations, 1.1 MB parameters and
+        inputs)``, or that backward() freed it."""
+        if self.freed:
+            return "saved tensors freed by backward(): the graph keeps nothing alive"
+        act, leaf = self.bytes_of()
+        again = sum(map(self.recomputed, self.saved))
+        return (f"keeps {fmt_bytes(act + leaf)} alive for backward "
+                f"({fmt_bytes(act)} activations, {fmt_bytes(leaf)} parameters and inputs"
+                + (f"; {again:,} checkpointed nodes recomputed in backward" if again else "") + ")")
+
+    def recomputed(self, nid: int) -> bool:
+        """Whether node ``nid`` is in a non-reentrant checkpoint region (it keeps
+        placeholders; backward runs the region again)."""
+        return any(s.note == RECOMPUTED for s in self.saved.get(nid, ()))
+
+    def remap(self, mapping: Mapping[int, int]) -> SavedMemory:
+        """The same saved tensors by new node ids (``{old id: new id}``; merged nodes'
+        lists are joined, ids missing from ``mapping`` keep their id)."""
+        saved: dict[int, list[SavedTensor]] = {}
+        for nid, lst in self.saved.items():
+            saved.setdefault(mapping.get(nid, nid), []).extend(lst)
+        return SavedMemory(saved, set(self.leaves))
+
+    def subset(self, ids: set[int]) -> SavedMemory:
+        """Only the nodes in ``ids`` (the graph of a recording's first steps)."""
+        return SavedMemory({i: v for i, v in self.saved.items() if i in ids}, set(self.leaves))
+
+    def node_text(self, nid: int, repeats: int | None = None) -> str:
+        """The line drawn in node ``nid``: ``saves 1.2 MB`` (``+ 4 KB params/inputs``),
+        ``saved: freed``, or empty when it saved nothing."""
+        entries = self.saved.get(nid, [])
+        if not entries:
+            return ""
+        if all(s.note == FREED_TEXT for s in entries):
+            return "saved: freed"
+        if self.recomputed(nid):  # inside a non-reentrant checkpoint: its inputs are in the title
+            return "keeps nothing: recomputed in backward"
+        act, leaf = self.bytes_of([nid])
+        if not act:
+            text = f"saves {fmt_bytes(leaf)} of params/inputs"
+        else:
+            text = f"saves {fmt_bytes(act)}" + (f" + {fmt_bytes(leaf)} params/inputs" if leaf else "")
+        return text + (f" (all \u00d7{repeats:,} iterations)" if repeats else "")
+
+
+def fmt_bytes(n: int) -> str:
+    """``512 B``, ``4.0 KB``, ``41.2 MB``, ``1.5 GB`` (powers of 1000, as on a disk)."""
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def node_fill(share: float) -> str:
+    """Fill colour of a node holding ``share`` (0-1) of the graph's saved bytes."""
+    return next(colour for low, colour in SHARE_FILLS if share >= low)
+
+
+def measure(fn: object) -> list[SavedTensor]:
+    """The tensors autograd node ``fn`` saved for backward, read without unpacking.
+
+    Freed tensors (after backward()) come back with ``note="freed"`` and no storage.
+    """
+    out: list[SavedTensor] = []
+    for name, raw in _torch.raw_saved_values(fn):
+        if raw is _torch.FREED:
+            out.append(SavedTensor(name, None, 0, False, FREED_TEXT))
+        elif isinstance(raw, (list, tuple)):
+            for i, item in enumerate(raw):
+                out += _one(fn, f"{name}[{i}]", item)
+        else:
+            out += _one(fn, name, raw)
+    return out
+
+
+def _one(fn: object, name: str, raw: object) -> list[SavedTensor]:
+    """The storages one raw ``SavedTensor`` of ``fn`` keeps (``name``: ``self``,
+    ``tensors[0]``: where to unpack it to tell a saved output from a saved input)."""
+    hooked, packed = _torch.packed_of(raw)
+    if packed is _torch.FREED:
+        return [SavedTensor(name, None, 0, False, FREED_TEXT)]
+    if packed is None:
+        return []
+    if not hooked:
+        if not isinstance(packed, torch.Tensor):
+            return []
+        return [_entry(name, packed, _is_leaf(fn, name, packed))]
+    inputs = _torch.checkpoint_inputs(packed, getattr(raw, "unpack_hook", None))
+    if inputs is not None:
+        out = [SavedTensor(name, None, 0, False, RECOMPUTED)]
+        for i, arg in enumerate(inputs):
+            _, t = _torch.packed_of(arg)
+            if isinstance(t, torch.Tensor):  # kept as given: a leaf unless autograd made it
+                out.append(_entry(f"checkpoint input {i}", t, t.grad_fn is None, "checkpoint input"))
+        return out
+    tensors = [packed] if isinstance(packed, torch.Tensor) else \
+        [t for t in packed if isinstance(t, torch.Tensor)] if isinstance(packed, (tuple, list)) else []
+    if not tensors:
+        return [SavedTensor(name, None, 0, False, f"packed: {type(packed).__name__}")]
+    return [_entry(name, t, False, f"packed: {str(t.dtype).removeprefix('torch.')} {t.device}")
+            for t in tensors]
+
+
+def _entry(name: str, tensor: torch.Tensor, leaf: bool, note: str = "") -> SavedTensor:
+    key, nbytes = _torch.storage_of(tensor)
+    return SavedTensor(name, key, nbytes, leaf, note)
+
+
+def _is_leaf(fn: object, name: str, tensor: torch.Tensor) -> bool:
+    """Whether an unhooked saved tensor is a leaf: a parameter or input, or a tensor
+    made without grad; not an activation (made by an op of the graph)."""
+    if tensor.grad_fn is not None:
+        return False  # an op's output, saved by a later op
+    if tensor.requires_grad:
+        return True  # a leaf that requires grad (parameter, input)
+    # autograd keeps a node's own outputs without grad_fn: unpack (no copy) to tell
+    return not _torch.is_saved_output(fn, name)
+
+
+def leaf_storage(fn: object) -> StorageKey | None:
+    """The storage of the leaf behind an ``AccumulateGrad`` node, else ``None``."""
+    var = getattr(fn, "variable", None)
+    return _torch.storage_of(var)[0] if isinstance(var, torch.Tensor) else None
+
+
+def measure_into(memory: SavedMemory, nid: int, name: str, fn: object) -> None:
+    """Add what autograd node ``fn`` (record ``nid`` named ``name``) saved to ``memory``
+    (for an ``AccumulateGrad``, its leaf's storage)."""
+    if name == "AccumulateGrad":
+        key = leaf_storage(fn)
+        if key is not None:
+            memory.leaves.add(key)
+        return
+    entries = measure(fn)
+    if entries:
+        memory.saved[nid] = entries
+
+
+def measure_graph(nodes: list[Node], fns: list) -> SavedMemory:
+    """The :class:`SavedMemory` of captured records and their autograd nodes (``fns[i]``
+    is the node of ``nodes[i]``, ``None`` for outputs)."""
+    memory = SavedMemory()
+    for node, fn in zip(nodes, fns):
+        if fn is not None:
+            measure_into(memory, node.id, node.name, fn)
+    return memory
+
+
+def capture_with_memory(roots: Roots, *, params: Params = None,
+                        show_saved: bool = False) -> tuple[list[Node], list[tuple[int, int]],
+                                                           dict[str, str], SavedMemory]:
+    """:func:`dynagraph.capture.capture`, and the :class:`SavedMemory` of the graph."""
+    from .capture import named_roots, param_names_of, walk
+    param_names, module_types = param_names_of(params)
+    nodes, edges, fns = walk(named_roots(roots), param_names, show_saved)
+    return nodes, edges, module_types, measure_graph(nodes, fns)
+
+
+def running_totals(memory: SavedMemory, steps: list[list[int]]) -> list[int]:
+    """Bytes kept alive after each step (``steps``: the node ids each step created),
+    each storage counted once, the first time a node saves it."""
+    seen: set[StorageKey] = set()
+    total, out = 0, []
+    for ids in steps:
+        for key, (nbytes, _) in memory.storages(ids).items():
+            if key not in seen:
+                seen.add(key)
+                total += nbytes
+        out.append(total)
+    return out
+
+
+def decorate(overlay: Overlay, memory: SavedMemory, mapping: Mapping[int, int],
+             repeats: Mapping[int, int], title: str | None) -> str:
+    """Write each drawn node's saved bytes and share colour into ``overlay``, and
+    return ``title`` with the graph's total.
+
+    Args:
+        mapping: ``{original id: drawn id}`` (the picture's roll and fold).
+        repeats: ``{drawn id: iterations}`` for nodes drawn once for a rolled loop
+            (their bytes are summed over all iterations, and say so).
+    """
+    drawn = memory.remap(mapping)
+    total = max(memory.total, 1)
+    for nid in drawn.saved:
+        text = drawn.node_text(nid, repeats.get(nid))
+        if not text:
+            continue
+        overlay.notes[nid] = text
+        act, leaf = drawn.bytes_of([nid])
+        if drawn.recomputed(nid):
+            overlay.fills[nid] = RECOMPUTED_FILL
+        elif act + leaf:
+            overlay.fills[nid] = node_fill((act + leaf) / total)
+    line = memory.summary().replace(" (", "\n(", 1)  # the split on a second line
+    return f"{title}\n{line}" if title else line

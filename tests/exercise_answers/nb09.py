@@ -1,0 +1,36 @@
+"""Plausible wrong answers for 09_what_the_graph_keeps_alive.ipynb's exercises: each must fail its check."""
+
+WRONG = {
+    "09.1": [
+        # every packed tensor counted, shared storages too
+        ("def packed_bytes(fn):\n    sizes = []\n"
+         "    def pack(t):\n        sizes.append(t.untyped_storage().nbytes())\n        return t\n"
+         "    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):\n        fn()\n"
+         "    return sum(sizes)\n"),
+        # the view's own bytes, not its storage's
+        ("def packed_bytes(fn):\n    seen = {}\n"
+         "    def pack(t):\n        seen[t.untyped_storage().data_ptr()] = t.nbytes\n        return t\n"
+         "    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):\n        fn()\n"
+         "    return sum(seen.values())\n"),
+        # the output's size, not what the graph saved
+        "def packed_bytes(fn):\n    return fn().untyped_storage().nbytes()\n",
+    ],
+    "09.2": [
+        # no checkpointing at all
+        "def checkpointed(layers, x):\n    return layers(x)\n",
+        # each layer checkpointed: every layer's input is still kept
+        ("def checkpointed(layers, x):\n    for layer in layers:\n"
+         "        x = cp.checkpoint(layer, x, use_reentrant=False)\n    return x\n"),
+        # reentrant with an input that does not require grad: no graph at all
+        ("def checkpointed(layers, x):\n    h = cp.checkpoint(layers[:3], x, use_reentrant=True)\n"
+         "    return cp.checkpoint(layers[3:], h, use_reentrant=True)\n"),
+    ],
+    "09.3": [
+        # identity hooks: nothing saved
+        "def half_hooks():\n    return (lambda t: t), (lambda t: t)\n",
+        # half on the way in, never back: float16 gradients or a dtype error
+        "def half_hooks():\n    return (lambda t: t.half()), (lambda p: p)\n",
+        # a float32 round trip keeps as much as before
+        "def half_hooks():\n    return (lambda t: t.half().float()), (lambda p: p)\n",
+    ],
+}

@@ -1,0 +1,409 @@
+"""Saved-tensor memory (draw(memory=True), live(memory=True)) against an oracle: the
+storages saved_tensors_hooks sees packed during the same forward, each counted once."""
+
+import json
+import re
+import time
+
+import pytest
+import torch
+import torch.nn.functional as F
+import torch.utils.checkpoint as cp
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import dynagraph as dg
+from dynagraph import _torch, memory
+from dynagraph.memory import fmt_bytes, node_fill
+
+from _helpers import Square
+
+
+def packed_storages(fn):
+    """Run ``fn`` under a hook recording each packed tensor's storage: the oracle."""
+    seen = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        seen[(str(t.device), storage.data_ptr())] = storage.nbytes()
+        return t  # keep the tensor itself: nothing copied
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn()
+    return out, seen
+
+
+class OpLog(TorchDispatchMode):
+    """Every aten op that runs while it is on."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+def mlp():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    x = torch.randn(8, 16)
+    return lambda: model(x).sum()
+
+
+def conv_net():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(8 * 7 * 7, 10))
+    x = torch.randn(4, 3, 16, 16)
+    return lambda: model(x).sum()
+
+
+def lstm_loop(steps=20):
+    torch.manual_seed(0)
+    cell = nn.LSTMCell(8, 16)
+    xs = torch.randn(steps, 4, 8)
+
+    def run():
+        h = c = torch.zeros(4, 16)
+        for x in xs:
+            h, c = cell(x, (h, c))
+        return h.sum()
+    return run
+
+
+def sdpa():
+    torch.manual_seed(0)
+    q = torch.randn(2, 4, 10, 8, requires_grad=True)
+    two = torch.tensor(2.0)  # a tensor, not a Python number (see the wrapped-number test)
+    return lambda: F.scaled_dot_product_attention(q, q * two, q.exp()).sum()
+
+
+def multihead():
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(16, 4, batch_first=True)
+    x = torch.randn(2, 5, 16)
+    return lambda: mha(x, x, x)[0].sum()
+
+
+def in_place():
+    w = torch.linspace(-1, 1, 10, requires_grad=True)
+    three = torch.tensor(3.0)
+
+    def run():
+        y = w * three
+        y.relu_()
+        y.mul_(three)
+        z = y.sigmoid()
+        z.add_(1)
+        return (z * y).sum()
+    return run
+
+
+def checkpointed(reentrant):
+    torch.manual_seed(0)
+    block = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 16), nn.Tanh())
+    head = nn.Linear(16, 16)
+    x = torch.randn(8, 16)
+    return lambda: head(cp.checkpoint(block, head(x), use_reentrant=reentrant)).sum()
+
+
+def custom_function():
+    x = torch.arange(6.0, requires_grad=True)
+    return lambda: Square.apply(x.exp()).sum()
+
+
+CASES = {"mlp": mlp, "conv": conv_net, "lstm_cell": lstm_loop, "sdpa": sdpa, "mha": multihead,
+         "in_place": in_place, "checkpoint_reentrant": lambda: checkpointed(True),
+         "checkpoint_non_reentrant": lambda: checkpointed(False), "custom": custom_function}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_total_equals_storages_packed_by_saved_tensors_hooks(case):
+    run = CASES[case]()
+    out, seen = packed_storages(run)
+    mem = dg.draw(out, memory=True).memory
+    # Python numbers autograd wraps into 0-dim tensors (MHA's scaling) skip the hooks:
+    # 8-byte constants, counted with the inputs
+    unseen = {s.storage: s for lst in mem.saved.values() for s in lst if s.storage not in {*seen, None}}
+    assert all(s.nbytes == 8 and s.leaf and not s.note for s in unseen.values()), unseen
+    assert mem.total - 8 * len(unseen) == sum(seen.values()) > 0
+    assert set(mem.storages()) - set(unseen) == set(seen)  # the same storages: none copied
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_total_without_hooks_equals_the_oracle_run(case):
+    run = CASES[case]()
+    hooked, seen = packed_storages(run)
+    wrapped = sum(s.nbytes for lst in dg.draw(hooked, memory=True).memory.saved.values()
+                  for s in lst if s.storage not in {*seen, None})  # as above
+    plain = dg.draw(run(), memory=True).memory  # the same forward, no hooks at all
+    assert plain.total == sum(seen.values()) + wrapped
+
+
+@pytest.mark.parametrize("case", ["mlp", "lstm_cell", "sdpa", "checkpoint_non_reentrant", "custom"])
+def test_measuring_copies_and_moves_nothing(case):
+    out = CASES[case]()()
+    with OpLog() as log:
+        graph = dg.draw(out, memory=True)
+    assert graph.memory.total > 0
+    # unpacking a saved output to see its grad_fn aliases it; nothing else runs
+    assert set(log.ops) <= {"detach", "alias"}, log.ops
+
+
+def test_storage_saved_by_three_nodes_counts_once():
+    x = torch.ones(1000, requires_grad=True)
+    h = x.exp()  # 4,000 bytes, saved by exp (its result) and by each mul
+    out = (h * h * h).sum()
+    mem = dg.draw(out, memory=True).memory
+    savers = [nid for nid, entries in mem.saved.items() if any(s.nbytes == 4000 for s in entries)]
+    assert len(savers) == 3
+    assert mem.activations == 4000 + 4000  # h, and h*h (saved by the second mul)
+    assert mem.parameters_and_inputs == 0
+
+
+def test_view_of_a_saved_tensor_counts_its_storage_once():
+    x = torch.ones(10, 100, requires_grad=True)
+    h = x.exp()
+    out = (h[0].sin() + h[1:].cos().sum(0) + h.tanh().sum(0)).sum()
+    mem = dg.draw(out, memory=True).memory
+    assert mem.storages()[_torch.storage_of(h)[0]] == (4000, False)
+
+
+def test_parameters_and_inputs_are_counted_apart_from_activations():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+    x = torch.randn(32, 64)
+    mem = dg.draw(model(x).sum(), params=model, memory=True).memory
+    relu_out = 32 * 128 * 4
+    assert mem.activations == relu_out  # saved by ReLU and the second Linear, once
+    assert mem.parameters_and_inputs == x.nbytes + model[2].weight.nbytes
+    assert mem.total == relu_out + x.nbytes + model[2].weight.nbytes
+
+
+def test_backward_frees_and_the_picture_says_so():
+    run = mlp()
+    out = run()
+    assert not dg.draw(out, memory=True).memory.freed
+    out.backward()
+    graph = dg.draw(out, memory=True)
+    assert graph.memory.freed and graph.memory.total == 0
+    assert "freed by backward()" in graph.to_dot() and "saved: freed" in graph.to_dot()
+    assert "freed by backward()" in repr(graph)
+
+
+def test_retain_graph_keeps_saved_tensors():
+    out = mlp()()
+    before = dg.draw(out, memory=True).memory.total
+    out.backward(retain_graph=True)
+    assert dg.draw(out, memory=True).memory.total == before
+
+
+def test_custom_function_after_backward_is_freed():
+    out = custom_function()()
+    out.backward()
+    mem = dg.draw(out, memory=True).memory
+    assert mem.freed
+
+
+def test_title_and_nodes_show_bytes_and_share_colours():
+    run = mlp()
+    graph = dg.draw(run(), memory=True, title="MLP")
+    dot = graph.to_dot()
+    assert re.search(r'label="MLP\\nkeeps \d+\.\d KB alive for backward\\n\(\d', dot)
+    assert "saves 1.0 KB" in dot  # the ReLU's output, (8, 32) float32
+    assert node_fill(0.5) in dot
+    html = graph._repr_mimebundle_()["text/html"]
+    assert "keeps" in graph._repr_mimebundle_()["text/plain"] and "data:image/svg+xml" in html
+
+
+def test_rolled_nodes_sum_all_iterations_and_say_so():
+    run = lstm_loop(60)
+    graph = dg.draw(run(), memory=True)
+    dot = graph.to_dot()
+    assert "\u00d760" in dot and "(all \u00d760 iterations)" in dot
+    picture = graph.picture()
+    assert picture.memory.total == graph.memory.total  # the same storages, by drawn ids
+
+
+def test_folded_and_collapsed_graphs_keep_the_total():
+    graph = dg.draw(lstm_loop(30)(), memory=True, roll=False, max_nodes=20)
+    folded, _ = graph.folded(20)
+    assert folded.memory.total == graph.memory.total
+    assert "keeps" in graph.to_dot()
+
+
+def test_lstm_cell_500_steps_is_quick():
+    out = lstm_loop(500)()
+    start = time.perf_counter()
+    graph = dg.draw(out, memory=True)
+    bundle = graph._repr_mimebundle_()
+    assert time.perf_counter() - start < 20  # about 1 s here (draw 0.3 s, picture 0.3 s)
+    assert graph.counts()["AddmmBackward0"] == 1000
+    assert len(bundle["text/html"]) < 300_000
+
+
+def test_fused_gru_100_steps():
+    torch.manual_seed(0)
+    gru = nn.GRU(8, 16)
+    _, seen = packed_storages(lambda: gru(torch.randn(100, 2, 8))[0].sum())
+    torch.manual_seed(0)
+    gru = nn.GRU(8, 16)
+    graph = dg.draw(gru(torch.randn(100, 2, 8))[0].sum(), params=gru, memory=True)
+    assert graph.memory.total == sum(seen.values())
+    assert len(graph._repr_mimebundle_()["text/html"]) < 300_000
+
+
+def test_python_numbers_autograd_wraps_are_counted_though_hooks_miss_them():
+    x = torch.ones(3, requires_grad=True)
+    out, seen = packed_storages(lambda: (x * 2).sum())
+    assert seen == {}  # saved_tensors_hooks never see the wrapped 2
+    mem = dg.draw(out, memory=True).memory
+    assert mem.parameters_and_inputs == 8 and mem.activations == 0  # a 0-dim int64, a constant
+
+
+def test_hooks_that_pack_to_half_change_the_numbers():
+    torch.manual_seed(0)
+    x = torch.randn(1000, requires_grad=True)
+    plain = dg.draw(x.exp().sum(), memory=True).memory
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t.half(), lambda t: t.float()):
+        out = x.exp().sum()
+    half = dg.draw(out, memory=True)
+    assert plain.activations == 4000 and half.memory.total == plain.total // 2 == 2000
+    assert any("packed: float16 cpu" in s.note for lst in half.memory.saved.values() for s in lst)
+
+
+def test_hooks_that_pack_other_objects_count_nothing():
+    x = torch.ones(100, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: "kept elsewhere", lambda s: torch.ones(100)):
+        out = x.exp().sum()
+    mem = dg.draw(out, memory=True).memory
+    assert mem.total == 0 and not mem.freed
+    (entry,) = [s for lst in mem.saved.values() for s in lst]
+    assert entry.note == "packed: str"
+
+
+def test_non_reentrant_checkpoint_nodes_say_recomputed():
+    out = checkpointed(False)()
+    graph = dg.draw(out, memory=True)
+    dot = graph.to_dot()
+    assert "keeps nothing: recomputed in backward" in dot and memory.RECOMPUTED_FILL in dot
+    assert re.search(r"\d+ checkpointed nodes recomputed in backward", repr(graph))
+    notes = [s.note for lst in graph.memory.saved.values() for s in lst]
+    assert "checkpoint input" in notes
+
+
+def test_reentrant_checkpoint_is_its_own_node():
+    graph = dg.draw(checkpointed(True)(), memory=True)
+    assert "CheckpointFunctionBackward" in graph.counts()
+
+
+def test_checkpointing_keeps_less_than_the_plain_model():
+    torch.manual_seed(0)
+    layers = nn.Sequential(*[nn.Sequential(nn.Linear(64, 64), nn.Tanh()) for _ in range(8)])
+    x = torch.randn(128, 64)
+    plain = dg.draw(layers(x).sum(), memory=True).memory
+    h = cp.checkpoint(layers[:4], x, use_reentrant=False)  # two segments of four layers
+    h = cp.checkpoint(layers[4:], h, use_reentrant=False)
+    kept = dg.draw(h.sum(), memory=True).memory
+    one = 128 * 64 * 4  # bytes of one layer's output
+    assert plain.activations == 8 * one  # each Tanh's output (the next Linear's input)
+    assert kept.activations == one  # the second segment's input; all else is recomputed
+
+
+def test_live_recording_measures_and_totals_each_step():
+    run = lstm_loop(5)
+    with dg.live(memory=True) as rec:
+        out = run()
+    totals = rec.saved_by_step()
+    assert len(totals) == len(rec.steps) and totals == sorted(totals)
+    assert totals[-1] == rec.graph().memory.total == dg.draw(out, memory=True).memory.total
+    data = json.loads(re.search(r'class="dg-data">(.*?)</script>',
+                                rec._repr_mimebundle_()["text/html"]).group(1))
+    assert data["mem"] == totals
+    assert f"the graph keeps {fmt_bytes(totals[-1])} for backward</li>" in rec._repr_mimebundle_()["text/html"]
+    assert rec.graph(upto=2).memory.total == totals[2]
+
+
+def test_live_without_memory_has_none_and_saved_by_step_raises():
+    x = torch.ones(2, requires_grad=True)
+    with dg.live() as rec:
+        (x * x).sum()
+    assert rec.memory is None and rec.graph().memory is None
+    html = rec._repr_mimebundle_()["text/html"]
+    assert '"mem":' not in html and "alive for backward" not in repr(rec.graph())
+    with pytest.raises(ValueError, match=r"live\(\.\.\., memory=True\)"):
+        rec.saved_by_step()
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None])
+def test_draw_memory_must_be_a_bool(bad):
+    x = torch.ones(2, requires_grad=True)
+    with pytest.raises(TypeError, match="memory must be True or False"):
+        dg.draw(x * x, memory=bad)
+
+
+def test_live_memory_must_be_a_bool():
+    with pytest.raises(TypeError, match="memory must be True or False"), dg.live(memory="on"):
+        pass
+
+
+def test_fmt_bytes_and_fills():
+    assert [fmt_bytes(n) for n in (0, 999, 1000, 41_200_000, 1_500_000_000)] == \
+        ["0 B", "999 B", "1.0 KB", "41.2 MB", "1.5 GB"]
+    assert node_fill(1.0) == "#ff8787" and node_fill(0.0) == "#fff4e6"
+
+
+def test_without_raw_saved_tensors_nothing_is_counted(monkeypatch):
+    monkeypatch.setattr(_torch, "_RAW_SAVED", "_no_such_prefix_")
+    _torch._raw_attrs.cache_clear()
+    _torch._exposes_saved.cache_clear()
+    monkeypatch.setattr(_torch, "MISSING", set())
+    try:
+        with pytest.warns(RuntimeWarning, match="memory=True counts nothing"):
+            mem = dg.draw(mlp()(), memory=True).memory
+        assert mem.total == 0
+    finally:
+        _torch._raw_attrs.cache_clear()
+        _torch._exposes_saved.cache_clear()
+
+
+@pytest.mark.gpu
+def test_cuda_activations_are_what_backward_frees():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU()).cuda()
+    x = torch.randn(128, 256, device="cuda")
+    out = model(x).sum()
+    mem = dg.draw(out, params=model, memory=True).memory
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    grads = torch.autograd.grad(out, list(model.parameters()))
+    del grads  # the gradients come and go; what stays freed is what the graph kept
+    torch.cuda.synchronize()
+    freed = before - torch.cuda.memory_allocated()
+    assert freed == mem.activations  # sizes are multiples of 512 B: no allocator rounding
+    assert dg.draw(out, memory=True).memory.freed
+
+
+def test_without_the_checkpoint_frame_region_inputs_are_not_counted(monkeypatch):
+    monkeypatch.setattr(_torch, "_CHECKPOINT_ARGS", "_no_such_attribute_")
+    monkeypatch.setattr(_torch, "MISSING", set())
+    with pytest.warns(RuntimeWarning, match="checkpoint region's inputs"):
+        mem = dg.draw(checkpointed(False)(), memory=True).memory
+    assert not any(s.note == "checkpoint input" for lst in mem.saved.values() for s in lst)
+    assert any(mem.recomputed(nid) for nid in mem.saved)
+
+
+def test_output_over_the_byte_budget_keeps_the_memory_title(monkeypatch):
+    from dynagraph import _display
+
+    from _helpers import pictures, svg_texts
+    monkeypatch.setattr(_display, "MAX_BYTES", 40_000)
+    torch.manual_seed(0)
+    model = nn.Sequential(*[nn.Linear(4 + k, 5 + k) for k in range(60)])  # no two layers alike
+    g = dg.draw(model(torch.randn(1, 4)).sum(), params=model, memory=True)
+    html = g._repr_mimebundle_()["text/html"]
+    assert len(html.encode()) <= 40_000
+    (svg,) = pictures(html)
+    assert any("alive for backward" in t for t in svg_texts(svg))
