@@ -180,12 +180,20 @@ class _Pending:
             return
         edges, grads = self.edges, self.grads
         self.edges, self.grads, self.size = [], [], 0
+        index: dict[int, int] = {}  # id -> position in `unique`: many nodes pass one
+        unique: list[torch.Tensor] = []  # gradient on unchanged (add, views, the loss's sum)
+        slots = []
+        for g in grads:
+            slot = index.setdefault(id(g), len(unique))  # (ids are fixed: the batch holds them)
+            if slot == len(unique):
+                unique.append(g)
+            slots.append(slot)
         try:
             with torch.no_grad():  # (a create_graph=True backward sends gradients with history)
-                values = _device_norms(grads)
+                values = _device_norms(unique)
         except Exception:  # noqa: BLE001 - never abort the user's backward(): one at a time
-            values = [_norm_or_note(g) for g in grads]
-        self.norms.extend(zip(edges, values))
+            values = [_norm_or_note(g) for g in unique]
+        self.norms.extend(zip(edges, (values[slot] for slot in slots)))
 
     def done(self) -> _Norms:
         self.flush()
