@@ -13,10 +13,7 @@ time (no offline build), and MkDocs Material has announced its end of life.
 import importlib.util
 import os
 import shutil
-import subprocess
 import sys
-import tarfile
-import tempfile
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
@@ -83,8 +80,8 @@ napoleon_use_rtype = False
 # -- MathJax, served from _static ----------------------------------------------------
 # Sphinx's default mathjax_path is a CDN; the site must work offline, so MathJax is
 # shipped as _static/mathjax/. It comes from the PyPI package django-static-mathjax
-# (MathJax's own files, no Django needed: pip alone installs it), or, without that,
-# from the npm registry once into docs/_vendor/ (git-ignored). The SVG output needs no
+# (MathJax's own files, no Django needed: pip alone installs it), copied once into
+# docs/_vendor/ (git-ignored); the build fetches nothing itself. The SVG output needs no
 # web fonts (nothing more to serve or to fail from file://) and the "full" bundle
 # loads no extensions later.
 MATHJAX_VERSION = "3.2.2"
@@ -113,22 +110,10 @@ def ensure_mathjax(vendor: Path) -> None:
         shutil.copyfile(installed / "es5" / MATHJAX_FILE, out / MATHJAX_FILE)
         shutil.copyfile(installed / "LICENSE", out / "LICENSE")
         return
-    npm = shutil.which("npm")
-    if npm is None:
-        raise RuntimeError(
-            f"MathJax {MATHJAX_VERSION} is not in {out}: `pip install django-static-mathjax` "
-            "(in requirements.txt), or install Node.js with npm to fetch it from the npm registry"
-        )
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([npm, "pack", "--silent", f"mathjax@{MATHJAX_VERSION}", "--pack-destination", tmp],
-                       check=True, stdout=subprocess.DEVNULL)
-        (tgz,) = Path(tmp).glob("mathjax-*.tgz")
-        with tarfile.open(tgz) as tar:
-            for member, name in ((f"package/es5/{MATHJAX_FILE}", MATHJAX_FILE),
-                                 ("package/LICENSE", "LICENSE")):
-                data = tar.extractfile(member).read()
-                out.mkdir(parents=True, exist_ok=True)
-                (out / name).write_bytes(data)
+    raise RuntimeError(
+        f"MathJax {MATHJAX_VERSION} is not installed: `pip install django-static-mathjax` (it is in "
+        "requirements.txt; python3 dev.py docs installs it). The docs build reads nothing from the network."
+    )
 
 
 ensure_mathjax(VENDOR)

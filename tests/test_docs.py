@@ -213,3 +213,12 @@ def _screenshot(page, path: Path) -> None:
     if graph.count():
         graph.evaluate("n => n.closest('.cell_output').scrollIntoView({block: 'center'})")
     page.screenshot(path=str(path))
+
+
+def test_docs_build_fetches_nothing():
+    """The docs build copies MathJax from an installed pip package; it runs no npm,
+    downloads nothing, and says what to install when the package is missing."""
+    source = (Path(__file__).resolve().parent.parent / "docs" / "conf.py").read_text()
+    for fetcher in ("npm", "urllib", "requests", "subprocess", "http://", "https://cdn"):
+        assert fetcher not in source, fetcher
+    assert "pip install django-static-mathjax" in source
