@@ -609,9 +609,12 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
             its stepper the running total per step (:meth:`Recording.saved_by_step`).
 
     Yields:
-        A :class:`Recording`, filled as the block runs. On exit (even when the block
-        raises) no tensor or autograd node is kept, and when the last open block ends
-        the mode, hooks and patch are removed.
+        A :class:`Recording`, filled as the block runs. While the block runs it holds
+        the autograd nodes built inside it (so a graph you drop before ``backward()``
+        stays in memory until the block ends; ``backward()`` still frees the tensors
+        they saved). On exit (even when the block raises) no tensor or autograd node
+        is kept, and when the last open block ends the mode, hooks and patch are
+        removed.
 
     Blocks may nest and overlap and end in any order, in any number of threads; each
     records only the thread that opened it. Code made by ``torch.compile`` runs as it
