@@ -75,11 +75,12 @@ def _html(output: dict) -> str | None:
 
 
 def _pictures(nb: dict) -> list[tuple[int, int, dict]]:
-    """``(cell index, output index, output)`` of each stored dynagraph output."""
+    """``(cell index, output index, output)`` of each stored dynagraph picture (an
+    output that shows several, side by side, is listed once for each)."""
     return [(i, j, out)
             for i, cell in enumerate(nb["cells"]) if cell["cell_type"] == "code"
             for j, out in enumerate(cell.get("outputs", []))
-            if _DG_CLASS.search(_html(out) or "")]
+            for _ in _DG_CLASS.findall(_html(out) or "")]
 
 
 def _plain(output: dict) -> str:
