@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
@@ -12,7 +12,7 @@ from . import _display
 from ._records import Node
 from .capture import Params, Roots, named_roots, param_names_of, walk
 from .graph import Graph
-from .norms import _device_norms, _norm, _stack_on_host
+from .norms import _HALF, _norm, _stack_on_host
 
 __all__ = ["BackwardTrace", "trace_backward"]
 
@@ -115,15 +115,14 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
     nodes, edges, fns = walk(named_roots(roots), names, slots=slots)
     trace = BackwardTrace(nodes, edges, types)
     outputs = {n.id for n in nodes if n.kind == "output"}
-    leaves = {n.id for n in nodes if n.kind in ("parameter", "input")}
     roots_of = {src: dst for src, dst in edges if dst in outputs}
-    pending = _Pending()
+    pending: _Norms = []
     handles = []
     try:
         for nid, fn in enumerate(fns):
             if fn is not None:
                 handles.append(fn.register_hook(_hook(nid, slots[nid], roots_of.get(nid), trace.order,
-                                                      pending, leaves)))
+                                                      pending)))
         del fn, slots  # the hooks hold the graph only until removed
         yield trace
     finally:
@@ -131,80 +130,25 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
             h.remove()
         handles.clear()
         fns.clear()
-        _read(pending.done(), trace)
+        _read(pending, trace)
     if not trace.order:  # the block finished without running any hooked node
         warnings.warn("trace_backward: no backward ran inside the block (0 node runs); call "
                       "loss.backward() inside the `with` block, on the tensor you passed as roots",
                       stacklevel=3)
 
 
-class _Pending:
-    """Gradients queued by the hooks, their norms taken in batches.
+def _norm_now(grad: torch.Tensor) -> torch.Tensor | str:
+    """The norm of one gradient as the hook receives it, on its device (no sync).
 
-    A hook only queues the gradient (a reference, no copy and no kernel), and every
-    ``BATCH`` gradients, or ``ELEMENTS`` elements, their norms are taken together
-    (one ``torch._foreach_norm`` for the plain ones): one kernel per batch instead
-    of one per edge, while at most one batch of gradients is held. Autograd adds
-    into a gradient in place only when nothing else holds it, so a queued
-    gradient keeps the value it was sent with.
+    Taken at once rather than queued: a held gradient would stop autograd from
+    adding into it in place or making it a leaf's ``.grad`` without a copy, which
+    costs more than the batched kernels save (measured on CPU). Plain dense real
+    gradients take the short path; the rest (half precision, sparse, nested, meta)
+    go through :func:`dynagraph.norms._norm`, which also never raises.
     """
-
-    BATCH = 256
-    ELEMENTS = 1 << 22  # 16 MB of float32
-
-    def __init__(self) -> None:
-        self.norms: _Norms = []
-        self.edges: list[tuple[int, int]] = []
-        self.grads: list[torch.Tensor] = []
-        self.size = 0
-
-    def add(self, edge: tuple[int, int], grad: torch.Tensor) -> None:
-        self.edges.append(edge)
-        self.grads.append(grad)
-        self.size += grad.numel()  # (a sparse gradient counts as dense: flushed sooner)
-        if len(self.grads) >= self.BATCH or self.size >= self.ELEMENTS:
-            self.flush()
-
-    def now(self, edge: tuple[int, int], grad: torch.Tensor) -> None:
-        """Take this gradient's norm now (an edge's norms are all taken now or all queued,
-        so each edge's norms stay in the order they came)."""
-        self.norms.append((edge, _norm_or_note(grad)))
-
-    def note(self, edge: tuple[int, int], value: torch.Tensor | str) -> None:
-        """A norm taken already (on the device) or a note: kept in the order it came."""
-        self.flush()
-        self.norms.append((edge, value))
-
-    def flush(self) -> None:
-        if not self.grads:
-            return
-        edges, grads = self.edges, self.grads
-        self.edges, self.grads, self.size = [], [], 0
-        index: dict[int, int] = {}  # id -> position in `unique`: many nodes pass one
-        unique: list[torch.Tensor] = []  # gradient on unchanged (add, views, the loss's sum)
-        slots = []
-        for g in grads:
-            slot = index.setdefault(id(g), len(unique))  # (ids are fixed: the batch holds them)
-            if slot == len(unique):
-                unique.append(g)
-            slots.append(slot)
-        try:
-            with torch.no_grad():  # (a create_graph=True backward sends gradients with history)
-                values = _device_norms(unique)
-        except Exception:  # noqa: BLE001 - never abort the user's backward(): one at a time
-            values = [_norm_or_note(g) for g in unique]
-        self.norms.extend(zip(edges, (values[slot] for slot in slots)))
-
-    def done(self) -> _Norms:
-        self.flush()
-        return self.norms
-
-
-def _norm_or_note(grad: torch.Tensor) -> torch.Tensor | str:
-    try:
+    if grad.dtype in _HALF or grad.layout != torch.strided or grad.is_nested or grad.is_meta:
         return _norm(grad)
-    except Exception as e:  # noqa: BLE001 - never abort the user's backward()
-        return f"no norm: {type(e).__name__}: {str(e)[:120]}"
+    return torch.linalg.vector_norm(grad.detach() if grad.requires_grad else grad)
 
 
 def _read(pending: _Norms, trace: BackwardTrace) -> None:
@@ -221,8 +165,8 @@ def _read(pending: _Norms, trace: BackwardTrace) -> None:
 
 
 def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
-          pending: _Pending, leaves: Collection[int] = ()) -> Callable[[_Grads, _Grads], None]:
-    """Post-hook of node ``nid``: note that it ran, queue each gradient it sent.
+          pending: _Norms) -> Callable[[_Grads, _Grads], None]:
+    """Post-hook of node ``nid``: note that it ran, and the norm of each gradient it sent.
 
     ``slots[k]`` is ``(child id, output number of the child)`` that the node's k-th
     input came from, or ``None``. Autograd runs one node at a time per device, so
@@ -232,30 +176,27 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
     real = [c for c in children if c is not None]
     shared = len(real) > 1 and len(set(real)) < len(real)
     sent = [(c, nid) if c is not None else None for c in children]  # the edge of each input
-    # A leaf's gradient is measured at once, not queued: autograd makes it the leaf's
-    # .grad without a copy only when nothing else holds it.
-    now = [c in leaves for c in children]
     out_edge = (nid, output_id) if output_id is not None else None
 
     def hook(grad_inputs: _Grads, grad_outputs: _Grads) -> None:
         order.append(nid)
         try:
             if out_edge is not None and grad_outputs and grad_outputs[0] is not None:
-                pending.add(out_edge, grad_outputs[0])
+                pending.append((out_edge, _norm_now(grad_outputs[0])))
             if shared:  # x * x: one edge carries several gradients
-                for child, norm in _merged(slots, grad_inputs).items():
-                    pending.note((child, nid), norm)
+                pending.extend(((child, nid), norm) for child, norm in _merged(slots, grad_inputs).items())
                 return
-            for edge, grad, leaf in zip(sent, grad_inputs, now):
+            last: torch.Tensor | None = None  # an add sends one tensor to both inputs: one norm
+            norm: torch.Tensor | str = ""
+            for edge, grad in zip(sent, grad_inputs):
                 if edge is not None and grad is not None:
-                    if leaf:
-                        pending.now(edge, grad)
-                    else:
-                        pending.add(edge, grad)
+                    if grad is not last:
+                        last, norm = grad, _norm_now(grad)
+                    pending.append((edge, norm))
         except Exception as e:  # noqa: BLE001 - never abort the user's backward()
             note = f"no norm: {type(e).__name__}: {str(e)[:120]}"
-            for edge in [e for e in sent if e is not None] + ([out_edge] if out_edge else []):
-                pending.note(edge, note)
+            pending.extend((edge, note) for edge in [e for e in sent if e is not None] +
+                           ([out_edge] if out_edge else []))
     return hook
 
 
