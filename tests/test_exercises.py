@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 
 from dynagraph import exercises
 
@@ -104,8 +105,11 @@ def test_check_fails_on_stub_and_wrong_answers_and_passes_on_solution(path, ex, 
     key = ex["key"]
     assert exercises.grade(key, _answer(key, ex["stub"])).status == exercises.TODO, \
         f"{key}: the untouched stub must read 'not done yet'"
-    verdict = exercises.grade(key, _answer(key, ex["solution"]))
+    solution = _answer(key, ex["solution"])
+    state = torch.get_rng_state()
+    verdict = exercises.grade(key, solution)
     assert verdict.status == exercises.SOLVED, f"{key}: the notebook's solution fails: {verdict.message}"
+    assert torch.equal(torch.get_rng_state(), state), f"{key}: the check changed the learner's random state"
     assert wrong, f"{key}: list at least one plausible wrong answer in tests/exercise_answers/"
     for code in wrong:
         verdict = exercises.grade(key, _answer(key, code))

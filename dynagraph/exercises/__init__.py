@@ -27,10 +27,13 @@ proves each one passes on its solution and fails on its stub and on wrong answer
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import torch
 
 __all__ = ["Result", "Wrong", "check", "exercise", "expect", "grade", "keys"]
 
@@ -125,7 +128,8 @@ def grade(key: str, answer: Any) -> Result:
     if answer is ... or answer is None:
         return todo
     try:
-        ex.run(answer)
+        with _own_random_state():
+            ex.run(answer)
     except (NotDone, NotImplementedError):
         return todo
     except Wrong as e:
@@ -134,6 +138,13 @@ def grade(key: str, answer: Any) -> Result:
         return Result(key, WRONG, f"✗ {label}: not right yet. Your answer raised "
                                   f"{type(e).__name__}: {e}")
     return Result(key, SOLVED, f"✓ {label} solved: {ex.title}.")
+
+
+def _own_random_state() -> contextlib.AbstractContextManager[Any]:
+    """Checks draw their own random inputs (and may seed them): the learner's random
+    state is the same after a check as before it, on the CPU and on CUDA devices in use."""
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    return torch.random.fork_rng(devices=devices)
 
 
 def check(key: str, answer: Any) -> None:
