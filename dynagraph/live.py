@@ -657,12 +657,15 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
         yield rec
     finally:
         _close(rec)
-        rec._finish()
-        if rec._view is not None:
-            rec._view.maybe_update(rec, force=True)
+        try:
+            rec._finish()
+            if rec._view is not None:
+                rec._view.maybe_update(rec, force=True)
+        finally:  # whatever the last walk or redraw did, nothing torch made stays here
+            rec._todo, rec._held, rec._roots = [], [], []
             rec._view = None
-        rec._module_names = {}
-        rec._param_names = {}
-        rec._modules.clear()
-        rec._lines.clear()
-        rec._graph_frame = None
+            rec._module_names = {}
+            rec._param_names = {}
+            rec._modules.clear()
+            rec._lines.clear()
+            rec._graph_frame = None

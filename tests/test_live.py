@@ -591,3 +591,21 @@ def test_a_step_in_a_jupyter_cell_names_the_cell_by_its_first_line():
         assert _source.describe(cell, 1)[0] == "cell, line 1"  # nothing to name it by
     finally:
         del linecache.cache[cell]
+
+
+def test_a_failing_walk_at_the_end_still_lets_everything_go(monkeypatch):
+    """The nodes are walked when the block ends: if that walk fails, the error is
+    raised, and the recording still holds no node or tensor, and torch is restored."""
+    def broken(self, fns, module):
+        raise RuntimeError("walk failed")
+
+    x = torch.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="walk failed"):
+        with dg.live(params={"x": x}) as rec:
+            monkeypatch.setattr(live_module.Recording, "_tag", broken)
+            y = (x * 2).sum()
+    monkeypatch.undo()
+    assert rec._todo == [] and rec._held == [] and rec._roots == []
+    assert torch.autograd.Function.apply.__func__ is live_module._original_apply.__func__
+    assert torch._C._len_torch_function_stack() == 0
+    assert y.grad_fn is not None
