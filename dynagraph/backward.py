@@ -172,10 +172,9 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
     input came from, or ``None``. Autograd runs one node at a time per device, so
     post-hooks fire in the order the nodes ran.
     """
-    children = [s[0] if s is not None else None for s in slots]
-    real = [c for c in children if c is not None]
+    sent = [(s[0], nid) if s is not None else None for s in slots]  # the edge of each input
+    real = [e for e in sent if e is not None] if len(sent) > 1 else sent
     shared = len(real) > 1 and len(set(real)) < len(real)
-    sent = [(c, nid) if c is not None else None for c in children]  # the edge of each input
     out_edge = (nid, output_id) if output_id is not None else None
 
     def hook(grad_inputs: _Grads, grad_outputs: _Grads) -> None:

@@ -72,8 +72,12 @@ def _stack_on_host(values: list[torch.Tensor]) -> list[Any]:
     """Move small device tensors to the host with one synchronisation."""
     if not values:
         return []
-    dev = values[0].device
-    return torch.stack([v.to(dev, torch.float32) for v in values]).tolist()
+    try:  # one device (the usual case): one stack, whatever the dtypes
+        stacked = torch.stack(values)
+    except (RuntimeError, TypeError):  # several devices: bring each to the first one's
+        dev = values[0].device
+        stacked = torch.stack([v.to(dev, torch.float32) for v in values])
+    return stacked.to(torch.float32).tolist()
 
 
 _HALF = (torch.float16, torch.bfloat16)  # summed in float32: the square of 256 overflows fp16
