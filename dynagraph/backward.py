@@ -12,7 +12,7 @@ from . import _display
 from ._records import Node
 from .capture import Params, Roots, named_roots, param_names_of, walk
 from .graph import Graph
-from .norms import _HALF, _norm, _stack_on_host
+from .norms import _norm, _stack_on_host
 
 __all__ = ["BackwardTrace", "trace_backward"]
 
@@ -137,20 +137,6 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
                       stacklevel=3)
 
 
-def _norm_now(grad: torch.Tensor) -> torch.Tensor | str:
-    """The norm of one gradient as the hook receives it, on its device (no sync).
-
-    Taken at once rather than queued: a held gradient would stop autograd from
-    adding into it in place or making it a leaf's ``.grad`` without a copy, which
-    costs more than the batched kernels save (measured on CPU). Plain dense real
-    gradients take the short path; the rest (half precision, sparse, nested, meta)
-    go through :func:`dynagraph.norms._norm`, which also never raises.
-    """
-    if grad.dtype in _HALF or grad.layout != torch.strided or grad.is_nested or grad.is_meta:
-        return _norm(grad)
-    return torch.linalg.vector_norm(grad.detach() if grad.requires_grad else grad)
-
-
 def _read(pending: _Norms, trace: BackwardTrace) -> None:
     """Read all queued norms into ``trace.edge_norms`` with one synchronisation; notes aside."""
     values = iter(_stack_on_host([v for _, v in pending if not isinstance(v, str)]))  # the one sync
@@ -168,6 +154,10 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
           pending: _Norms) -> Callable[[_Grads, _Grads], None]:
     """Post-hook of node ``nid``: note that it ran, and the norm of each gradient it sent.
 
+    Each norm is taken at once (on the device, no sync), not queued: a held gradient
+    would stop autograd from adding into it in place or making it a leaf's ``.grad``
+    without a copy, which costs more than batched kernels save (measured on CPU).
+
     ``slots[k]`` is ``(child id, output number of the child)`` that the node's k-th
     input came from, or ``None``. Autograd runs one node at a time per device, so
     post-hooks fire in the order the nodes ran.
@@ -181,7 +171,7 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
         order.append(nid)
         try:
             if out_edge is not None and grad_outputs and grad_outputs[0] is not None:
-                pending.append((out_edge, _norm_now(grad_outputs[0])))
+                pending.append((out_edge, _norm(grad_outputs[0])))
             if shared:  # x * x: one edge carries several gradients
                 pending.extend(((child, nid), norm) for child, norm in _merged(slots, grad_inputs).items())
                 return
@@ -190,7 +180,7 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
             for edge, grad in zip(sent, grad_inputs):
                 if edge is not None and grad is not None:
                     if grad is not last:
-                        last, norm = grad, _norm_now(grad)
+                        last, norm = grad, _norm(grad)
                     pending.append((edge, norm))
         except Exception as e:  # noqa: BLE001 - never abort the user's backward()
             note = f"no norm: {type(e).__name__}: {str(e)[:120]}"

@@ -111,9 +111,11 @@ def _norm(g: torch.Tensor) -> torch.Tensor | str:
     Never raises: it runs inside autograd hooks, where an exception would abort the
     user's ``backward()``.
     """
-    if g.device.type == "meta":
+    if g.is_meta:
         return META_NOTE
     try:
+        if g.layout == torch.strided and not g.is_nested and g.dtype not in _HALF:  # the usual case
+            return torch.linalg.vector_norm(g.detach() if g.requires_grad else g)
         flat = _flat(g.detach())
         return torch.linalg.vector_norm(flat, dtype=torch.float32 if flat.dtype in _HALF else None)
     except Exception as e:  # noqa: BLE001 - a layout torch cannot reduce: say so, keep going
