@@ -5,8 +5,6 @@ from __future__ import annotations
 import linecache
 import os
 import re
-import sys
-from types import FrameType
 
 import torch
 
@@ -22,16 +20,6 @@ def _is_internal(filename: str) -> bool:
         hit = filename.startswith(_SKIP) or filename.startswith(PACKAGE_DIR) or filename.startswith("<frozen")
         _internal[filename] = hit
     return hit
-
-
-def caller(depth: int = 2) -> tuple[str, int] | tuple[None, None]:
-    """``(filename, lineno)`` of the nearest frame outside torch and dynagraph."""
-    frame: FrameType | None = sys._getframe(depth)
-    while frame is not None and _is_internal(frame.f_code.co_filename):
-        frame = frame.f_back
-    if frame is None:
-        return None, None
-    return frame.f_code.co_filename, frame.f_lineno
 
 
 def describe(filename: str | None, lineno: int | None) -> tuple[str, str]:

@@ -88,19 +88,15 @@ def walk(roots: list[tuple[str, torch.Tensor]], param_names: Mapping[int, str], 
     while queue:
         fn = queue.popleft()
         consumer = ids[fn]
-        if slots is None:
-            for child, _ in fn.next_functions:
-                if child is not None:
-                    edges.append((visit(child), consumer))
-            continue
-        row: list[tuple[int, int] | None] = []
-        slots[consumer] = row
+        row = slots.setdefault(consumer, []) if slots is not None else None
         for child, k in fn.next_functions:
             if child is None:
-                row.append(None)
-            else:
-                producer = visit(child)
-                edges.append((producer, consumer))
+                if row is not None:
+                    row.append(None)
+                continue
+            producer = visit(child)
+            edges.append((producer, consumer))
+            if row is not None:
                 row.append((producer, k))
     _place_parameters(nodes)
     _torch.hold_deep_graph(starts, fns, edges)

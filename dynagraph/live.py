@@ -224,19 +224,26 @@ class Recording:
         fns = self._made(outs)
         if fns:
             step.note = ""
-            self._todo.append((step, fns))
-            if self.memory is not None:
-                self._flush()
+            self._note(step, fns)
 
     def _made(self, outs: list[torch.Tensor]) -> list[_torch.GradFn]:
-        """The autograd nodes of ``outs``; moves :attr:`_hi` past those created since."""
+        """The autograd nodes of ``outs`` if any was created since the last step (else
+        ``[]``); moves :attr:`_hi` to the newest of them."""
         fns = [fn for t in outs if (fn := t.grad_fn) is not None]
+        made = False
         for fn in fns:
             seq = _torch.sequence_nr(fn)
-            if seq is None or seq > self._hi:  # (no counter: the walk decides)
-                self._hi = seq if seq is not None else self._hi
-                return fns
-        return []
+            if seq is None:  # no counter: the walk decides
+                made = True
+            elif seq > self._hi:
+                self._hi, made = seq, True
+        return fns if made else []
+
+    def _note(self, step: Step, fns: list[_torch.GradFn]) -> None:
+        """Queue ``fns`` for the walk that credits their new nodes to ``step``."""
+        self._todo.append((step, fns))
+        if self.memory is not None:  # saved tensors are read as the op runs
+            self._flush()
 
     def _add_step(self, op: str, frame: FrameType | None, ins: list[torch.Tensor],
                   outs: list[torch.Tensor]) -> None:
@@ -252,9 +259,7 @@ class Recording:
                     [], "" if fns else _why_no_node(ins, outs))
         self._steps.append(step)
         if fns:
-            self._todo.append((step, fns))
-            if self.memory is not None:  # saved tensors are read as the op runs
-                self._flush()
+            self._note(step, fns)
             if len(self._roots) == _ROOTS:
                 del self._roots[: _ROOTS // 2]
             self._roots.append([weakref.ref(t) for t in outs])

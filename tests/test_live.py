@@ -581,7 +581,7 @@ def test_a_step_in_a_jupyter_cell_names_the_cell_by_its_first_line():
 
     from dynagraph import _source
 
-    cell = "/tmp/ipykernel_4242/123456789.py"
+    cell = "ipykernel_4242/123456789.py"  # (the shape of a cell's file name; no real file)
     text = "# a comment\n\ndef forward_with_a_rather_long_name(x):\n    return x * 2\n"
     linecache.cache[cell] = (len(text), None, text.splitlines(True), cell)
     try:
