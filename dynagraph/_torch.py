@@ -177,9 +177,7 @@ def saved_values(fn: GradFn) -> list[tuple[str, object]]:
         _missing("_saved_")
         return []
     out: list[tuple[str, object]] = []
-    for attr in dir(fn):
-        if not attr.startswith(_SAVED):
-            continue
+    for attr in _class_attrs(type(fn), _SAVED):
         try:
             out.append((attr[len(_SAVED):], getattr(fn, attr)))
         except RuntimeError:  # "Trying to backward through the graph a second time"
@@ -395,7 +393,7 @@ def raw_saved_values(fn: Any) -> list[tuple[str, object]]:
     neither copies nor moves data (and does not trigger a checkpoint's recompute).
     A custom Function's ``ctx.save_for_backward`` tensors are named ``tensors``.
     """
-    attrs = _raw_attrs(type(fn))  # type: ignore[arg-type]  # a class is hashable; the stub of Any says no
+    attrs = _raw_attrs(type(fn))
     if attrs is None:
         _missing("_raw_saved_")
         return []
@@ -410,9 +408,14 @@ def raw_saved_values(fn: Any) -> list[tuple[str, object]]:
     return out
 
 
-@functools.cache  # a node class's saved attributes are fixed: one dir() per class
+@functools.cache  # a node class's saved attributes are fixed: one dir() per class and prefix
+def _class_attrs(cls: type, prefix: str) -> tuple[str, ...]:
+    """The attributes of node class ``cls`` whose names start with ``prefix``."""
+    return tuple(a for a in dir(cls) if a.startswith(prefix))
+
+
 def _raw_attrs(cls: type) -> tuple[str, ...] | None:
-    names = tuple(a for a in dir(cls) if a.startswith(_RAW_SAVED))
+    names = _class_attrs(cls, _RAW_SAVED)
     if not names and not _exposes_saved(_RAW_SAVED):
         return None
     return names

@@ -357,7 +357,7 @@ def test_fmt_bytes_and_fills():
 
 def test_without_raw_saved_tensors_nothing_is_counted(monkeypatch):
     monkeypatch.setattr(_torch, "_RAW_SAVED", "_no_such_prefix_")
-    _torch._raw_attrs.cache_clear()
+    _torch._class_attrs.cache_clear()
     _torch._exposes_saved.cache_clear()
     monkeypatch.setattr(_torch, "MISSING", set())
     try:
@@ -365,7 +365,7 @@ def test_without_raw_saved_tensors_nothing_is_counted(monkeypatch):
             mem = dg.draw(mlp()(), memory=True).memory
         assert mem.total == 0
     finally:
-        _torch._raw_attrs.cache_clear()
+        _torch._class_attrs.cache_clear()
         _torch._exposes_saved.cache_clear()
 
 
