@@ -17,11 +17,13 @@ from .live import Recording, Step, live
 from .norms import GradHistory, GradNorms, grad_norms
 from .plots import plot_grad_history, plot_grad_norms
 from .render import RendererNotFoundError
+from .timing import Comparison, compare
 
 __version__ = "0.1.0"
 
 __all__ = [  # sorted; literal, so that linters and type checkers read it
     "BackwardTrace",
+    "Comparison",
     "GradHistory",
     "GradNorms",
     "Graph",
@@ -30,6 +32,7 @@ __all__ = [  # sorted; literal, so that linters and type checkers read it
     "Recording",
     "RendererNotFoundError",
     "Step",
+    "compare",
     "device",
     "diff",
     "draw",

@@ -130,3 +130,30 @@ def test_grade_rejects_unknown_keys():
         exercises.grade("01.99", 1)
     with pytest.raises(ValueError, match="should look like"):
         exercises.grade("one", 1)
+
+
+def test_a_code_hint_shows_only_from_the_second_wrong_try(monkeypatch):
+    monkeypatch.setattr(exercises, "_WRONG_TRIES", {})
+
+    @exercises.exercise("99.1", "a test exercise", answer="value")
+    def _check(value):
+        exercises.expect(value == 4, "the idea: square the input.", code="`value = x * x`")
+
+    monkeypatch.setitem(exercises._EXERCISES, "99.1", exercises._EXERCISES.pop("99.1"))
+    first = exercises.grade("99.1", 3).message
+    second = exercises.grade("99.1", 5).message
+    assert "the idea: square the input." in first and "x * x" not in first and "Try again" in first
+    assert "Code hint: `value = x * x`" in second
+    assert exercises.grade("99.1", 4).status == exercises.SOLVED
+    exercises._EXERCISES.pop("99.1")
+
+
+def test_no_verdict_names_a_path_of_this_machine():
+    import os
+    home = os.path.expanduser("~")
+    for case in CASES:
+        _, ex, wrong = case.values
+        for code in wrong:
+            message = exercises.grade(ex["key"], _answer(ex["key"], code)).message
+            assert str(ROOT) not in message and home not in message and "site-packages" not in message, \
+                f"{ex['key']}: {message}"

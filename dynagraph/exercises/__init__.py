@@ -21,6 +21,10 @@ untouched:
 * ``not right yet``: with a hint that says what is wrong and where to look;
 * ``solved``.
 
+A hint gives the idea first. Where a check also has a code hint (``expect(...,
+code=...)``), it is shown only from the second wrong try at the same exercise on,
+so that a learner thinks before reading code.
+
 The checks for notebook NN live in ``dynagraph/exercises/nbNN.py``; ``tests/test_exercises.py``
 proves each one passes on its solution and fails on its stub and on wrong answers.
 """
@@ -41,7 +45,15 @@ TODO, WRONG, SOLVED = "todo", "wrong", "solved"
 
 
 class Wrong(AssertionError):
-    """Raised by a check: the answer is not right; the message is the hint."""
+    """Raised by a check: the answer is not right; the message is the hint (the idea).
+
+    ``code``, when given, is a code hint that :func:`grade` shows only from the
+    second wrong try at the same exercise on.
+    """
+
+    def __init__(self, hint: str, code: str | None = None) -> None:
+        super().__init__(hint)
+        self.code = code
 
 
 class NotDone(Exception):
@@ -69,6 +81,7 @@ class Result:
 
 
 _EXERCISES: dict[str, Exercise] = {}
+_WRONG_TRIES: dict[str, int] = {}  # wrong answers graded so far in this process, per exercise
 
 
 def exercise(key: str, title: str, answer: str) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
@@ -85,10 +98,11 @@ def exercise(key: str, title: str, answer: str) -> Callable[[Callable[[Any], Non
     return register
 
 
-def expect(condition: object, hint: str) -> None:
-    """Fail the check with ``hint`` unless ``condition`` holds."""
+def expect(condition: object, hint: str, code: str | None = None) -> None:
+    """Fail the check with ``hint`` unless ``condition`` holds; ``code`` is a code hint
+    shown from the second wrong try on."""
     if not condition:
-        raise Wrong(hint)
+        raise Wrong(hint, code)
 
 
 def _module_for(key: str) -> str:
@@ -133,11 +147,22 @@ def grade(key: str, answer: Any) -> Result:
     except (NotDone, NotImplementedError):
         return todo
     except Wrong as e:
-        return Result(key, WRONG, f"✗ {label}: not right yet. {e}")
+        return Result(key, WRONG, f"✗ {label}: not right yet. {e}{_code_hint(key, e.code)}")
     except Exception as e:  # noqa: BLE001 - the learner's code failed inside the check
+        _code_hint(key, None)
         return Result(key, WRONG, f"✗ {label}: not right yet. Your answer raised "
                                   f"{type(e).__name__}: {e}")
     return Result(key, SOLVED, f"✓ {label} solved: {ex.title}.")
+
+
+def _code_hint(key: str, code: str | None) -> str:
+    """Count one more wrong try at ``key``; the code hint's text once this is the second or later."""
+    _WRONG_TRIES[key] = tries = _WRONG_TRIES.get(key, 0) + 1
+    if code is None:
+        return ""
+    if tries < 2:
+        return " (Try again. If it is still wrong, the check shows a code hint.)"
+    return f" Code hint: {code}"
 
 
 def _own_random_state() -> contextlib.AbstractContextManager[Any]:

@@ -1,0 +1,178 @@
+"""Timing two versions of one computation fairly: interleaved blocks and an A/A baseline.
+
+Two timings taken one after the other on a shared machine can differ by 2x or more
+even for the *same* function (other programs, CPU clock changes, caches). So
+:func:`compare` never times A and then B. It runs short blocks of A, B and A again,
+in a rotating order, for several rounds. The two A blocks of a round give an A/A
+ratio: how much one function differs from itself here and now. B is called faster
+only when every round's A/B ratio lies beyond the largest A/A ratio, and the median
+A/B ratio is at least :data:`MIN_GAIN`. Otherwise the verdict is "no clear
+difference here". An A/A pair (the same function twice) is never called faster.
+
+Example:
+    >>> import dynagraph as dg
+    >>> c = dg.compare(lambda: sum(range(20_000)), lambda: sum(range(1_000)),
+    ...                names=("long sum", "short sum"))
+    >>> c.verdict
+    'faster'
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import permutations
+from typing import Any
+
+import torch
+
+__all__ = ["Comparison", "compare"]
+
+MIN_GAIN = 1.1  # a median ratio below this is not worth calling faster, however steady
+# Each round runs its three blocks in one of these orders, in turn, so no version is
+# always first (warm caches) or always last.
+_ORDERS = tuple(permutations(range(3)))
+_PREFIX = "timing: "  # tests/nbval_sanitize.cfg masks what follows: it differs between runs
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The result of :func:`compare`: seconds per call of each version in each round.
+
+    ``ratio`` > 1 means B took less time than A. ``noise`` is the largest A/A ratio
+    seen (1.0 would be a perfectly quiet machine). ``verdict`` is "faster" (B is
+    faster than A), "slower" (B is slower) or "no clear difference".
+    """
+
+    names: tuple[str, str]
+    a: tuple[float, ...]
+    b: tuple[float, ...]
+    a_again: tuple[float, ...]
+    threads: int
+
+    @property
+    def ratios(self) -> list[float]:
+        """A/B time ratio per round (> 1: B was faster in that round)."""
+        return [x / y for x, y in zip(self.a, self.b)]
+
+    @property
+    def ratio(self) -> float:
+        """Median A/B ratio over the rounds."""
+        return statistics.median(self.ratios)
+
+    @property
+    def noise(self) -> float:
+        """The largest disagreement of A with itself in one round, as a factor >= 1."""
+        return max(max(x / y, y / x) for x, y in zip(self.a, self.a_again))
+
+    @property
+    def verdict(self) -> str:
+        return verdict(self.ratios, self.noise)
+
+    @property
+    def seconds(self) -> tuple[float, float]:
+        """Median seconds per call of A and of B."""
+        return statistics.median(self.a), statistics.median(self.b)
+
+    def __str__(self) -> str:
+        (name_a, name_b), (sec_a, sec_b) = self.names, self.seconds
+        times = f"{name_a} {_ms(sec_a)}, {name_b} {_ms(sec_b)} per call"
+        how = (f"A/A noise up to {self.noise:.2f}x; {len(self.a)} interleaved rounds, "
+               f"{self.threads} thread{'s' if self.threads != 1 else ''}")
+        if self.verdict == "faster":
+            head = f"{name_b} is {self.ratio:.1f}x faster than {name_a}"
+        elif self.verdict == "slower":
+            head = f"{name_b} is {1 / self.ratio:.1f}x slower than {name_a}"
+        else:
+            head = f"no clear difference here between {name_a} and {name_b} ({self.ratio:.2f}x)"
+        return f"{_PREFIX}{head} ({times}; {how})"
+
+    __repr__ = __str__
+
+
+def verdict(ratios: Sequence[float], noise: float) -> str:
+    """The rule :class:`Comparison` uses: "faster" only when every round's A/B ratio is
+    beyond the A/A noise and the median gain is at least MIN_GAIN (and the mirror
+    rule for "slower"); otherwise "no clear difference"."""
+    med = statistics.median(ratios)
+    if min(ratios) > noise and med >= MIN_GAIN:
+        return "faster"
+    if max(ratios) < 1 / noise and med <= 1 / MIN_GAIN:
+        return "slower"
+    return "no clear difference"
+
+
+def compare(a: Callable[[], Any], b: Callable[[], Any], *, names: tuple[str, str] = ("A", "B"),
+            rounds: int = 7, min_run_time: float = 1.0) -> Comparison:
+    """Time ``a()`` and ``b()`` in interleaved blocks, with ``a`` timed twice per round.
+
+    Args:
+        a, b: functions of no arguments: the two versions (``a`` is the baseline).
+        names: what to call them in the verdict.
+        rounds: how many rounds of three blocks (at least 3).
+        min_run_time: the whole comparison's time budget in seconds, about.
+
+    Returns:
+        A :class:`Comparison`; printing it gives the verdict, both medians and the
+        A/A noise. It runs on the current thread count (``torch.get_num_threads()``)
+        and synchronises CUDA around each block when CUDA is in use.
+
+    Raises:
+        TypeError: ``a`` or ``b`` is not callable.
+        ValueError: ``rounds`` < 3 or ``min_run_time`` <= 0.
+    """
+    for label, fn in (("a", a), ("b", b)):
+        if not callable(fn):
+            raise TypeError(f"compare() needs functions of no arguments; {label}={fn!r} is not "
+                            f"callable (wrap the code: lambda: ...)")
+    if not isinstance(rounds, int) or rounds < 3:
+        raise ValueError(f"rounds={rounds!r}: use an int of at least 3 (A/A noise needs several rounds)")
+    if not (isinstance(min_run_time, (int, float)) and math.isfinite(min_run_time) and min_run_time > 0):
+        raise ValueError(f"min_run_time={min_run_time!r}: use a positive number of seconds")
+    names = (str(names[0]), str(names[1]))
+    block = min_run_time / (3 * rounds)
+    fns = (a, b, a)
+    number = [_calls_per_block(fn, block) for fn in (a, b)]
+    number.append(number[0])
+    times: list[list[float]] = [[], [], []]
+    for r in range(rounds):
+        for i in _ORDERS[r % len(_ORDERS)]:
+            times[i].append(_block(fns[i], number[i]))
+    return Comparison(names, tuple(times[0]), tuple(times[1]), tuple(times[2]), torch.get_num_threads())
+
+
+def _sync() -> None:
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def _block(fn: Callable[[], Any], number: int) -> float:
+    """Seconds per call over ``number`` calls."""
+    _sync()
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    _sync()
+    return (time.perf_counter() - start) / number
+
+
+def _calls_per_block(fn: Callable[[], Any], block: float) -> int:
+    """Warm ``fn`` up, then how many calls fill about ``block`` seconds (at least 1)."""
+    fn()  # first call: lazy initialisation, caches
+    once = _block(fn, 1)
+    number = 1
+    while once * number < block and number < 1_000_000:
+        number *= 2
+        once = _block(fn, number)
+    return max(1, round(block / max(once, 1e-9)))
+
+
+def _ms(seconds: float) -> str:
+    if seconds >= 0.1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-4:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} µs"

@@ -1,0 +1,90 @@
+"""dynagraph.timing: interleaved A/B timing with an A/A baseline; the same function is never "faster"."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import dynagraph as dg
+from dynagraph import timing
+
+
+def _work(n: int):
+    x = torch.ones(n)
+    return lambda: (x * 2).sum()
+
+
+def test_verdict_rule_needs_every_round_beyond_the_noise():
+    assert timing.verdict([2.0, 2.1, 1.9, 2.2, 2.0], noise=1.2) == "faster"
+    # one round inside the noise: not called faster, however large the median
+    assert timing.verdict([2.0, 2.1, 1.1, 2.2, 2.0], noise=1.2) == "no clear difference"
+    assert timing.verdict([0.5, 0.4, 0.5, 0.45, 0.5], noise=1.2) == "slower"
+    # steady but tiny gains are not worth calling faster
+    assert timing.verdict([1.05] * 5, noise=1.01) == "no clear difference"
+
+
+def test_same_function_twice_is_never_called_faster_or_slower():
+    fn = _work(2_000)
+    verdicts = [dg.compare(fn, fn, rounds=5, min_run_time=0.05).verdict for _ in range(20)]
+    assert verdicts == ["no clear difference"] * 20
+
+
+def test_two_equal_functions_are_never_called_faster():
+    a, b = _work(2_000), _work(2_000)
+    verdicts = {dg.compare(a, b, rounds=5, min_run_time=0.05).verdict for _ in range(10)}
+    assert verdicts == {"no clear difference"}
+
+
+def test_much_less_work_is_called_faster_and_the_mirror_slower():
+    slow, fast = _work(2_000_000), _work(1_000)
+    c = dg.compare(slow, fast, names=("big", "small"), rounds=5, min_run_time=0.3)
+    assert c.verdict == "faster" and c.ratio > 5
+    assert str(c).startswith("timing: small is ") and "faster than big" in str(c)
+    assert dg.compare(fast, slow, rounds=5, min_run_time=0.3).verdict == "slower"
+
+
+def test_comparison_reports_both_medians_rounds_threads_and_noise():
+    fn = _work(1_000)
+    c = dg.compare(fn, fn, names=("x", "y"), rounds=4, min_run_time=0.02)
+    assert len(c.a) == len(c.b) == len(c.a_again) == 4
+    assert c.noise >= 1.0 and c.threads == torch.get_num_threads()
+    text = repr(c)
+    assert re.match(r"timing: no clear difference here between x and y \(\d+\.\d\dx\)", text), text
+    assert f"4 interleaved rounds, {c.threads} thread" in text
+    assert "\n" not in text  # one line: tests/nbval_sanitize.cfg masks it whole
+
+
+def test_each_round_runs_the_three_blocks_in_a_rotating_order():
+    calls: list[str] = []
+    dg.compare(lambda: calls.append("a"), lambda: calls.append("b"), rounds=3, min_run_time=1e-6)
+    # warm-up and calibration first (a, then b), then per round one call per block
+    rounds = calls[-9:]
+    assert [rounds[i:i + 3] for i in (0, 3, 6)] == [["a", "b", "a"], ["a", "a", "b"], ["b", "a", "a"]]
+
+
+def test_the_stored_output_sanitizer_masks_a_timing_line():
+    from pathlib import Path
+    cfg = (Path(__file__).parent / "nbval_sanitize.cfg").read_text()
+    m = re.search(r"\[timing\]\nregex: (.*)\nreplace: (.*)", cfg)
+    assert m, "tests/nbval_sanitize.cfg needs a [timing] section"
+    fn = _work(100)
+    one = re.sub(m.group(1), m.group(2), "before\n" + str(dg.compare(fn, fn, rounds=3, min_run_time=0.01)) + "\nafter")
+    assert one == f"before\n{m.group(2)}\nafter"
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"rounds": 2}, r"rounds=2: use an int of at least 3"),
+    ({"rounds": 3.5}, r"rounds=3\.5"),
+    ({"min_run_time": 0}, r"min_run_time=0: use a positive number"),
+    ({"min_run_time": float("nan")}, r"min_run_time=nan"),
+])
+def test_compare_rejects_bad_settings(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        dg.compare(lambda: None, lambda: None, **kwargs)
+
+
+def test_compare_rejects_what_is_not_callable():
+    with pytest.raises(TypeError, match=r"b=3 is not callable \(wrap the code: lambda: \.\.\.\)"):
+        dg.compare(lambda: None, 3)
