@@ -44,9 +44,10 @@ NOTEBOOKS_DST = DOCS / "notebooks"
 
 
 def mirror_notebooks(src: Path, dst: Path) -> None:
-    """Make ``dst`` hold exactly the ``*.ipynb`` of ``src``."""
+    """Make ``dst`` hold exactly the ``*.ipynb`` of ``src`` and its glossary (``glossary.md``,
+    beside the notebooks so that the index links it in JupyterLab and on the site alike)."""
     dst.mkdir(exist_ok=True)
-    wanted = {p.name: p for p in sorted(src.glob("*.ipynb"))}
+    wanted = {p.name: p for p in sorted([*src.glob("*.ipynb"), *src.glob("glossary.md")])}
     for old in dst.iterdir():
         if old.name not in wanted:
             shutil.rmtree(old) if old.is_dir() else old.unlink()

@@ -193,3 +193,37 @@ def test_prose_is_plain_short_sentences_without_idioms(path):
 def test_sentences_split_prose_and_skip_code():
     md = "One idea. Two ideas here!\n\n```python\na.b. c.d\n```\n- a list item\n| a | table |"
     assert sentences(md) == ["One idea.", "Two ideas here!", "a list item"]
+
+
+# -- The index, its figures and the glossary ------------------------------------------
+
+def test_run_times_cover_every_notebook_and_stay_under_three_minutes():
+    times = json.loads((NOTEBOOK_DIR / "run_times.json").read_text())
+    names = [p.name for p in ALL if not p.name.startswith("00_")]
+    missing = [n for n in names if n not in times]
+    assert not missing, f"run tools/run_notebooks.py on {missing} (it records run times)"
+    assert not set(times) - set(names) - {"cpu_cores"}, "run_times.json names a notebook that is gone"
+    assert sum(times[n]["seconds"] for n in names) < 180
+    assert times["08_jit_and_graph_capture.ipynb"].get("cold_seconds"), \
+        "measure notebook 08 on an empty compile cache: tools/run_notebooks.py --cold"
+
+
+def test_index_credits_the_blog_post_and_links_the_glossary_and_every_notebook():
+    text = "".join(_source(c) for c in _cells(NOTEBOOK_DIR / "00_index.ipynb") if c["cell_type"] == "markdown")
+    assert "《动态计算图到底是什么？先搞懂\"边算边建图\"的逻辑》" in text
+    assert "(glossary.md)" in text
+    for path in LESSONS + DEEP_DIVES:
+        assert f"({path.name})" in text, f"the index does not link {path.name}"
+
+
+def test_glossary_gives_each_term_a_meaning_and_a_chinese_term():
+    rows = [line for line in (NOTEBOOK_DIR / "glossary.md").read_text().splitlines()
+            if line.startswith("| ") and not line.startswith("| term") and not line.startswith("| ---")]
+    assert len(rows) >= 30
+    terms = []
+    for row in rows:
+        term, meaning, chinese = (part.strip() for part in row.strip("|").split(" | "))
+        assert term and len(meaning.split()) >= 5, row
+        assert re.search(r"[\u4e00-\u9fff]", chinese), f"no Chinese term: {row}"
+        terms.append(term.lower())
+    assert len(terms) == len(set(terms)), "a term is listed twice"
