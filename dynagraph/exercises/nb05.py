@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -13,7 +15,6 @@ from . import exercise, expect
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
 SETUP = """
-import statistics
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -40,10 +41,42 @@ class _DynamicDepthNet(nn.Module):
 
 
 def _grad(t: torch.Tensor) -> torch.Tensor:
-    """``t.grad``, which the oracle's backward pass has just filled."""
+    """``t.grad``, which the reference backward pass has just filled."""
     if t.grad is None:
-        raise RuntimeError("the oracle's backward pass left no gradient")  # a bug in the check itself
+        raise RuntimeError("the reference backward pass left no gradient")  # a bug in the check itself
     return t.grad
+
+
+class _BackwardRefused(Exception):
+    """Raised inside :func:`_no_backward` by any attempt to run autograd's backward pass."""
+
+
+# Every public way into the backward pass, and the private function that both
+# torch.autograd.backward and torch.autograd.grad call (covers names imported earlier).
+_BACKWARD_ENTRIES = [(torch.Tensor, "backward"), (torch.autograd, "backward"), (torch.autograd, "grad"),
+                     (torch.autograd, "_engine_run_backward"), (torch.autograd.graph, "_engine_run_backward")]
+
+
+@contextlib.contextmanager
+def _no_backward() -> Iterator[list[str]]:
+    """Inside the block every backward pass (on any model, a copy included) raises
+    :class:`_BackwardRefused`; the list yielded names each attempt. Restored after, even on error."""
+    attempts: list[str] = []
+    saved = [(owner, name, getattr(owner, name)) for owner, name in _BACKWARD_ENTRIES if hasattr(owner, name)]
+
+    def refuse(name: str) -> Any:
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            attempts.append(name)
+            raise _BackwardRefused(f"{name}() is not allowed in this exercise")
+        return refused
+
+    try:
+        for owner, name, _ in saved:
+            setattr(owner, name, refuse(name))
+        yield attempts
+    finally:
+        for owner, name, fn in saved:
+            setattr(owner, name, fn)
 
 
 def _model(dim: int, max_depth: int, seed: int) -> _DynamicDepthNet:
@@ -58,13 +91,17 @@ def _never_reached(never_reached: Any) -> None:
     for depths_list, max_depth in cases:
         model = _model(2, max_depth, seed=0)
         depths = torch.tensor(depths_list)
-        predicted = never_reached(model, depths)
-        expect(all(p.grad is None for p in model.parameters()),
-               "`never_reached` ran a backward pass: predict from `depths` and the model's "
-               "layers alone, without computing any gradient.")
+        with _no_backward() as attempts:
+            try:
+                predicted = never_reached(model, depths)
+            except _BackwardRefused:
+                predicted = None
+        expect(not attempts and all(p.grad is None for p in model.parameters()),
+               "`never_reached` started a backward pass (on the model or on a copy of it): the "
+               "question asks you to predict, from `depths` and the model's layers alone.")
         x = torch.randn(len(depths_list), 2)
         F.mse_loss(model(x, depths), torch.zeros(len(depths_list), 1)).backward()
-        want = [name for name, p in model.named_parameters() if p.grad is None]  # autograd's answer
+        want = [name for name, p in model.named_parameters() if p.grad is None]  # the reference
         expect(isinstance(predicted, (list, tuple)) and all(isinstance(n, str) for n in predicted),
                f"Return a list of parameter names such as 'layers.4.weight', got {predicted!r}.")
         expect(list(predicted) == want,
@@ -82,7 +119,7 @@ def _forward_active_rows(forward_active_rows: Any) -> None:
         depths = torch.tensor(depths_list)
         x = torch.randn(len(depths_list), 3, requires_grad=True)
         y = torch.randn(len(depths_list), 1)
-        # the oracle: the per-sample loop, its output and every gradient
+        # the reference: the per-sample loop, its output and every gradient
         want = model(x, depths)
         F.mse_loss(want, y).backward()
         want_grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from . import Wrong, exercise, expect
 
@@ -37,8 +39,8 @@ def _triple_weights(triple_weights: Any) -> None:
         importance = torch.tensor(mask)
         got = triple_weights(q, k, importance)
         s = _scores(q, k)
-        oracle = (1 + 2 * importance) * s.exp()          # weights ∝ 3 exp(score) for important keys
-        want = oracle / oracle.sum(dim=-1, keepdim=True)
+        reference = (1 + 2 * importance) * s.exp()       # weights ∝ 3 exp(score) for important keys
+        want = reference / reference.sum(dim=-1, keepdim=True)
         expect(isinstance(got, torch.Tensor) and got.shape == want.shape,
                f"Return the (queries, keys) weights, shape {tuple(want.shape)}, "
                f"got {getattr(got, 'shape', got)!r}.")
@@ -48,9 +50,12 @@ def _triple_weights(triple_weights: Any) -> None:
                "A key got weight 0: nothing is dropped here, unimportant keys count once. "
                "log(importance) alone would drop the importance-0 keys.")
         expect(_close(got, want),
-               f"With importance {mask} (d={d}) the weights are not ∝ (1 + 2·importance)·exp(score): "
-               "add the log of the factor to the scaled scores, `scores + log(1 + 2 * importance)`, "
-               "and scale by 1/sqrt(d) (section 3). Multiplying the scores is the anti-pattern of section 2.")
+               f"With importance {mask} (d={d}) the weights are not ∝ (1 + 2·importance)·exp(score). "
+               "Give each key a factor f (3 or 1). A softmax can only add to the scores, and "
+               "f·exp(score) = exp(score + log f) (section 3). Remember the 1/sqrt(d) scaling. "
+               "Multiplying the scores is the anti-pattern of section 2.",
+               code="`scores = q @ k.T / math.sqrt(q.shape[-1])`, then "
+                    "`(scores + torch.log(1 + 2 * importance)).softmax(dim=-1)`")
 
 
 @exercise("06.2", "doubling every logit, computed from the weights alone", answer="sharpen")
@@ -72,6 +77,22 @@ def _sharpen(sharpen: Any) -> None:
                "exp(2s) = exp(s)², and softmax divides out the row's constant.")
 
 
+class _Calls(TorchFunctionMode):
+    """Records the name of every torch function called inside the block (however it was imported)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_function__(self, func: Callable[..., Any], types: Any, args: Any = (),
+                           kwargs: Any = None) -> Any:
+        self.names.append(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
+_SOFTMAX = {"softmax", "_softmax", "log_softmax", "exp", "exp_", "softmin"}
+
+
 @exercise("06.3", "batched, multi-head importance weighting with scaled_dot_product_attention",
           answer="importance_attention")
 def _importance_attention(importance_attention: Any) -> None:
@@ -82,7 +103,8 @@ def _importance_attention(importance_attention: Any) -> None:
         importance = torch.randint(0, 4, (batch, n_k)).float()
         importance[:, 0] = 1.0                          # every batch element keeps a key
         try:
-            got = importance_attention(q, k, v, importance)
+            with _Calls() as calls:
+                got = importance_attention(q, k, v, importance)
         except NotImplementedError:
             raise
         except RuntimeError as e:
@@ -91,6 +113,13 @@ def _importance_attention(importance_attention: Any) -> None:
                 f"{str(e).splitlines()[0]}. "
                 "The attn_mask must broadcast to (batch, heads, queries, keys): importance is "
                 "(batch, keys), so give it the heads and queries dims as size-1 dims.") from None
+        sdpa = calls.names.count("scaled_dot_product_attention")
+        own = sorted(_SOFTMAX.intersection(calls.names))
+        also = f" and computed weights itself ({', '.join(own)})" if own else ""
+        expect(sdpa == 1 and not own,
+               f"The question asks for one call to F.scaled_dot_product_attention; your function "
+               f"called it {sdpa} time(s){also}. Let the one call do the softmax: the importance "
+               "goes in through its attn_mask.")
         w = importance[:, None, None, :] * _scores(q, k).exp()
         want = (w / w.sum(dim=-1, keepdim=True)) @ v
         expect(isinstance(got, torch.Tensor) and got.shape == want.shape,

@@ -18,6 +18,31 @@ WRONG = {
         "    x = torch.randn(len(depths), model.head.in_features)\n"
         "    model(x, depths).sum().backward()\n"
         "    return [n for n, p in model.named_parameters() if p.grad is None]\n",
+        # runs backward on a copy, so the model's own .grad stays None: still not a prediction
+        "import copy\n"
+        "def never_reached(model, depths):\n"
+        "    m = copy.deepcopy(model)\n"
+        "    x = torch.randn(len(depths), m.head.in_features)\n"
+        "    m(x, depths).sum().backward()\n"
+        "    return [n for n, p in m.named_parameters() if p.grad is None]\n",
+        # the same through torch.autograd.grad on a copy (allow_unused marks the unreached ones)
+        "import copy\n"
+        "def never_reached(model, depths):\n"
+        "    m = copy.deepcopy(model)\n"
+        "    names, params = zip(*m.named_parameters())\n"
+        "    out = m(torch.randn(len(depths), m.head.in_features), depths).sum()\n"
+        "    grads = torch.autograd.grad(out, params, allow_unused=True)\n"
+        "    return [n for n, g in zip(names, grads) if g is None]\n",
+        # catches the refusal and answers from the copy's .grad anyway
+        "import copy\n"
+        "def never_reached(model, depths):\n"
+        "    m = copy.deepcopy(model)\n"
+        "    try:\n"
+        "        m(torch.randn(len(depths), m.head.in_features), depths).sum().backward()\n"
+        "    except Exception:\n"
+        "        pass\n"
+        "    return [f'layers.{i}.{p}' for i in range(int(depths.max()), len(m.layers))\n"
+        "            for p in ('weight', 'bias')]\n",
     ],
     "05.2": [
         # torch.where: right values, but every layer runs on every row

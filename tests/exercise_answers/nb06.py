@@ -40,5 +40,18 @@ WRONG = {
         "def importance_attention(q, k, v, importance):\n"
         "    with torch.no_grad():\n"
         "        return F.scaled_dot_product_attention(q, k, v, attn_mask=importance.log()[:, None, None, :])\n",
+        # right values, but a softmax of its own instead of the one SDPA call the question asks for
+        "def importance_attention(q, k, v, importance):\n"
+        "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
+        "    return (scores + importance.log()[:, None, None, :]).softmax(dim=-1) @ v\n",
+        # the same, normalising exp by hand
+        "def importance_attention(q, k, v, importance):\n"
+        "    w = importance[:, None, None, :] * (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).exp()\n"
+        "    return w / w.sum(dim=-1, keepdim=True) @ v\n",
+        # one SDPA call for show, but the output is a manual softmax
+        "def importance_attention(q, k, v, importance):\n"
+        "    F.scaled_dot_product_attention(q, k, v)\n"
+        "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
+        "    return torch.softmax(scores + importance.log()[:, None, None, :], dim=-1) @ v\n",
     ],
 }
