@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import math
+import random
 import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -23,7 +28,82 @@ def _filled(grad: torch.Tensor | None, hint: str) -> torch.Tensor:
     return grad
 
 
-@exercise("01.1", "the derivative of an elementwise function at many points, with one backward()",
+# -- 01.1 -------------------------------------------------------------------------------
+
+@dataclass
+class _Passes:
+    """What one call of the learner's ``derivative`` did: its backward passes (``batched``
+    marks a batched one, a whole Jacobian) and the inputs it called ``f`` on."""
+
+    backward: int = 0
+    batched: bool = False
+    f_inputs: list[tuple[tuple[int, ...], bool]] = field(default_factory=list)  # (shape, inside torch.func)
+
+
+def _in_torch_func(t: torch.Tensor) -> bool:
+    """Whether ``t`` is a tensor that a ``torch.func`` transform (vmap, grad, jacrev) wrapped."""
+    probe = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", None)
+    return bool(probe(t)) if probe is not None else False
+
+
+@contextlib.contextmanager
+def _counting_passes() -> Iterator[_Passes]:
+    """Count the calls of ``torch.autograd.backward`` (``Tensor.backward`` calls it) and
+    ``torch.autograd.grad`` inside the block; both are restored after, even on error."""
+    passes = _Passes()
+    saved = {name: getattr(torch.autograd, name) for name in ("backward", "grad")}
+
+    def counted(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            passes.backward += 1
+            passes.batched |= bool(kwargs.get("is_grads_batched", False))
+            return fn(*args, **kwargs)
+        return run
+
+    try:
+        for name, fn in saved.items():
+            setattr(torch.autograd, name, counted(fn))
+        yield passes
+    finally:
+        for name, fn in saved.items():
+            setattr(torch.autograd, name, fn)
+
+
+_Fn = Callable[[torch.Tensor], torch.Tensor]
+
+
+def _watched(f: _Fn, passes: _Passes) -> _Fn:
+    """``f``, noting the shape of each input it is called on."""
+    def f_watched(t: torch.Tensor) -> torch.Tensor:
+        passes.f_inputs.append((tuple(t.shape), _in_torch_func(t)))
+        return f(t)
+    return f_watched
+
+
+def _one_pass(passes: _Passes, shape: tuple[int, ...]) -> None:
+    """Fail unless ``derivative`` called f once on all the points and ran one plain backward pass."""
+    n = shape[0]  # the number of points
+    expect(not any(wrapped for _, wrapped in passes.f_inputs),
+           "f ran inside a `torch.func` transform (`vmap`, `grad`, `jacrev`). This exercise is about "
+           "the graph that autograd records: call f on a leaf that holds all the points, then run "
+           "one backward pass (section 4).")
+    expect(len(passes.f_inputs) == 1 and passes.f_inputs[0][0] == shape,
+           f"f was called {len(passes.f_inputs)} time(s), on inputs of shape "
+           f"{[s for s, _ in passes.f_inputs]}, but `xs` has shape {shape}. Call f once, on one "
+           "leaf that holds all the points: one graph gives every derivative.")
+    expect(not passes.batched,
+           "a batched backward pass (`vectorize=True`, `is_grads_batched=True`) computes a whole "
+           "Jacobian, one row per output. For an elementwise f one plain pass is enough: weight "
+           "every output by 1 (section 4).")
+    expect(passes.backward == 1,
+           f"your answer ran {passes.backward} backward passes for {n} points. One pass gives "
+           "the derivative at every point of an elementwise f: weight every output by 1 with "
+           "`gradient=` (section 4).",
+           code="one leaf `x` that holds all the points, `y = f(x)`, then a single "
+                "`y.backward(gradient=...)`: which weight does each point need?")
+
+
+@exercise("01.1", "the derivative of an elementwise function at many points, with one backward pass",
           answer="derivative")
 def _derivative(derivative: Any) -> None:
     cases = [  # (f, its analytic derivative, the points)
@@ -36,7 +116,8 @@ def _derivative(derivative: Any) -> None:
         for _ in range(2):  # twice on the same tensor: nothing may carry over
             xs = torch.tensor(points)
             try:
-                got = derivative(f, xs)
+                with _counting_passes() as passes:
+                    got = derivative(_watched(f, passes), xs)
             except RuntimeError as e:
                 expect("implicitly created only for scalar" not in str(e),
                        "`backward()` without an argument works only for a scalar output; f(x) "
@@ -52,21 +133,23 @@ def _derivative(derivative: Any) -> None:
             expect(got.grad_fn is None,
                    "the result still carries a graph (`grad_fn`): return the leaf's `.grad`.")
             want = df(torch.tensor(points))
-            if torch.allclose(got, want, rtol=1e-5, atol=1e-6):
-                continue
-            expect(not torch.allclose(got, want, rtol=1e-2, atol=1e-2),
-                   f"at x = {points} the derivative is {want.tolist()}, you got {got.tolist()}: "
-                   "close, not exact. Finite differences are an approximation; let `backward()` "
-                   "compute the derivative.")
-            expect(False, f"at x = {points} the derivative is {want.tolist()}, you got "
-                          f"{got.tolist()}. `gradient=` weights each output (it is v in v·J): "
-                          "for the plain derivative every weight is 1 (section 4).")
+            if not torch.allclose(got, want, rtol=1e-5, atol=1e-6):
+                expect(not torch.allclose(got, want, rtol=1e-2, atol=1e-2),
+                       f"at x = {points} the derivative is {want.tolist()}, you got {got.tolist()}: "
+                       "close, not exact. Finite differences are an approximation; let `backward()` "
+                       "compute the derivative.")
+                expect(False, f"at x = {points} the derivative is {want.tolist()}, you got "
+                              f"{got.tolist()}. `gradient=` weights each output (it is v in v·J): "
+                              "for the plain derivative every weight is 1 (section 4).")
+            _one_pass(passes, tuple(xs.shape))
     x = torch.tensor([1.0, 2.0])
     expect(not derivative(torch.exp, x).requires_grad, "return a plain tensor, not one that requires grad.")
 
 
+# -- 01.2 -------------------------------------------------------------------------------
+
 def _nodes(t: torch.Tensor, tree: bool = False, leaves: bool = True) -> int:
-    """The oracle: the nodes reachable from ``t.grad_fn``, each once (or, with ``tree``,
+    """The reference: the nodes reachable from ``t.grad_fn``, each once (or, with ``tree``,
     once per path: the mistake to diagnose); ``leaves=False`` leaves out ``AccumulateGrad``."""
     seen, count, stack = set(), 0, [t.grad_fn]
     while stack:
@@ -77,6 +160,31 @@ def _nodes(t: torch.Tensor, tree: bool = False, leaves: bool = True) -> int:
         count += leaves or type(fn).__name__ != "AccumulateGrad"
         stack.extend(child for child, _ in fn.next_functions)
     return count
+
+
+# dynagraph's functions that walk a graph: switched off while 01.2 runs the learner's walk.
+_WALKERS = ("diff", "draw", "grad_norms", "live", "trace_backward")
+
+
+@contextlib.contextmanager
+def _without_dynagraph() -> Iterator[None]:
+    """Inside the block, dynagraph's walking functions refuse with a hint (the exercise is
+    to write the walk); they are restored after, even on error."""
+    import dynagraph
+
+    saved = {name: getattr(dynagraph, name) for name in _WALKERS}
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise Wrong("dynagraph is switched off inside this check: the exercise is to write the "
+                    "walk yourself. Start at `t.grad_fn` and follow each node's `next_functions`.")
+
+    try:
+        for name in _WALKERS:
+            setattr(dynagraph, name, refused)
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(dynagraph, name, fn)
 
 
 @exercise("01.2", "a walk over grad_fn and next_functions that counts every node once",
@@ -93,7 +201,9 @@ def _count_nodes(count_nodes: Any) -> None:
         "(x * w).exp().sum() + (x * w).sum()": (x * w).exp().sum() + (x * w).sum(),
     }
     for code, t in graphs.items():
-        want, got = _nodes(t), count_nodes(t)
+        with _without_dynagraph():
+            got = count_nodes(t)
+        want = _nodes(t)
         expect(isinstance(got, int) and not isinstance(got, bool),
                f"return the number of nodes as an int, got {type(got).__name__}.")
         if got == want:
@@ -110,18 +220,42 @@ def _count_nodes(count_nodes: Any) -> None:
                       "entries (inputs that need no gradient), and count each node once.")
 
 
+# -- 01.3 -------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _watching_retain_grad() -> Iterator[list[torch.Tensor]]:
+    """Inside the block, every tensor on which ``retain_grad()`` is called is noted in the
+    list yielded; ``Tensor.retain_grad`` is restored after, even on error."""
+    retained: list[torch.Tensor] = []
+    original = torch.Tensor.retain_grad
+    own = "retain_grad" in vars(torch.Tensor)  # False: inherited from the C base class
+
+    def retain_grad(self: torch._C.TensorBase) -> None:
+        retained.append(self)  # type: ignore[arg-type]
+        original(self)
+
+    try:
+        torch.Tensor.retain_grad = retain_grad  # type: ignore[method-assign]
+        yield retained
+    finally:
+        if own:
+            torch.Tensor.retain_grad = original  # type: ignore[method-assign]
+        else:
+            delattr(torch.Tensor, "retain_grad")
+
+
 @exercise("01.3", "the gradient that reaches an intermediate tensor, kept with retain_grad()",
           answer="h_grad")
 def _h_grad(h_grad: Any) -> None:
     for start in ([1.0, 2.0], [-0.5, 0.5, 3.0], [2.0]):
         x = torch.tensor(start, requires_grad=True)
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, _watching_retain_grad() as retained:
             warnings.simplefilter("always")
             got = h_grad(x)
         warned = any("not a leaf" in str(w.message) for w in caught)
         expect(got is not None,
                "you returned `None`: `h` is not a leaf, so `backward()` does not keep its "
-               "`.grad`. Call `h.retain_grad()` *before* `backward()` (section 7)."
+               "`.grad`. Call `h.retain_grad()` *before* `backward()` (section 5)."
                + (" PyTorch warned you about it." if warned else ""))
         xs = torch.tensor(start)
         want = 2 * xs ** 2                                       # y = sum(h^2): dy/dh = 2h = 2x^2
@@ -139,7 +273,13 @@ def _h_grad(h_grad: Any) -> None:
                f"after one backward(), x.grad should be dy/dx = 4x^3 = {(4 * xs ** 3).tolist()}, "
                f"got {x_grad.tolist()}.")
         expect(not got.requires_grad, "return a plain tensor (`h.grad`), not one with a graph.")
+        expect(any(t.grad is not None and torch.equal(t.grad, got) for t in retained),
+               "the value is right, but it did not come from autograd: no tensor kept its "
+               "gradient with `retain_grad()`. The exercise is to let backward() compute dy/dh "
+               "and keep it on `h`, not to work it out by hand.")
 
+
+# -- 01.4 -------------------------------------------------------------------------------
 
 @exercise("01.4", "an SGD step that updates the leaf in place, unrecorded, and clears its gradient",
           answer="sgd_step")
@@ -148,7 +288,7 @@ def _sgd_step(sgd_step: Any) -> None:
         w = torch.tensor(start, requires_grad=True)
         (w ** 2).sum().backward()
         want = w.detach() - lr * 2 * torch.tensor(start)  # d(sum w^2)/dw = 2w
-        before = w.data_ptr()
+        before, version = w.data_ptr(), w._version
         out = sgd_step(w, lr)
         expect(out is None or out is w,
                "update `w` itself; `sgd_step` should not build and return a new tensor.")
@@ -160,5 +300,126 @@ def _sgd_step(sgd_step: Any) -> None:
         expect(torch.allclose(w.detach(), want),
                f"with lr={lr}, w should become {want.tolist()}, got {w.detach().tolist()}: "
                "step against the gradient, w - lr * w.grad.")
+        expect(w._version > version,
+               "`w` changed, but its version counter (`w._version`) did not: the update went "
+               "through `.data`, which autograd cannot see. If a graph had saved `w`, its backward "
+               "would silently use the new value. Change `w` itself, in place, under "
+               "`torch.no_grad()`: that bumps `w._version` (section 8).")
         expect(w.grad is None or not w.grad.any(),
                "`w.grad` still holds the old gradient: clear it (`w.grad = None`).")
+
+
+# -- 01.5 -------------------------------------------------------------------------------
+
+# An expression program: each step makes a new value from earlier ones (``r0`` ... are the
+# leaves). ("add", i, j), ("mul", i, j): two values (i == j uses one value twice);
+# ("tanh", i); ("addc", i, c), ("mulc", i, c), ("rmulc", i, c): a value and a number.
+_Step = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class _Program:
+    name: str
+    leaves: tuple[float, ...]
+    steps: tuple[_Step, ...]
+
+    def code(self) -> str:
+        lines = [f"r{i} = Value({v:g})" for i, v in enumerate(self.leaves)]
+        n = len(self.leaves)
+        forms = {"add": "r{i} + r{a}", "mul": "r{i} * r{a}", "tanh": "r{i}.tanh()",
+                 "addc": "r{i} + {a}", "mulc": "r{i} * {a}", "rmulc": "{a} * r{i}"}
+        for k, (op, i, arg) in enumerate(self.steps):
+            lines.append(f"r{n + k} = " + forms[op].format(i=i, a=arg))
+        return "; ".join(lines)
+
+    def run(self, make: Callable[[float], Any], tanh: Callable[[Any], Any]) -> tuple[list[Any], Any]:
+        """Build the expression from leaves made by ``make``; return the leaves and the root."""
+        regs = [make(v) for v in self.leaves]
+        for op, i, arg in self.steps:
+            a = regs[i]
+            if op == "add":
+                regs.append(a + regs[arg])
+            elif op == "mul":
+                regs.append(a * regs[arg])
+            elif op == "tanh":
+                regs.append(tanh(a))
+            elif op == "addc":
+                regs.append(a + arg)
+            elif op == "mulc":
+                regs.append(a * arg)
+            else:
+                regs.append(arg * a)
+        return regs[:len(self.leaves)], regs[-1]
+
+
+_SQUARE = _Program("x * x", (3.0,), (("mul", 0, 0),))
+# h is used by two nodes that the output uses: h must wait for both.
+_SHARED = _Program("h = x * y; out = h * 2 + h * 3", (1.5, -2.0),
+                   (("mul", 0, 1), ("mulc", 2, 2.0), ("mulc", 2, 3.0), ("add", 3, 4)))
+
+
+def _random_program(seed: int) -> _Program:
+    """A random expression over 2-4 leaves that uses every leaf and reuses earlier values
+    (seeded: the same every time)."""
+    rng = random.Random(seed)
+    leaves = tuple(rng.choice([-1.5, -1.0, -0.5, 0.5, 1.0, 1.5, 2.0]) for _ in range(rng.randint(2, 4)))
+    steps: list[_Step] = []
+    for k in range(1, len(leaves)):  # first, fold every leaf into one value
+        steps.append((rng.choice(["add", "mul"]), len(leaves) + k - 2 if k > 1 else 0, k))
+    for _ in range(rng.randint(4, 7)):  # then build on the newest value, reusing any earlier one
+        n = len(leaves) + len(steps)
+        op = rng.choice(["add", "mul", "mul", "tanh", "addc", "mulc", "rmulc"])
+        if op in ("add", "mul"):
+            steps.append((op, n - 1, rng.randrange(n)))
+        elif op == "tanh":
+            steps.append((op, n - 1, None))
+        else:
+            steps.append((op, n - 1, rng.choice([-2.0, -1.5, -0.5, 0.5, 1.5, 2.0])))
+    return _Program(f"random expression {seed}", leaves, tuple(steps))
+
+
+def _torch_grads(program: _Program) -> list[float]:
+    """The reference: PyTorch's gradients of the root with respect to each leaf (0 if unused)."""
+    leaves, root = program.run(lambda v: torch.tensor(v, dtype=torch.float64, requires_grad=True),
+                               torch.tanh)
+    grads = torch.autograd.grad(root, leaves, allow_unused=True)
+    return [0.0 if g is None else g.item() for g in grads]
+
+
+# Ten random expressions in which every leaf gets a gradient (the first such seeds).
+_RANDOM = [p for p in map(_random_program, range(40)) if all(abs(g) > 1e-3 for g in _torch_grads(p))][:10]
+
+
+def _close(got: list[float], want: list[float]) -> bool:
+    return all(math.isclose(g, w, rel_tol=1e-9, abs_tol=1e-12) for g, w in zip(got, want))
+
+
+@exercise("01.5", "a scalar autograd engine whose backward() runs the nodes in reverse topological order",
+          answer="Value")
+def _value(Value: Any) -> None:
+    programs = [_SQUARE, _SHARED] + _RANDOM
+    for program in programs:
+        leaves, root = program.run(Value, lambda v: v.tanh())
+        datas = [v.data for v in leaves]
+        root.backward()
+        expect(root.grad == 1,
+               f"after `out.backward()`, `out.grad` should be 1 (d out / d out), it is {root.grad}. "
+               "Seed the output's own gradient before any `_backward` runs.")
+        expect([v.data for v in leaves] == datas, "backward() changed `.data`; it should only fill `.grad`.")
+        got, want = [v.grad for v in leaves], _torch_grads(program)
+        if _close(got, want):
+            continue
+        if program is _SQUARE:
+            expect(False, f"for `x * x` at x = 3, x.grad should be 2x = 6, got {got[0]}. A Value used "
+                          "twice must get the sum of both contributions: every `_backward` adds "
+                          "into `.grad` (`+=`), never assigns it.")
+        if program is _SHARED:
+            expect(False, f"for `{program.name}` at x = 1.5, y = -2, the leaves' grads should be "
+                          f"{want}, got {got}. The node `h` ran its `_backward` before both of "
+                          "its users had added their gradient to `h.grad`. Run the Values in "
+                          "reverse topological order: a Value only after every Value made from it.",
+                   code="a depth-first walk that appends a Value after all of its `_prev` gives "
+                        "`order`; then call `v._backward()` for v in reversed(order)")
+        expect(False, f"for `{program.code()}` PyTorch's grads of the leaves are {want}, yours are "
+                      f"{got}. Visit each Value once, in reverse topological order, and add (`+=`) "
+                      "what arrives.")

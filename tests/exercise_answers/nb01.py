@@ -1,5 +1,65 @@
 """Plausible wrong answers for 01_simple_backward.ipynb's exercises: each must fail its check."""
 
+# Exercise 5's class as the stub gives it, without backward(); each wrong answer adds one.
+VALUE = '''
+import math
+
+
+class Value:
+    """A number that remembers how it was made, as autograd's tensors do."""
+
+    def __init__(self, data, _prev=()):
+        self.data = float(data)
+        self.grad = 0.0
+        self._prev = set(_prev)        # the Values this one was made from
+        self._backward = lambda: None  # adds this Value's grad into its inputs' grads
+
+    def __add__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        out = Value(self.data + other.data, (self, other))
+        def _backward():
+            self.grad += out.grad      # d(a + b)/da = 1
+            other.grad += out.grad
+        out._backward = _backward
+        return out
+
+    def __mul__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        out = Value(self.data * other.data, (self, other))
+        def _backward():
+            self.grad += other.data * out.grad   # d(a * b)/da = b
+            other.grad += self.data * out.grad
+        out._backward = _backward
+        return out
+
+    __radd__ = __add__                 # 2 + v
+    __rmul__ = __mul__                 # 2 * v
+
+    def tanh(self):
+        t = math.tanh(self.data)
+        out = Value(t, (self,))
+        def _backward():
+            self.grad += (1 - t * t) * out.grad  # d tanh(a)/da = 1 - tanh(a)^2
+        out._backward = _backward
+        return out
+'''
+
+# The backward() of the solution: a topological order, then each _backward once, in reverse.
+TOPOLOGICAL = '''
+    def backward(self):
+        order, seen = [], set()
+        def visit(v):
+            if v not in seen:
+                seen.add(v)
+                for child in v._prev:
+                    visit(child)
+                order.append(v)
+        visit(self)
+        self.grad = 1.0
+        for v in reversed(order):
+            v._backward()
+'''
+
 WRONG = {
     "01.1": [
         # backward() on a non-scalar output
@@ -10,6 +70,17 @@ WRONG = {
         "def derivative(f, xs):\n    x = xs.clone().requires_grad_()\n    f(x).backward(gradient=xs)\n    return x.grad\n",
         # finite differences: close, not exact
         "def derivative(f, xs):\n    h = 1e-3\n    return (f(xs + h) - f(xs)) / h\n",
+        # one backward() per point: right values, n backward passes
+        ("def derivative(f, xs):\n    out = []\n    for p in xs:\n        x = p.clone().requires_grad_()\n"
+         "        f(x).backward()\n        out.append(x.grad)\n    return torch.stack(out)\n"),
+        # per-point gradients with torch.func: f runs on one point at a time
+        "def derivative(f, xs):\n    return torch.func.vmap(torch.func.grad(f))(xs)\n",
+        # the whole Jacobian, one backward pass per output, then its diagonal
+        "def derivative(f, xs):\n    return torch.autograd.functional.jacobian(f, xs).diagonal()\n",
+        # the whole Jacobian in one batched pass
+        "def derivative(f, xs):\n    return torch.autograd.functional.jacobian(f, xs, vectorize=True).diagonal()\n",
+        # torch.func's reverse-mode Jacobian
+        "def derivative(f, xs):\n    return torch.func.jacrev(f)(xs).diagonal()\n",
     ],
     "01.2": [
         # a tree walk: a node reached by two paths is counted twice
@@ -22,6 +93,8 @@ WRONG = {
         ("def count_nodes(t):\n    seen, stack = set(), [t.grad_fn]\n    while stack:\n        fn = stack.pop()\n"
         "        if fn is not None and fn not in seen and fn.next_functions:\n            seen.add(fn)\n"
         "            stack.extend(c for c, _ in fn.next_functions)\n    return len(seen)\n"),
+        # dynagraph's walk instead of one's own
+        "def count_nodes(t):\n    return sum(dg.draw(t).counts().values())\n",
     ],
     "01.3": [
         # no retain_grad(): h.grad stays None
@@ -33,6 +106,8 @@ WRONG = {
         # backward twice: the gradient accumulates
         ("def h_grad(x):\n    h = x * x\n    h.retain_grad()\n    y = (h * h).sum()\n"
         "    y.backward(retain_graph=True)\n    y.backward()\n    return h.grad\n"),
+        # dy/dh worked out by hand, not taken from autograd
+        "def h_grad(x):\n    h = x * x\n    y = (h * h).sum()\n    y.backward()\n    return 2 * h.detach()\n",
     ],
     "01.4": [
         # recorded update: w becomes a non-leaf
@@ -43,5 +118,29 @@ WRONG = {
         "def sgd_step(w, lr):\n    with torch.no_grad():\n        w += lr * w.grad\n    w.grad = None\n",
         # out of place under no_grad: new memory
         "def sgd_step(w, lr):\n    with torch.no_grad():\n        w.data = w - lr * w.grad\n    w.grad = None\n",
+        # the .data update the notebook warns against: autograd's version counter never sees it
+        "def sgd_step(w, lr):\n    w.data -= lr * w.grad\n    w.grad = None\n",
+        "def sgd_step(w, lr):\n    w.data.sub_(lr * w.grad)\n    w.grad = None\n",
+    ],
+    "01.5": [
+        # depth-first from the output, each _backward in visit order: h runs before all its users have
+        VALUE + '''
+    def backward(self):
+        self.grad = 1.0
+        seen = set()
+        def visit(v):
+            if v not in seen:
+                seen.add(v)
+                v._backward()
+                for child in v._prev:
+                    visit(child)
+        visit(self)
+''',
+        # the topological order, but not reversed: leaves run first, with no gradient yet
+        VALUE + TOPOLOGICAL.replace("reversed(order)", "order"),
+        # `=` instead of `+=`: a Value used twice keeps only the last contribution
+        VALUE.replace(".grad += ", ".grad = ") + TOPOLOGICAL,
+        # no seed: the output's own grad stays 0, so nothing reaches the leaves
+        VALUE + TOPOLOGICAL.replace("        self.grad = 1.0\n", ""),
     ],
 }
