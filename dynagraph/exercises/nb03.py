@@ -35,6 +35,12 @@ def _forward(x: torch.Tensor, debugger: pdb.Pdb) -> torch.Tensor:
     return b
 
 
+# An absolute file path (POSIX or Windows): a transcript shown in a hint must not name this
+# machine's files (pdb's location lines, `w`, `p __file__`).
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/][\w.+~-]+){2,}")
+_PROMPT = re.compile(r"^(\(Pdb\)|ipdb>)", re.M)
+
+
 class _Script(io.StringIO):
     """pdb commands, echoed into the transcript as they are read (as in the notebook)."""
 
@@ -55,15 +61,31 @@ def _session(commands: Any, x: torch.Tensor) -> tuple[torch.Tensor, str]:
     out = io.StringIO()
     dbg = pdb.Pdb(stdin=_Script(commands, out), stdout=out, nosigint=True, readrc=False)
     try:
-        b = _forward(x, dbg)
+        with warnings.catch_warnings():  # `.item()` of a tensor that requires grad warns in torch 2.13
+            warnings.simplefilter("ignore")
+            b = _forward(x, dbg)
     except bdb.BdbQuit as e:
         raise Wrong("the debugger quit and stopped the program (`BdbQuit`): when the commands run "
-                    "out pdb reads end-of-file, which means quit. End them with `c` (section 2).") from e
+                    "out, pdb reads end-of-file, which means quit. The last command must let the "
+                    "program go on (section 1).", code="end the string with `c\\n` (continue)") from e
     expect(isinstance(b, torch.Tensor),
            f"the function returned a {type(b).__name__}, not a tensor: your commands replaced `a` "
            "with something that is not a tensor.")
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
     return b, text
+
+
+def _after_prompt(text: str) -> str:
+    """The transcript from the first prompt on: what the commands printed (the lines before
+    it are pdb's location line, which names this file, and IPython's source lines)."""
+    first = _PROMPT.search(text)
+    return text[first.start():] if first else ""
+
+
+def _shown(printed: str) -> str:
+    """``printed`` for a hint: file paths masked, at most the last 300 characters, indented."""
+    shown = _PATH.sub("<file>", printed).strip()[-300:] or "(nothing)"
+    return "".join(f"    {line}\n" for line in shown.splitlines())
 
 
 def _printed_numbers(text: str) -> list[float]:
@@ -85,13 +107,17 @@ def _commands1(commands1: Any) -> None:
         expect(b.item() == 3 * value + 1,
                f"for x = {value} the function returned {b.item()} instead of {3 * value + 1}: "
                "your commands changed `a`. Only print it.")
-        numbers = _printed_numbers(text)
-        expect(3 * value in numbers or "tensor(" not in text,
-               f"the transcript shows a tensor (`tensor([{3 * value}], ...)`), not the number: "
-               "print `a.item()`.")
+        printed = _after_prompt(text)
+        numbers = _printed_numbers(printed)
+        expect(3 * value in numbers or not re.search(r"^tensor\(", printed, re.M),
+               f"the transcript shows a tensor (`tensor([{3 * value}], ...)`), not the number in "
+               "it. Print a Python float: a tensor method turns a one-element tensor into one.",
+               code="`t.item()` is the Python number held by a one-element tensor `t`")
         expect(3 * value in numbers,
-               f"for x = {value}, `a` holds {3 * value}, but no line of the transcript is that "
-               "number. Print it with `p`, e.g. `p a.item()`; the transcript was:\n" + text[-300:])
+               f"for x = {value}, `a` holds {3 * value}, but no line your commands printed is "
+               "that number. Use pdb's print command on the number held by `a` (section 1). "
+               "Your commands printed:\n" + _shown(printed),
+               code="`p expression` prints the value of a Python expression in the stopped function")
 
 
 @exercise("03.2", "a pdb script that doubles `a` at the breakpoint, changing result and gradient",
@@ -102,8 +128,9 @@ def _commands2(commands2: Any) -> None:
         b, _ = _session(commands2, x)
         expect(b.item() != 3 * value + 1,
                f"for x = {value} the result is still 3x + 1 = {b.item()}: `a` was not changed. At "
-               "the pdb prompt, `a ...` is the `args` command and `a = a * 2` is read as it; run "
-               "a Python statement with `!` in front (section 3).")
+               "the pdb prompt, a line that starts with `a` is pdb's `args` command, not Python. "
+               "Mark the line as a Python statement (section 2).",
+               code="`!` in front of a line runs it as Python: `!name = ...`")
         expect(b.item() == 6 * value + 1,
                f"for x = {value} the result should be 2·3x + 1 = {6 * value + 1}, got {b.item()}.")
         expect(b.requires_grad,
@@ -133,8 +160,10 @@ def _watch(watch: Any) -> None:
         expect(isinstance(seen, list), f"return the list the hook fills, got {type(seen).__name__}.")
         loss_fn(h).backward(retain_graph=True)
         expect(len(seen) == 1 and seen[0] is not None,
-               f"after one backward() the list holds {seen!r}, not one gradient: register a hook "
-               "with `h.register_hook(fn)`; autograd calls `fn(grad)` during backward (section 6).")
+               f"after one backward() the list holds {seen!r}, not one gradient. Register a hook "
+               "on `h`: a function that autograd calls with the gradient of `h` during backward. "
+               "Let it add that gradient to the list (section 4).",
+               code="`h.register_hook(fn)` makes autograd call `fn(grad)`")
         expect(isinstance(seen[0], torch.Tensor) and seen[0].shape == h.shape,
                f"record the gradient itself, shaped like h {tuple(h.shape)}.")
         expect(torch.allclose(seen[0], want_h),
@@ -167,7 +196,8 @@ def _safe_log(safe_log: Any) -> None:
         expect(not torch.isnan(x_grad).any(),
                f"at x = {start} the gradient has NaN ({x_grad.tolist()}): `torch.where` sends "
                "0 to the branch it discards, and log's backward makes 0 · (1/0) = NaN there. Make "
-               "the discarded branch safe: take the log of a harmless value where x <= 0 (section 7).")
+               "the discarded branch safe: take the log of a harmless value where x <= 0 (section 5).",
+               code="a safe input is `torch.where(x > 0, x, c)`, with a constant c where log is smooth")
         want_grad = torch.where(x > 0, 1 / x.detach(), 0.0)
         expect(torch.allclose(x_grad, want_grad),
                f"at x = {start} the gradient should be 1/x where x > 0 and 0 elsewhere, "

@@ -5,6 +5,12 @@ WRONG = {
         'commands1 = "p a\\nc\\n"\n',                 # prints the tensor, not the number
         'commands1 = "p a.item()\\n"\n',              # no `c`: pdb reads end-of-file and quits
         'commands1 = "!a = a.item()\\nc\\n"\n',       # changes `a` instead of printing it
+        # print no number: the hint shows what the commands printed, and once showed pdb's
+        # location line, which names the check's file on this machine (issue 16)
+        'commands1 = "c\\n"\n',                        # prints nothing
+        'commands1 = "p a.tolist()\\nc\\n"\n',         # a list, not the number
+        'commands1 = "w\\nc\\n"\n',                     # `where`: the stack, with file paths
+        'commands1 = "p __file__\\nn\\nc\\n"\n',       # a path, then `next`: a location line
     ],
     "03.2": [
         'commands2 = "a = a * 2\\nc\\n"\n',           # read as pdb's `args` command
