@@ -7,7 +7,6 @@ from typing import Any
 
 import torch
 from torch.autograd import gradcheck, gradgradcheck
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import Wrong, exercise, expect
 
@@ -47,8 +46,9 @@ def _grad(fn: Callable[..., torch.Tensor], x: torch.Tensor, w: torch.Tensor, *ar
 
 def _count_gradients_error(e: RuntimeError) -> None:
     expect("incorrect number of gradients" not in str(e),
-           "`backward` must return one gradient per input of `forward`, in order: the "
-           "threshold is an input too, so return `(grad_x, None)` (section 4).")
+           "`backward` must return one gradient per input of `forward`, in order. The "
+           "threshold is an input too, and its gradient is 0 except at the jump (section 4).",
+           code="`return grad_x, None`")
 
 
 @exercise("04.1", "the backward of y = x**2, checked by gradcheck and gradgradcheck", answer="Square")
@@ -61,19 +61,21 @@ def _square(Square: Any) -> None:
         expect(got is not None and got.shape == x.shape,
                "`backward` must return a gradient shaped like x.")
         expect(not torch.allclose(got, 2 * x),
-               "your gradient ignores `grad_output`: the chain rule multiplies the local "
-               "derivative 2x by the gradient arriving from above, `2 * x * grad_output`.")
-        expect(not torch.allclose(got, x * w), "you return x * grad_output: d(x²)/dx is 2x.")
+               "your gradient ignores `grad_output`. The chain rule multiplies the local "
+               "derivative by the gradient that arrives from above.",
+               code="`x, = ctx.saved_tensors`, then `local_derivative * grad_output`")
+        expect(not torch.allclose(got, x * w), "you return x * grad_output, but d(x²)/dx is 2x.")
         expect(torch.allclose(got, 2 * x * w),
-               f"d(x²)/dx is 2x; at x = {x[:3].tolist()}... (times grad_output) autograd gets "
+               f"d(x²)/dx is 2x, times grad_output. At x = {x[:3].tolist()}... autograd gets "
                f"{(2 * x * w)[:3].tolist()}..., you {got[:3].tolist()}....")
     x = _points(7, 4).requires_grad_()
     expect(gradcheck(Square.apply, (x,), raise_exception=False),
-           "`gradcheck` disagrees with your backward: compare with finite differences.")
+           "`gradcheck` disagrees with your backward: compare it with finite differences.")
     expect(gradgradcheck(Square.apply, (x,), raise_exception=False),
            "first derivatives are right, but second derivatives are not (`gradgradcheck` "
-           "fails): your backward stepped out of autograd (`.detach()`, `.data`, `.item()`, "
-           "NumPy). Compute it with torch ops on the saved `x` (section 9).")
+           "fails). Your backward stepped out of autograd (`.detach()`, `.data`, `.item()`, "
+           "NumPy), so autograd cannot differentiate it. Compute it with torch ops on the "
+           "saved `x`.")
 
 
 @exercise("04.2", "LeakyThreshold's true derivative in backward", answer="LeakyThreshold")
@@ -92,9 +94,10 @@ def _leaky(LeakyThreshold: Any) -> None:
         expect(not torch.allclose(got, torch.where(x > t, 1.0, 0.1).to(x.dtype)),
                "your gradient ignores `grad_output`: multiply the local slope (1 or 0.1) by it.")
         expect(torch.allclose(got, want),
-               f"with threshold {t}, the gradient should be grad_output above it and "
-               f"0.1 * grad_output below it. Compare with autograd through "
-               "`torch.where(x > t, x, 0.1 * x)`.")
+               f"with threshold {t}, the local slope is 1 above the threshold and 0.1 below "
+               "it. Check two things: both sides are multiplied by grad_output, and x is "
+               "compared with the threshold that forward got, `ctx.threshold`.",
+               code="`torch.where(x > ctx.threshold, a, b)` picks `a` above the threshold, `b` below it")
     x = _points(9, 6, 5.0).requires_grad_()
     expect(gradcheck(lambda v: LeakyThreshold.apply(v, 5.0), (x,), raise_exception=False),
            "`gradcheck` disagrees with your backward (float64 points away from the threshold).")
@@ -111,10 +114,14 @@ def _leaky2(LeakyThreshold2: Any) -> None:
             got = per_row(batch)
         except RuntimeError as e:
             expect("setup_context" not in str(e),
-                   "`torch.func` transforms need the new style: `forward(x, threshold)` without "
-                   "`ctx`, and a separate `setup_context(ctx, inputs, output)` (section 8).")
+                   "`torch.func` transforms need the new style: a `forward` that only computes, "
+                   "without `ctx`, and a separate `setup_context` that saves what `backward` "
+                   "needs (section 7).",
+                   code="`def forward(x, threshold): ...` and `def setup_context(ctx, inputs, output): ...`")
             expect("generate_vmap_rule" not in str(e),
-                   "vmap needs a batching rule: set `generate_vmap_rule = True` on the class.")
+                   "vmap needs a batching rule: ask PyTorch to derive it from the ops you used "
+                   "(section 7).",
+                   code="`generate_vmap_rule = True`, a class attribute")
             _count_gradients_error(e)
             raise
         expect(torch.allclose(got, oracle(batch)),
@@ -127,40 +134,3 @@ def _leaky2(LeakyThreshold2: Any) -> None:
     x = _points(3, 6, 5.0).requires_grad_()
     expect(gradcheck(lambda v: LeakyThreshold2.apply(v, 5.0), (x,), raise_exception=False),
            "`gradcheck` disagrees with your backward (float64 points away from the threshold).")
-
-
-class _MulCount(TorchDispatchMode):
-    """Counts the multiplications that run inside the mode."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.muls = 0
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        self.muls += func.overloadpacket in (torch.ops.aten.mul, torch.ops.aten.mul_)
-        return func(*args, **(kwargs or {}))
-
-
-@exercise("04.4", "a two-input backward that computes only the gradients asked for (ctx.needs_input_grad)",
-          answer="Mul")
-def _mul(Mul: Any) -> None:
-    for seed in range(2):
-        a, b = _points(seed, 4).requires_grad_(), _points(seed + 5, 4).requires_grad_()
-        expect(gradcheck(Mul.apply, (a, b), raise_exception=False),
-               "`gradcheck` disagrees with your backward: d(a·b)/da is b and d(a·b)/db is a, "
-               "each times grad_output, returned in the order of forward's inputs.")
-    for needs in ((True, False), (False, True), (True, True)):
-        a = _points(1, 4).requires_grad_(needs[0])
-        b = _points(2, 4).requires_grad_(needs[1])
-        out = Mul.apply(a, b)
-        asked = [t for t, n in zip((a, b), needs) if n]
-        with _MulCount() as count:
-            grads = torch.autograd.grad(out, asked, grad_outputs=torch.ones_like(out))
-        for g, other in zip(grads, [b if t is a else a for t in asked]):
-            expect(torch.allclose(g, other.detach()), "the gradient of a·b with respect to one "
-                                                      "factor is the other factor (times grad_output).")
-        expect(count.muls <= sum(needs),
-               f"with only {'a' if needs == (True, False) else 'b' if needs == (False, True) else 'both'} "
-               f"requiring grad your backward ran {count.muls} multiplications: check "
-               "`ctx.needs_input_grad` and return `None` for an input that needs no gradient, "
-               "without computing it (section 9).")

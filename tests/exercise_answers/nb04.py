@@ -43,28 +43,19 @@ _LEAKY2 = """class LeakyThreshold2(Function):
         return torch.where(x > ctx.threshold, grad_output, 0.1 * grad_output), None
 """
 
-_MUL = """class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        a, b = ctx.saved_tensors
-        return {}
-"""
-
 WRONG = {
     "04.1": [
         _SQUARE.format("2 * x"),                              # ignores grad_output
         _SQUARE.format("x * grad_output"),                    # forgets the 2
         _SQUARE.format("2 * x.detach() * grad_output"),       # right once, wrong second derivative
+        _SQUARE.format("2 * x.data * grad_output"),           # the same with .data
     ],
     "04.2": [
         _LEAKY.format("torch.where(x > ctx.threshold, grad_output, 0.0), None"),   # ThresholdReLU's backward
         _LEAKY.format("torch.where(x > ctx.threshold, 1.0, 0.1), None"),           # ignores grad_output
         _LEAKY.format("torch.where(x > ctx.threshold, grad_output, 0.1 * grad_output)"),  # no None
+        _LEAKY.format("torch.where(x > 5.0, grad_output, 0.1 * grad_output), None"),  # the threshold typed in
+        _LEAKY.format("torch.where(x > ctx.threshold, grad_output, 0.1), None"),  # below: 0.1, not 0.1 * grad_output
     ],
     "04.3": [
         # the old style: forward takes ctx, no setup_context
@@ -74,10 +65,7 @@ WRONG = {
         _LEAKY2.format(saved="inputs[0]").replace("    generate_vmap_rule = True\n", ""),
         # saves the output: wrong wherever 0.1 * x lands above the threshold (t < 0)
         _LEAKY2.format(saved="output"),
-    ],
-    "04.4": [
-        _MUL.format("grad_output * b, grad_output * a"),       # always computes both
-        _MUL.format("grad_output * a, grad_output * b"),       # swapped
-        _MUL.format("grad_output * b if ctx.needs_input_grad[0] else None, None"),  # never for b
+        # no gradient for the threshold
+        _LEAKY2.format(saved="inputs[0]").replace("0.1 * grad_output), None", "0.1 * grad_output)"),
     ],
 }
