@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
 
-from . import exercise, expect
+from . import Wrong, exercise, expect
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
 SETUP = """
@@ -19,10 +20,14 @@ import dynagraph as dg
 
 
 def _graph_total(out: torch.Tensor) -> int:
+    return _memory(out).total
+
+
+def _memory(out: torch.Tensor) -> Any:
     from ..draw import draw
     memory = draw(out, memory=True).memory
     assert memory is not None
-    return memory.total
+    return memory
 
 
 @exercise("09.1", "count what the graph keeps, each storage once, with saved_tensors_hooks",
@@ -48,44 +53,118 @@ def _packed_bytes(packed_bytes: Callable[[Callable[[], torch.Tensor]], int]) -> 
         got = packed_bytes(fn)
         want = _graph_total(fn())
         expect(isinstance(got, int), f"return an int (bytes), not {type(got).__name__}.")
-        expect(got == want, f"for {name} the graph keeps {want:,} bytes; you counted {got:,}. "
-                            "Key each packed tensor by its storage (untyped_storage().data_ptr()) "
-                            "and add its storage's nbytes() once.")
+        expect(got == want,
+               f"for {name} the graph keeps {want:,} bytes; you counted {got:,}. "
+               "Count allocations, not tensors: a tensor saved by several nodes is one allocation, "
+               "and a view keeps the whole memory block of the tensor it views alive.",
+               code="t.untyped_storage() is the memory block behind t (a view shares its base's block); "
+                    "its data_ptr() names the block and its nbytes() weighs all of it")
 
 
-@exercise("09.2", "two checkpointed segments keep one activation and give the same gradients",
+def _segments(order: list[int]) -> list[list[int]]:
+    """Split the layer indices that backward ran again into runs of consecutive layers:
+    each checkpointed segment is recomputed as one such run."""
+    runs: list[list[int]] = []
+    for i in order:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
+
+
+def _is_reentrant(out: torch.Tensor) -> bool:
+    """Whether the graph of ``out`` holds a reentrant checkpoint node."""
+    seen, todo = set(), [out.grad_fn]
+    while todo:
+        fn = todo.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        if type(fn).__name__.startswith("CheckpointFunction"):
+            return True
+        todo += [f for f, _ in fn.next_functions]
+    return False
+
+
+SLICE = ("layers[:3] is an nn.Sequential of layers 0-2, and cp.checkpoint(part, h, use_reentrant=False) "
+         "runs part on h and keeps only h")
+REENTRANT = ("your answer uses reentrant checkpointing (use_reentrant=True, which this PyTorch also "
+             "uses when use_reentrant is not given). It does not record the parameters in the graph, so "
+             "torch.autograd.grad, which this check uses, cannot reach them. This is a limit of "
+             "reentrant checkpointing, not an error in your split. Pass use_reentrant=False, as "
+             "PyTorch recommends.")
+
+
+@exercise("09.2", "two checkpointed halves keep one activation and give the same gradients",
           answer="checkpointed")
 def _checkpointed(checkpointed: Callable[[nn.Sequential, torch.Tensor], torch.Tensor]) -> None:
     torch.manual_seed(0)
     layers = nn.Sequential(*[nn.Sequential(nn.Linear(32, 32), nn.Tanh()) for _ in range(6)])
     x = torch.randn(16, 32)
-    plain = layers(x).sum()
-    want = torch.autograd.grad(plain, list(layers.parameters()))
-    out = checkpointed(layers, x)
-    expect(isinstance(out, torch.Tensor) and out.shape == (16, 32),
-           "return the model's output for x (shape (16, 32)), not its sum or a tuple.")
-    expect(out.grad_fn is not None,
-           "the output has no graph: with use_reentrant=True and an input that does not require "
-           "grad nothing is recorded. Use use_reentrant=False.")
-    from ..draw import draw
-    memory = draw(out.sum(), memory=True).memory
-    assert memory is not None
-    one = 16 * 32 * 4
-    expect(memory.activations <= one,
-           f"the graph still keeps {memory.activations:,} bytes of activations; two checkpointed "
-           f"halves keep only the second half's input ({one:,} bytes). Checkpoint layers[:3] and "
-           "layers[3:], not each layer.")
-    got = torch.autograd.grad(out.sum(), list(layers.parameters()))
+    params = list(layers.parameters())
+    want = torch.autograd.grad(layers(x).sum(), params)
+    ran: list[int] = []  # the index of each layer as its forward starts
+    hooks = [layer.register_forward_pre_hook(lambda *_, i=i: ran.append(i))
+             for i, layer in enumerate(layers)]
+    try:
+        out = checkpointed(layers, x)
+        forward = ran.copy()
+        ran.clear()
+        _check_graph(out, forward, x.shape)
+        try:
+            got = torch.autograd.grad(out.sum(), params)
+        except RuntimeError as e:
+            expect("not have been used in the graph" not in str(e),
+                   "some weights are not in the output's graph, so they would get no gradient. "
+                   "Did part of the model run under torch.no_grad() or on a detached tensor? "
+                   "Run every layer with grad on, inside one of the two checkpoints.")
+            raise
+    finally:
+        for hook in hooks:
+            hook.remove()
+    _check_halves(_segments(ran))
     expect(all(torch.allclose(a, b, atol=1e-6) for a, b in zip(got, want)),
            "the gradients differ from the plain model's: run the same layers, in order.")
 
 
+def _check_graph(out: object, forward: list[int], shape: torch.Size) -> None:
+    if not isinstance(out, torch.Tensor) or out.shape != shape:
+        raise Wrong("return the model's output for x (shape (16, 32)), not its sum or a tuple.")
+    expect(forward == list(range(6)),
+           f"the forward pass started the layers in the order {forward}; run each of the six "
+           "layers once, in order.")
+    expect(out.grad_fn is not None,
+           "the output has no graph: with use_reentrant=True and an input that does not require "
+           "grad nothing is recorded. Use use_reentrant=False.")
+    expect(not _is_reentrant(out), REENTRANT)
+    one = 16 * 32 * 4
+    activations = _memory(out.sum()).activations
+    expect(activations <= one,
+           f"the graph still keeps {activations:,} bytes of activations; two checkpointed halves "
+           f"keep only the second half's input ({one:,} bytes). Every layer must be inside a "
+           "checkpoint, and each half must be one checkpoint, not one per layer.",
+           code=SLICE)
+
+
+def _check_halves(segments: list[list[int]]) -> None:
+    expect(segments, "backward ran no layer again: nothing was checkpointed.")
+    expect(len(segments) != 1,
+           f"backward ran layers {segments[0]} again as one segment: that is one checkpoint around "
+           "the whole model. Split the six layers into two halves and checkpoint each half on its own.",
+           code=SLICE)
+    expect(sorted(segments) == [[0, 1, 2], [3, 4, 5]],
+           f"backward recomputed the layers in the segments {sorted(segments)}; two halves of equal "
+           "size are layers 0-2 and layers 3-5, each in its own checkpoint.",
+           code=SLICE)
+
+
 @exercise("09.3", "saved_tensors_hooks that keep float32 saved tensors in half precision",
           answer="half_hooks")
-def _half_hooks(half_hooks: Callable[[], tuple]) -> None:
+def _half_hooks(half_hooks: Callable[[], Any]) -> None:
     pair = half_hooks()
-    expect(isinstance(pair, tuple) and len(pair) == 2 and all(map(callable, pair)),
-           "return a pair (pack, unpack) of functions.")
+    expect(isinstance(pair, (tuple, list)) and len(pair) == 2 and all(map(callable, pair)),
+           "return a pair (pack, unpack) of functions, as a tuple or a list.")
     pack, unpack = pair
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh())
@@ -102,11 +181,20 @@ def _half_hooks(half_hooks: Callable[[], tuple]) -> None:
         out = model(x).sum()
     total = _graph_total(out)
     expect(total <= sum(halves),
-           f"the graph keeps {total:,} bytes; float16 copies of what it saves weigh {sum(halves):,}: "
-           "pack should keep a float16 copy (t.half()), not the tensor itself or a float32 copy.")
-    got = torch.autograd.grad(out, list(model.parameters()))
+           f"the graph keeps {total:,} bytes; float16 copies of what it saves weigh {sum(halves):,}. "
+           "pack should return a new float16 copy of the tensor, not the tensor itself or a "
+           "float32 copy.", code="pack = lambda t: t.half()")
+    try:
+        got = torch.autograd.grad(out, list(model.parameters()))
+    except RuntimeError as e:  # unpack gave backward a float16 tensor: matmul of mixed dtypes
+        expect("dtype" not in str(e),
+               f"backward failed ({e}): unpack gave it a tensor of another dtype than the one "
+               "that was saved. unpack should turn the float16 copy back into float32.",
+               code="unpack = lambda p: p.float()")
+        raise
     expect(all(g.dtype == torch.float32 for g in got),
-           "the gradients are not float32: unpack should give back the saved tensor's dtype.")
+           "the gradients are not float32: unpack should give backward a tensor of the dtype that "
+           "was saved.", code="unpack = lambda p: p.float()")
     expect(all((a - b).norm() <= 1e-2 * b.norm() for a, b in zip(got, want)),  # float16: ~1e-3
-           "the gradients are far from the plain model's: unpack should restore the values "
-           "(p.float()), not zeros or new tensors.")
+           "the gradients are far from the plain model's: unpack should give back the saved values, "
+           "not zeros or new tensors.", code="unpack = lambda p: p.float()")

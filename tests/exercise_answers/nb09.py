@@ -24,6 +24,21 @@ WRONG = {
         # reentrant with an input that does not require grad: no graph at all
         ("def checkpointed(layers, x):\n    h = cp.checkpoint(layers[:3], x, use_reentrant=True)\n"
          "    return cp.checkpoint(layers[3:], h, use_reentrant=True)\n"),
+        # one checkpoint around the whole model: little memory, but not two halves
+        "def checkpointed(layers, x):\n    return cp.checkpoint(layers, x, use_reentrant=False)\n",
+        # a 1 + 5 split: two checkpoints, one activation kept, but not halves
+        ("def checkpointed(layers, x):\n    h = cp.checkpoint(layers[:1], x, use_reentrant=False)\n"
+         "    return cp.checkpoint(layers[1:], h, use_reentrant=False)\n"),
+        # reentrant halves with an input that requires grad: autograd.grad cannot reach the weights
+        ("def checkpointed(layers, x):\n    x = x.detach().requires_grad_()\n"
+         "    h = cp.checkpoint(layers[:3], x, use_reentrant=True)\n"
+         "    return cp.checkpoint(layers[3:], h, use_reentrant=True)\n"),
+        # the first half under no_grad: its weights are not in the graph
+        ("def checkpointed(layers, x):\n    with torch.no_grad():\n        h = layers[:3](x)\n"
+         "    return cp.checkpoint(layers[3:], h, use_reentrant=False)\n"),
+        # the first half checkpointed, the second half plain (checkpoint_sequential's last segment)
+        ("def checkpointed(layers, x):\n    h = cp.checkpoint(layers[:3], x, use_reentrant=False)\n"
+         "    return layers[3:](h)\n"),
     ],
     "09.3": [
         # identity hooks: nothing saved
@@ -32,5 +47,7 @@ WRONG = {
         "def half_hooks():\n    return (lambda t: t.half()), (lambda p: p)\n",
         # a float32 round trip keeps as much as before
         "def half_hooks():\n    return (lambda t: t.half().float()), (lambda p: p)\n",
+        # a list of the right kind but the wrong unpack: zeros
+        "def half_hooks():\n    return [lambda t: t.half(), lambda p: torch.zeros_like(p, dtype=torch.float32)]\n",
     ],
 }
