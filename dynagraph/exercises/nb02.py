@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -32,8 +33,24 @@ def _loop(rnn: nn.RNN, x: torch.Tensor, lengths: list[int]) -> torch.Tensor:
 
 
 def _index_hint(e: IndexError) -> AssertionError:
-    return Wrong(f"indexing failed ({e}): a length n means steps 0 .. n-1, so the last real step "
-                 "of a sequence is `length - 1`, not `length`.")
+    return Wrong(f"indexing failed ({e}): a sequence of length n has the steps 0 to n - 1, so its "
+                 "last real step is one before its length.",
+                 code="for row i the last real step is `out[i, lengths[i] - 1]`.")
+
+
+def _counting(module: nn.Module) -> tuple[list[int], Callable[[], None]]:
+    """Count the calls of ``module`` (``module(...)`` and ``module.forward(...)`` alike), with
+    each call's batch size; returns the list and a function that stops counting."""
+    calls: list[int] = []
+    forward = module.forward
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        first = args[0] if args else kwargs.get("input")
+        calls.append(first.shape[0] if isinstance(first, torch.Tensor) and first.dim() > 1 else -1)
+        return forward(*args, **kwargs)
+
+    module.forward = counted
+    return calls, lambda: delattr(module, "forward")
 
 
 @exercise("02.1", "each sequence's output at its last real step, from the padded outputs",
@@ -52,12 +69,14 @@ def _last_outputs(last_outputs: Any) -> None:
                f"for a batch of {len(lengths)} with hidden size 3 return shape "
                f"{tuple(want.shape)}, one row per sequence; got {tuple(getattr(got, 'shape', ()))}.")
         expect(torch.equal(got, want) or not torch.equal(got, out[:, -1]),
-               "you took the last *padded* step, `out[:, -1]`: for every sequence shorter than "
-               "the longest that is padding. Pick step `length - 1` of each row.")
+               "you took the last *padded* step: for every sequence shorter than the longest, "
+               "that step is padding. Each row needs its own last real step.",
+               code="`out[:, -1]` is one time step for all rows; row i needs step `lengths[i] - 1`.")
         expect(torch.equal(got, want),
-               f"with lengths {lengths} the rows should be `out[i, lengths[i] - 1]`. "
-               "Index the batch dimension with `torch.arange(batch)` and the time dimension "
-               "with `lengths - 1`, together.")
+               f"with lengths {lengths}, row i should be the output at row i's own last real step. "
+               "Pick one (batch, time) pair per row: index both dimensions together.",
+               code="`out[rows, steps]` with two index tensors of length batch picks "
+                    "`out[rows[k], steps[k]]` for each k.")
     with torch.random.fork_rng():              # and on a real RNN: the outputs end where h_n is
         torch.manual_seed(0)                   # (without touching the notebook's random state)
         rnn = nn.RNN(3, 4, batch_first=True)
@@ -92,7 +111,16 @@ def _predicted_nodes(predicted_nodes: Any) -> None:
         h = torch.zeros(1, 2)
         for t in range(n):
             h = cell(seq[:, t], h)
-        want, got = _nodes(h), predicted_nodes(n)
+        want = _nodes(h)
+        with torch.no_grad():                  # a prediction needs no graph: drawing one fails here
+            try:
+                got = predicted_nodes(n)
+            except NotImplementedError:
+                raise                          # the stub: "not done yet"
+            except Exception as e:             # the answer built or drew a graph
+                raise Wrong(f"your function failed ({type(e).__name__}) when no graph can be "
+                            "recorded: predict the count from the numbers section 3 measured, "
+                            "without running the cell or drawing a graph.") from e
         expect(isinstance(got, int) and not isinstance(got, bool),
                f"return the number of nodes as an int, got {type(got).__name__}.")
         if got == want:
@@ -124,17 +152,18 @@ def _final_states(final_states: Any) -> None:
             torch.manual_seed(seed)
             rnn = nn.RNN(3, 5, num_layers=layers, batch_first=True)
         x = _batch(seed, lengths, 3)
-        calls: list[int] = []
-        handle = rnn.register_forward_hook(lambda m, i, o, calls=calls: calls.append(1))
+        calls, stop = _counting(rnn)
         try:
             got = final_states(rnn, x, torch.tensor(lengths))
         except RuntimeError as e:
             expect("enforce_sorted" not in str(e),
-                   "the lengths are not sorted: pass `enforce_sorted=False` and PyTorch sorts "
-                   "(and unsorts `h_n`) for you (section 4).")
+                   "the lengths are not sorted, and packing expects them longest first unless "
+                   "you tell it otherwise. PyTorch can sort them, and put `h_n` back in the "
+                   "original order, for you (section 5).",
+                   code="`pack_padded_sequence(..., enforce_sorted=False)`")
             raise
         finally:
-            handle.remove()
+            stop()
         want = _loop(rnn, x, lengths)
         expect(isinstance(got, torch.Tensor),
                f"return a tensor of shape {tuple(want.shape)}, got {type(got).__name__}.")
@@ -147,11 +176,12 @@ def _final_states(final_states: Any) -> None:
             unpacked = rnn(x)[1][-1]
         expect(not torch.allclose(got, unpacked),
                "these are the final states of the *padded* tensor: the RNN read the padding. "
-               "Pack it with `pack_padded_sequence(x, lengths, batch_first=True, "
-               "enforce_sorted=False)` first.")
+               "Tell the RNN each sequence's real length first (section 5).",
+               code="`nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, ...)`")
         expect(torch.allclose(got, want, atol=1e-6),
-               f"with {layers} layer(s) your states differ from the per-sequence loop's "
-               "`h[-1, 0]`. `h_n[-1]` is the top layer (`h_n[0]` is the bottom one).")
+               f"with {layers} layer(s) your states differ from the per-sequence loop's. "
+               "`h_n` holds one row per layer, the bottom layer first: return the top one.",
+               code="`h_n[-1]` is the top layer, `h_n[0]` the bottom one.")
 
 
 def _cell_loop(cell: nn.RNNCell, x: torch.Tensor, lengths: list[int]) -> torch.Tensor:
@@ -173,12 +203,11 @@ def _run_cell_masked(run_cell_masked: Any) -> None:
             torch.manual_seed(seed)
             cell = nn.RNNCell(3, 4)
         x = _batch(seed, lengths, 3)
-        calls: list[int] = []
-        handle = cell.register_forward_hook(lambda m, i, o, calls=calls: calls.append(i[0].shape[0]))
+        calls, stop = _counting(cell)
         try:
             got = run_cell_masked(cell, x, torch.tensor(lengths))
         finally:
-            handle.remove()
+            stop()
         want = _cell_loop(cell, x, lengths)
         expect(isinstance(got, torch.Tensor) and got.shape == want.shape,
                f"return the final states, shape {tuple(want.shape)}.")
@@ -191,15 +220,19 @@ def _run_cell_masked(run_cell_masked: Any) -> None:
                 unmasked = cell(x[:, t], unmasked)
         expect(not torch.allclose(got, unmasked),
                "these are the states after stepping through the padding too: a sequence must "
-               "keep its state once its real steps are over (`torch.where` with a mask).")
+               "keep its state once its real steps are over. Choose, row by row, between the "
+               "new state and the old one.",
+               code="`torch.where(mask, a, b)` takes `a` where `mask` is True and `b` elsewhere.")
         expect(bool((got.detach().abs().sum(dim=1) > 0).all()),
                "some final states are all zero: a finished sequence must *keep* its last state, "
-               "not be multiplied by the mask (use `torch.where(alive, new_h, h)`).")
+               "not lose it. Multiplying by the mask erases it.",
+               code="`torch.where` keeps a row as it was; a product with a 0/1 mask sets it to 0.")
         expect(torch.allclose(got, want, atol=1e-6),
                f"with lengths {lengths} your states differ from running each sequence on its own. "
                "At step t a sequence is still running when t < its length.")
         grads = torch.autograd.grad(got.sum(), list(cell.parameters()))
         want_grads = torch.autograd.grad(want.sum(), list(cell.parameters()))
         expect(all(torch.allclose(a, b, atol=1e-5) for a, b in zip(grads, want_grads)),
-               "the values are right but the parameter gradients are not: padding steps must not "
-               "contribute (no gradient may flow through a step the mask discards).")
+               "the values are right but the parameter gradients are not. A kept state must carry "
+               "its gradient back to the steps that made it, and a step the mask discards must "
+               "give no gradient.")

@@ -16,6 +16,10 @@ WRONG = {
         "def predicted_nodes(n):\n    return 10 * n\n",
         # adds n steps to the length-2 total
         "def predicted_nodes(n):\n    return 16 + 6 * n\n",
+        # right numbers, but it builds and draws a graph: the question says predict, without drawing
+        ("def predicted_nodes(n):\n    cell = nn.RNNCell(1, 2)\n    h = torch.zeros(1, 2)\n"
+         "    for _ in range(n):\n        h = cell(torch.ones(1, 1), h)\n"
+         "    return sum(dg.draw(h).counts().values())\n"),
     ],
     "02.3": [
         # no packing: reads the padding
@@ -46,6 +50,10 @@ WRONG = {
         # multiplies by the mask: finished sequences are zeroed, not kept
         ("def run_cell_masked(cell, x, lengths):\n    h = torch.zeros(x.shape[0], cell.hidden_size)\n"
         "    for t in range(x.shape[1]):\n        h = cell(x[:, t], h) * (t < lengths)[:, None]\n    return h\n"),
+        # keeps the state of a finished sequence but detaches it: no gradient flows through it
+        ("def run_cell_masked(cell, x, lengths):\n    h = torch.zeros(x.shape[0], cell.hidden_size)\n"
+        "    for t in range(x.shape[1]):\n"
+        "        h = torch.where((t < lengths)[:, None], cell(x[:, t], h), h.detach())\n    return h\n"),
         # the per-sequence loop: right numbers, one call per step of every sequence
         ("def run_cell_masked(cell, x, lengths):\n    finals = []\n    for i, n in enumerate(lengths.tolist()):\n"
         "        h = torch.zeros(1, cell.hidden_size)\n        for t in range(n):\n            h = cell(x[i:i + 1, t], h)\n"
