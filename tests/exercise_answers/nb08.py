@@ -47,13 +47,43 @@ WRONG = {
         "def predicted_aten_ops(model):\n"
         "    return [torch.ops.aten.linear.default if isinstance(m, nn.Linear) else torch.ops.aten.relu.default\n"
         "            for m in model]\n",
+        # the right ops, but the packets (no overload): export records `.default`
+        "def predicted_aten_ops(model):\n"
+        "    ops = {nn.Linear: torch.ops.aten.linear, nn.ReLU: torch.ops.aten.relu,\n"
+        "           nn.Tanh: torch.ops.aten.tanh, nn.Sigmoid: torch.ops.aten.sigmoid}\n"
+        "    return [ops[type(m)] for m in model]\n",
+        # as strings, spelled the way the question writes them, but linear split into t + addmm
+        "def predicted_aten_ops(model):\n"
+        "    ops = []\n"
+        "    for m in model:\n"
+        "        name = type(m).__name__.lower()\n"
+        "        ops += ['torch.ops.aten.t.default', 'torch.ops.aten.addmm.default'] if name == 'linear' \\\n"
+        "            else [f'torch.ops.aten.{name}.default']\n"
+        "    return ops\n",
+        # TorchScript's spelling of op names, not export's
+        "def predicted_aten_ops(model):\n"
+        "    return [f'aten::{type(m).__name__.lower()}' for m in model]\n",
     ],
-    "08.4": [
-        # one compile per distinct size, whatever `dynamic` says
-        "def predicted_compiles(sizes, dynamic):\n    return len(set(sizes))\n",
-        # the default treated like dynamic=False
-        "def predicted_compiles(sizes, dynamic):\n    return 1 if dynamic else len(set(sizes))\n",
-        # a compile on every call
-        "def predicted_compiles(sizes, dynamic):\n    return len(sizes)\n",
+}
+
+# Right answers the questions allow, each spelled another way: each must be "solved".
+RIGHT = {
+    "08.2": [
+        # the double-where form: the guarded division sits inside a where of its own
+        "def scale_by_max_no_break(x):\n"
+        "    m = x.max()\n"
+        "    safe = torch.where(m > 0, m, torch.ones_like(m))\n"
+        "    return torch.where(m > 0, x / safe, x)\n",
+    ],
+    "08.3": [
+        # the op names as strings, spelled exactly as the question writes them
+        "def predicted_aten_ops(model):\n"
+        "    return [f'torch.ops.aten.{type(m).__name__.lower()}.default' for m in model]\n",
+        # the op names as str(node.target) prints them
+        "def predicted_aten_ops(model):\n"
+        "    return [f'aten.{type(m).__name__.lower()}.default' for m in model]\n",
+        # the ops themselves, looked up by name
+        "def predicted_aten_ops(model):\n"
+        "    return [getattr(torch.ops.aten, type(m).__name__.lower()).default for m in model]\n",
     ],
 }
