@@ -4,7 +4,8 @@ yet" on plausible wrong answers, and "solved" on the solution shown in the noteb
 An exercise in a notebook is a stub cell (tag ``exercise-stub``), a check cell
 (``exercise-check``: ``check("NN.K", name)``) and a collapsed solution
 (``exercise-solution``: a ``<details>`` block holding one python code fence).
-Wrong answers live in ``tests/exercise_answers/nbNN.py``.
+Wrong answers live in ``tests/exercise_answers/nbNN.py`` (``WRONG``), and so do other
+right answers written differently from the solution (``RIGHT``), which must read "solved".
 """
 
 from __future__ import annotations
@@ -61,22 +62,26 @@ def parse(path: Path) -> list[dict]:
     return found
 
 
-def _wrong_answers(notebook: str) -> dict[str, list[str]]:
+def _answers(notebook: str, kind: str = "WRONG") -> dict[str, list[str]]:
+    """``WRONG`` (or ``RIGHT``) of tests/exercise_answers/nbNN.py: exercise key -> answers' code."""
     path = ANSWERS / f"nb{notebook}.py"
     if not path.exists():
         return {}
     spec = importlib.util.spec_from_file_location(f"exercise_answers_nb{notebook}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.WRONG
+    return getattr(mod, kind, {})
 
 
 CASES = []
+RIGHT_CASES = []
 for _nb in NOTEBOOKS:
     _num = _nb.name[:2]
-    _wrong = _wrong_answers(_num)
+    _wrong, _right = _answers(_num), _answers(_num, "RIGHT")
     for _ex in parse(_nb):
         CASES.append(pytest.param(_nb, _ex, _wrong.get(_ex["key"], []), id=_ex["key"]))
+    for _key, _codes in _right.items():
+        RIGHT_CASES += [pytest.param(_key, _code, id=f"{_key}-{_i}") for _i, _code in enumerate(_codes)]
 
 
 def _answer(key: str, code: str):
@@ -115,6 +120,16 @@ def test_check_fails_on_stub_and_wrong_answers_and_passes_on_solution(path, ex, 
         verdict = exercises.grade(key, _answer(key, code))
         assert verdict.status == exercises.WRONG, f"{key}: this wrong answer passed or read as a stub:\n{code}"
         assert len(verdict.message) > 40, f"{key}: a wrong answer gets a hint, not just 'wrong'"
+
+
+@pytest.mark.parametrize(("key", "code"), RIGHT_CASES)
+def test_other_right_answers_are_accepted(key, code):
+    verdict = exercises.grade(key, _answer(key, code))
+    assert verdict.status == exercises.SOLVED, f"{key}: a right answer was refused: {verdict.message}\n{code}"
+
+
+def test_right_answers_name_only_exercises_that_exist():
+    assert {key for key, _ in (case.values for case in RIGHT_CASES)} <= set(exercises.keys())
 
 
 @pytest.mark.parametrize(("path", "ex", "wrong"), CASES)

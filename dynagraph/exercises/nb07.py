@@ -14,7 +14,6 @@ from . import exercise, expect
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
 SETUP = """
-import statistics
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -24,7 +23,7 @@ import dynagraph as dg
 
 
 class _Block(nn.Module):
-    """The notebook's block: Linear -> (norm) -> activation, optionally residual."""
+    """The notebook's block: Linear -> (norm) -> activation function, optionally residual."""
 
     def __init__(self, width: int, act: type[nn.Module], norm: type[nn.Module] | None = None,
                  residual: bool = False) -> None:
@@ -78,43 +77,18 @@ def _one_thread() -> Iterator[None]:
 
 
 def _grad(t: torch.Tensor) -> torch.Tensor:
-    """``t.grad``, which the oracle's backward pass has just filled."""
+    """``t.grad``, which the reference backward pass has just filled."""
     if t.grad is None:
-        raise RuntimeError("the oracle's backward pass left no gradient")  # a bug in the check itself
+        raise RuntimeError("the reference backward pass left no gradient")  # a bug in the check itself
     return t.grad
 
 
-def _small_models() -> list[nn.Module]:
-    torch.manual_seed(0)
-    section7 = nn.Sequential(nn.Linear(4, 4, bias=False), nn.LayerNorm(4), nn.ReLU(),
-                             nn.Linear(4, 4, bias=False), nn.LayerNorm(4), nn.ReLU(), nn.Linear(4, 1))
-    nested = _build(nn.Tanh, depth=3, norm=nn.LayerNorm, width=4, seed=1)
-    plain = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2), nn.ReLU(), nn.Linear(2, 1))
-    return [section7, nested, plain]
+def _norm64(t: torch.Tensor) -> float:
+    """The L2 norm in float64: in float32 the squares of tiny entries underflow to 0 (section 5)."""
+    return t.double().norm().item()
 
 
-@exercise("07.1", "weight-gradient norms labelled by Linear module", answer="linear_norms")
-def _linear_norms(linear_norms: Any) -> None:
-    for model in _small_models():
-        out = model(torch.ones(2, 4))
-        out.float().pow(2).mean().backward()
-        want = {name: _grad(m.weight).norm() for name, m in model.named_modules() if isinstance(m, nn.Linear)}
-        got = linear_norms(model)
-        expect(isinstance(got, dict), f"Return a dict {{module name: norm}}, got {type(got).__name__}.")
-        expect(list(got) == list(want),
-               f"The keys should be the names of the model's Linear modules, in order, {list(want)}; "
-               f"got {list(got)}. Walk `named_modules()` (it reaches nested modules too) and keep "
-               "`isinstance(m, nn.Linear)`: counting parameters mislabels layers without a bias "
-               "and norm layers (section 7).")
-        for name, norm in want.items():
-            value = got[name]
-            value = value.item() if isinstance(value, torch.Tensor) else value
-            expect(isinstance(value, float) and abs(value - norm.item()) <= 1e-5 * (1 + norm.item()),
-                   f"Module {name!r}: the weight-gradient norm is {norm.item():.4f}, got {got[name]!r}: "
-                   "use `m.weight.grad.norm()`.")
-
-
-@exercise("07.2", "activation-gradient norms recorded with backward hooks", answer="block_output_grad_norms")
+@exercise("07.1", "activation-gradient norms recorded with backward hooks", answer="block_output_grad_norms")
 def _block_output_grad_norms(block_output_grad_norms: Any) -> None:
     cases: list[tuple[type[nn.Module], int, int, bool]] = [(nn.Tanh, 5, 16, False), (nn.Sigmoid, 4, 8, False),
                                                           (nn.ReLU, 3, 8, True)]
@@ -123,7 +97,7 @@ def _block_output_grad_norms(block_output_grad_norms: Any) -> None:
         torch.manual_seed(0)
         x = torch.randn(16, width, requires_grad=True)   # so block 0 has an input gradient too
         y = torch.randint(0, 10, (16,))
-        outs: list = []                  # the oracle: autograd.grad with respect to each block output
+        outs: list = []                  # the reference: autograd.grad with respect to each block output
         handles = [b.register_forward_hook(lambda m, i, o, outs=outs: outs.append(o)) for b in model.blocks]
         loss = F.cross_entropy(model(x), y)
         for h in handles:
@@ -136,21 +110,25 @@ def _block_output_grad_norms(block_output_grad_norms: Any) -> None:
         got = [g.item() if isinstance(g, torch.Tensor) else g for g in got]
         leftover = [b for b in model.blocks if b._backward_hooks or b._forward_hooks or b._forward_pre_hooks]
         expect(not leftover,
-               "Your hooks are still registered on the blocks after the function returned: keep the "
-               "handles that `register_full_backward_hook` returns and call `.remove()` on each.")
+               "Your hooks are still registered on the blocks after the function returned. Each "
+               "registration gives back a handle: keep the handles, and remove every hook before you return.",
+               code="`handle = block.register_full_backward_hook(hook)`, later `handle.remove()`")
         close = all(abs(a - b) <= 1e-5 * (1 + abs(b)) for a, b in zip(got, want))
         shifted = all(abs(a - b) <= 1e-5 * (1 + abs(b)) for a, b in zip(got[1:], want[:-1]))
         expect(close or not shifted,
-               f"For {described} your norms are those of the block *inputs*, one block off: in the hook "
-               "`(module, grad_input, grad_output)`, the gradient of the block's output is `grad_output[0]`.")
+               f"For {described} your norms are those of the block *inputs*, one block off. The hook "
+               "receives two gradients: the one at the module's input and the one at its output.",
+               code="in `hook(module, grad_input, grad_output)`, dL/d(output) is `grad_output[0]`")
         expect(close,
                f"For {described}, the gradient norms of the block outputs are "
-               f"{[f'{w:.2e}' for w in want]}, got {[f'{g:.2e}' for g in got]}: store "
-               "`grad_output[0].norm()` for each block, in block order, after one backward pass of "
-               "`F.cross_entropy(model(x), y)`.")
+               f"{[f'{w:.2e}' for w in want]}, got {[f'{g:.2e}' for g in got]}. Store one norm per block, "
+               "the gradient at its output, in block order (block 0 first), after one backward pass of "
+               "F.cross_entropy(model(x), y).",
+               code="hooks fire from the last block to the first; `def hook(module, grad_input, "
+                    "grad_output, i=i)` keeps each block's index i inside its own hook")
 
 
-@exercise("07.3", "a Linear layer's weight and bias gradients from its input and dL/dz",
+@exercise("07.2", "a Linear layer's weight and bias gradients from its input and dL/dz",
           answer="linear_grads")
 def _linear_grads(linear_grads: Any) -> None:
     torch.manual_seed(0)
@@ -159,52 +137,57 @@ def _linear_grads(linear_grads: Any) -> None:
         x = torch.randn(batch, n_in)
         z = layer(x)
         z.retain_grad()
-        (z.tanh() * torch.randn(batch, n_out)).sum().backward()   # any loss: the oracle is autograd
-        got = linear_grads(x, z.grad.clone())
+        (z.tanh() * torch.randn(batch, n_out)).sum().backward()   # any loss: the reference is autograd
+        got = linear_grads(x, _grad(z).clone())
         expect(isinstance(got, tuple) and len(got) == 2,
                f"Return a pair (weight gradient, bias gradient), got {type(got).__name__}.")
         w_grad, b_grad = got
         expect(isinstance(w_grad, torch.Tensor) and w_grad.shape == layer.weight.shape,
                f"The weight gradient has the shape of the weight, (out, in) = {tuple(layer.weight.shape)}; "
-               f"got {tuple(getattr(w_grad, 'shape', ()))}. z = x @ W.T + b: which product of dL/dz "
-               "(batch, out) and x (batch, in) gives (out, in)?")
+               f"got {tuple(getattr(w_grad, 'shape', ()))}. Which product of dL/dz, shape (batch, out), "
+               "and x, shape (batch, in), gives (out, in)?",
+               code="`a.T @ b` multiplies (k, batch) by (batch, m); the batch dimension is summed away")
         expect(torch.allclose(w_grad, _grad(layer.weight), atol=1e-5),
-               f"With a batch of {batch} the weight gradient differs from autograd's: W.grad sums one "
-               "outer product dL/dz ⊗ x per sample (do not average: any mean is already in dL/dz).")
+               f"With a batch of {batch} the weight gradient differs from autograd's. W.grad adds up one "
+               "outer product dL/dz ⊗ x per sample. Do not average: any mean is already in dL/dz.")
         expect(isinstance(b_grad, torch.Tensor) and b_grad.shape == layer.bias.shape
                and torch.allclose(b_grad, _grad(layer.bias), atol=1e-5),
-               f"With a batch of {batch} the bias gradient differs from autograd's: the bias is added "
-               "to every sample, so its gradient is dL/dz summed over the batch.")
+               f"With a batch of {batch} the bias gradient differs from autograd's. The bias is added "
+               "to every sample, so its gradient is dL/dz added up over the batch.")
         if batch == 1:
-            expect(torch.allclose(w_grad.norm(), z.grad.norm() * x.norm()),
+            expect(torch.allclose(w_grad.norm(), _grad(z).norm() * x.norm()),
                    "For one sample, ‖W.grad‖ should be ‖dL/dz‖ · ‖x‖ (section 2).")
 
 
-_FIXED = 1e-2  # "fixed": first/last ratio above this (section 3)
+_LOW, _HIGH = 1 / 30, 30.0  # "fixed": both first/last ratios strictly between these (section 3)
+_ACTS = (nn.Sigmoid, nn.Tanh, nn.ReLU)
+_CHANGES = ("norm", "residual", "kaiming", "glorot")
 
 
-@exercise("07.4", "a depth-30 tanh network whose gradient no longer vanishes", answer="tanh_fix")
-def _tanh_fix(tanh_fix: Any) -> None:
-    expect(isinstance(tanh_fix, dict),
-           f"`tanh_fix` should be a dict of `build(...)` arguments, such as dict(act=nn.Tanh, ...); "
-           f"got {type(tanh_fix).__name__}.")
-    allowed = {"act", "depth", "norm", "residual", "kaiming", "glorot"}
-    expect(set(tanh_fix) <= allowed, f"`build` takes only {sorted(allowed)}; got {sorted(tanh_fix)}.")
-    expect(tanh_fix.get("act") is nn.Tanh, "Keep the activation: act=nn.Tanh. The point is to fix tanh, "
-                                           "not to replace it.")
-    expect(tanh_fix.get("depth", 30) == 30,
-           "Keep depth 30: a shallower net hides the problem, it does not fix it.")
-    changes = {k: v for k, v in tanh_fix.items() if k not in ("act", "depth") and v not in (None, False)}
+@exercise("07.3", "a depth-30 network whose gradient neither vanishes nor explodes", answer="deep_fix")
+def _deep_fix(deep_fix: Any) -> None:
+    expect(isinstance(deep_fix, dict),
+           f"`deep_fix` should be a dict of `build(...)` arguments, such as dict(act=nn.Tanh, ...); "
+           f"got {type(deep_fix).__name__}.")
+    allowed = {"act", "depth", *_CHANGES}
+    expect(set(deep_fix) <= allowed, f"`build` takes only {sorted(allowed)}; got {sorted(deep_fix)}.")
+    expect(deep_fix.get("act") in _ACTS,
+           "Give the activation function as a class, one of nn.Sigmoid, nn.Tanh or nn.ReLU "
+           f"(act=...); got {deep_fix.get('act')!r}.")
+    expect(deep_fix.get("depth", 30) == 30,
+           "Keep depth 30: a shallower network hides the problem, it does not fix it.")
+    changes = {k: v for k, v in deep_fix.items() if k in _CHANGES and v not in (None, False)}
     expect(len(changes) <= 1,
-           f"Change exactly one thing (one keyword besides act); you changed {sorted(changes)}.")
+           f"Change exactly one thing besides the activation function; you changed {sorted(changes)}.")
     for seed in (0, 1):
         with _one_thread():
-            _check_tanh_fix(tanh_fix, changes, seed)
+            _check_deep_fix(deep_fix, changes, seed)
 
 
-def _check_tanh_fix(tanh_fix: dict, changes: dict, seed: int) -> None:
-    """Build the network from the learner's arguments and measure it: gradients and forward spread."""
-    model = _build(**tanh_fix, seed=seed)
+def _check_deep_fix(deep_fix: dict, changes: dict, seed: int) -> None:
+    """Build the network from the learner's arguments and measure it: both first/last ratios
+    (two-sided: vanishing and exploding both fail) and the forward signal."""
+    model = _build(**deep_fix, seed=seed)
     torch.manual_seed(seed)
     x, y = torch.randn(32, 128), torch.randint(0, 10, (32,))
     outs: list = []
@@ -215,14 +198,18 @@ def _check_tanh_fix(tanh_fix: dict, changes: dict, seed: int) -> None:
     act_grads = torch.autograd.grad(loss, outs, retain_graph=True)
     loss.backward()
     blocks = model.block_list()
-    w_ratio = (_grad(blocks[0].linear.weight).norm() / _grad(blocks[-1].linear.weight).norm()).item()
-    h_ratio = (act_grads[0].norm() / act_grads[-1].norm()).item()
-    spread = outs[-1].std(dim=0).mean().item()
-    expect(w_ratio > _FIXED and h_ratio > _FIXED,
-           f"With {changes or 'the default arguments'} the first/last ratio is {w_ratio:.1e} for the "
-           f"weights and {h_ratio:.1e} for dL/dh (seed {seed}): still vanishing "
-           f"(fixed means above {_FIXED:g}). "
-           "Look at section 3's table: which configurations keep tanh's ratio near 1?")
-    expect(spread > 1e-3,
-           f"The gradients are balanced, but block 29's output hardly varies across the batch "
-           f"(spread {spread:.1e}): the forward signal has collapsed.")
+    w_ratio = _norm64(_grad(blocks[0].linear.weight)) / _norm64(_grad(blocks[-1].linear.weight))
+    h_ratio = _norm64(act_grads[0]) / _norm64(act_grads[-1])
+    change = ", ".join(f"{k}={getattr(v, '__name__', v)}" for k, v in changes.items()) or "no other change"
+    what = f"{deep_fix['act'].__name__} and {change}"
+    measured = f"the first/last ratio is {w_ratio:.1e} for W.grad and {h_ratio:.1e} for dL/dh (seed {seed})"
+    expect(min(w_ratio, h_ratio) > _LOW or max(w_ratio, h_ratio) >= _HIGH,
+           f"With {what}, {measured}: the gradient still vanishes (fixed means between 1/30 and 30). "
+           "Look at section 3's table: which change fixes your activation function?")
+    expect(max(w_ratio, h_ratio) < _HIGH,
+           f"With {what}, {measured}: the gradient explodes toward the input (fixed means between "
+           "1/30 and 30). Section 3's table shows one normalization that does this at depth 30.")
+    output_std = outs[-1].std(dim=0).mean().item()
+    expect(output_std > 1e-3,
+           f"The gradients are balanced, but block 29's output hardly varies across the batch (its "
+           f"standard deviation is {output_std:.1e}): the forward signal has collapsed.")

@@ -1,22 +1,11 @@
-"""Plausible wrong answers for 07_vanishing_gradients.ipynb's exercises: each must fail its check."""
+"""Plausible wrong answers for 07_vanishing_gradients.ipynb's exercises: each must fail its check.
+
+RIGHT lists other correct answers, which the check must accept. ``tests/test_exercises.py``
+reads both.
+"""
 
 WRONG = {
     "07.1": [
-        # the anti-pattern of section 7: labels by counting parameters
-        "def linear_norms(model):\n"
-        "    return {f'layer {i // 2}': p.grad.norm() for i, (name, p) in enumerate(model.named_parameters())}\n",
-        # every weight, LayerNorm weights included
-        "def linear_norms(model):\n"
-        "    return {name[:-len('.weight')]: p.grad.norm() for name, p in model.named_parameters()\n"
-        "            if name.endswith('weight')}\n",
-        # only the direct children: misses nested modules
-        "def linear_norms(model):\n"
-        "    return {name: m.weight.grad.norm() for name, m in model.named_children() if isinstance(m, nn.Linear)}\n",
-        # the norm of the weights, not of their gradient
-        "def linear_norms(model):\n"
-        "    return {name: m.weight.norm() for name, m in model.named_modules() if isinstance(m, nn.Linear)}\n",
-    ],
-    "07.2": [
         # grad_input: the gradient of the block's input, one block off
         "def block_output_grad_norms(model, x, y):\n"
         "    norms, handles = {}, []\n"
@@ -44,8 +33,12 @@ WRONG = {
         "    for h in handles:\n"
         "        h.remove()\n"
         "    return norms\n",
+        # weight-gradient norms of each block's Linear layer instead of dL/dh
+        "def block_output_grad_norms(model, x, y):\n"
+        "    F.cross_entropy(model(x), y).backward()\n"
+        "    return [block.linear.weight.grad.norm().item() for block in model.blocks]\n",
     ],
-    "07.3": [
+    "07.2": [
         # transposed: (in, out)
         "def linear_grads(x, dz):\n    return x.T @ dz, dz.sum(dim=0)\n",
         # averaged over the batch
@@ -55,14 +48,40 @@ WRONG = {
         # only the first sample's outer product
         "def linear_grads(x, dz):\n    return torch.outer(dz[0], x[0]), dz[0]\n",
     ],
-    "07.4": [
-        # unchanged
-        "tanh_fix = dict(act=nn.Tanh)\n",
-        # swaps the activation
-        "tanh_fix = dict(act=nn.ReLU, kaiming=True)\n",
+    "07.3": [
+        # unchanged tanh: vanishes
+        "deep_fix = dict(act=nn.Tanh)\n",
+        # ReLU alone: vanishes
+        "deep_fix = dict(act=nn.ReLU)\n",
+        # sigmoid + LayerNorm alone: still vanishes (the shared 0.5 offset)
+        "deep_fix = dict(act=nn.Sigmoid, norm=nn.LayerNorm)\n",
+        # ReLU + BatchNorm at depth 30: explodes toward the input
+        "deep_fix = dict(act=nn.ReLU, norm=nn.BatchNorm1d)\n",
+        # ReLU + residual: dL/dh explodes toward the input
+        "deep_fix = dict(act=nn.ReLU, residual=True)\n",
+        # Glorot init for ReLU: made for tanh, still vanishes
+        "deep_fix = dict(act=nn.ReLU, glorot=True)\n",
+        # Kaiming init for sigmoid: still vanishes
+        "deep_fix = dict(act=nn.Sigmoid, kaiming=True)\n",
         # a shallower net
-        "tanh_fix = dict(act=nn.Tanh, depth=5)\n",
+        "deep_fix = dict(act=nn.Tanh, depth=5)\n",
         # two changes at once
-        "tanh_fix = dict(act=nn.Tanh, glorot=True, residual=True)\n",
+        "deep_fix = dict(act=nn.Tanh, glorot=True, residual=True)\n",
+        # an instance, not the class
+        "deep_fix = dict(act=nn.Tanh(), glorot=True)\n",
+    ],
+}
+
+RIGHT = {
+    "07.3": [
+        "deep_fix = dict(act=nn.Tanh, glorot=True)\n",
+        "deep_fix = dict(act=nn.Tanh, norm=nn.LayerNorm)\n",
+        "deep_fix = dict(act=nn.ReLU, norm=nn.LayerNorm)\n",
+        "deep_fix = dict(act=nn.ReLU, kaiming=True)\n",
+        "deep_fix = dict(act=nn.Sigmoid, norm=nn.BatchNorm1d)\n",
+        "deep_fix = dict(act=nn.Sigmoid, residual=True)\n",
+        "deep_fix = dict(act=nn.Tanh, residual=True)\n",
+        "deep_fix = dict(act=nn.Tanh, norm=nn.BatchNorm1d)\n",
+        "deep_fix = dict(act=nn.Tanh, kaiming=True)\n",
     ],
 }
