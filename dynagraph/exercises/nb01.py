@@ -38,6 +38,7 @@ class _Passes:
     backward: int = 0
     batched: bool = False
     f_inputs: list[tuple[tuple[int, ...], bool]] = field(default_factory=list)  # (shape, inside torch.func)
+    on_xs: bool = False  # f was called on the caller's tensor itself, not on a leaf of one's own
 
 
 def _in_torch_func(t: torch.Tensor) -> bool:
@@ -72,31 +73,42 @@ def _counting_passes() -> Iterator[_Passes]:
 _Fn = Callable[[torch.Tensor], torch.Tensor]
 
 
-def _watched(f: _Fn, passes: _Passes) -> _Fn:
-    """``f``, noting the shape of each input it is called on."""
+def _watched(f: _Fn, passes: _Passes, xs: torch.Tensor) -> _Fn:
+    """``f``, noting the shape of each input it is called on, and whether it is ``xs`` itself."""
     def f_watched(t: torch.Tensor) -> torch.Tensor:
         passes.f_inputs.append((tuple(t.shape), _in_torch_func(t)))
+        passes.on_xs |= t is xs
         return f(t)
     return f_watched
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "es" if word.endswith("s") else "s")
 
 
 def _one_pass(passes: _Passes, shape: tuple[int, ...]) -> None:
     """Fail unless ``derivative`` called f once on all the points and ran one plain backward pass."""
     n = shape[0]  # the number of points
+    expect(not passes.on_xs,
+           "`f` ran on `xs` itself, so your answer made the caller's tensor require grad, even if "
+           "only for a while. Leave `xs` as it is: make your own leaf, a copy of `xs` that "
+           "requires grad, and call `f` on that.",
+           code="`x = xs.clone().requires_grad_()`")
     expect(not any(wrapped for _, wrapped in passes.f_inputs),
-           "f ran inside a `torch.func` transform (`vmap`, `grad`, `jacrev`). This exercise is about "
+           "`f` ran inside a `torch.func` transform (`vmap`, `grad`, `jacrev`). This exercise is about "
            "the graph that autograd records: call f on a leaf that holds all the points, then run "
            "one backward pass (section 4).")
     expect(len(passes.f_inputs) == 1 and passes.f_inputs[0][0] == shape,
-           f"f was called {len(passes.f_inputs)} time(s), on inputs of shape "
+           f"`f` was called {_plural(len(passes.f_inputs), 'time')}, on inputs of shape "
            f"{[s for s, _ in passes.f_inputs]}, but `xs` has shape {shape}. Call f once, on one "
            "leaf that holds all the points: one graph gives every derivative.")
     expect(not passes.batched,
-           "a batched backward pass (`vectorize=True`, `is_grads_batched=True`) computes a whole "
+           "A batched backward pass (`vectorize=True`, `is_grads_batched=True`) computes a whole "
            "Jacobian, one row per output. For an elementwise f one plain pass is enough: weight "
            "every output by 1 (section 4).")
     expect(passes.backward == 1,
-           f"your answer ran {passes.backward} backward passes for {n} points. One pass gives "
+           f"Your answer ran {_plural(passes.backward, 'backward pass')} for "
+           f"{_plural(n, 'point')}. One pass gives "
            "the derivative at every point of an elementwise f: weight every output by 1 with "
            "`gradient=` (section 4).",
            code="one leaf `x` that holds all the points, `y = f(x)`, then a single "
@@ -117,33 +129,37 @@ def _derivative(derivative: Any) -> None:
             xs = torch.tensor(points)
             try:
                 with _counting_passes() as passes:
-                    got = derivative(_watched(f, passes), xs)
+                    got = derivative(_watched(f, passes, xs), xs)
             except RuntimeError as e:
                 expect("implicitly created only for scalar" not in str(e),
-                       "`backward()` without an argument works only for a scalar output; f(x) "
-                       "here has one value per point: pass `gradient=torch.ones_like(y)` (or call "
-                       "`y.sum().backward()`), see section 4.")
+                       "`backward()` without an argument works only for a scalar output. Here "
+                       "`f(x)` has one value per point: give backward a weight for each output, "
+                       "with `gradient=` (section 4).",
+                       code="`y.backward(gradient=...)`, where `...` has the shape of `y` and "
+                            "the same weight for every point: which weight?")
                 raise
             expect(not xs.requires_grad and xs.grad is None,
-                   "your function changed the caller's tensor (`requires_grad_` or `.grad` on "
-                   "`xs` itself): make a fresh leaf, `x = xs.clone().requires_grad_()`.")
+                   "Your function changed the caller's tensor (`requires_grad_` or `.grad` on "
+                   "`xs` itself). Leave `xs` as it is: make your own leaf, a copy of `xs` that "
+                   "requires grad.",
+                   code="`x = xs.clone().requires_grad_()`")
             expect(isinstance(got, torch.Tensor) and got.shape == xs.shape,
-                   f"return a tensor of shape {tuple(xs.shape)} (one derivative per point), got "
+                   f"Return a tensor of shape {tuple(xs.shape)} (one derivative per point), got "
                    f"{type(got).__name__} {tuple(getattr(got, 'shape', ()))}.")
             expect(got.grad_fn is None,
-                   "the result still carries a graph (`grad_fn`): return the leaf's `.grad`.")
+                   "The result still carries a graph (`grad_fn`): return the leaf's `.grad`.")
             want = df(torch.tensor(points))
             if not torch.allclose(got, want, rtol=1e-5, atol=1e-6):
                 expect(not torch.allclose(got, want, rtol=1e-2, atol=1e-2),
-                       f"at x = {points} the derivative is {want.tolist()}, you got {got.tolist()}: "
+                       f"At x = {points} the derivative is {want.tolist()}, you got {got.tolist()}: "
                        "close, not exact. Finite differences are an approximation; let `backward()` "
                        "compute the derivative.")
-                expect(False, f"at x = {points} the derivative is {want.tolist()}, you got "
+                expect(False, f"At x = {points} the derivative is {want.tolist()}, you got "
                               f"{got.tolist()}. `gradient=` weights each output (it is v in v·J): "
                               "for the plain derivative every weight is 1 (section 4).")
             _one_pass(passes, tuple(xs.shape))
     x = torch.tensor([1.0, 2.0])
-    expect(not derivative(torch.exp, x).requires_grad, "return a plain tensor, not one that requires grad.")
+    expect(not derivative(torch.exp, x).requires_grad, "Return a plain tensor, not one that requires grad.")
 
 
 # -- 01.2 -------------------------------------------------------------------------------
@@ -175,7 +191,7 @@ def _without_dynagraph() -> Iterator[None]:
     saved = {name: getattr(dynagraph, name) for name in _WALKERS}
 
     def refused(*args: Any, **kwargs: Any) -> Any:
-        raise Wrong("dynagraph is switched off inside this check: the exercise is to write the "
+        raise Wrong("`dynagraph` is switched off inside this check: the exercise is to write the "
                     "walk yourself. Start at `t.grad_fn` and follow each node's `next_functions`.")
 
     try:
@@ -193,31 +209,43 @@ def _count_nodes(count_nodes: Any) -> None:
     x = torch.tensor([1.0], requires_grad=True)
     w = torch.tensor([0.5, -1.0], requires_grad=True)
     c = torch.tensor([3.0])                                     # a constant: no node
+    s = (x * w).sin()                                           # its node is used three times
+    h = x
+    for _ in range(3):                                          # every node is used twice
+        h = h * 0.5 + h * 1.5
     graphs = {
         "2 * x + 1": 2 * x + 1,
         "(x * 2 + 1) * x": (x * 2 + 1) * x,                     # x is used twice
         "c * x + c": c * x + c,
         "((x + 1) * (x + 1)).sin()": ((x + 1) * (x + 1)).sin(),
         "(x * w).exp().sum() + (x * w).sum()": (x * w).exp().sum() + (x * w).sum(),
+        "s = (x * w).sin(); (s * s + s).sum()": (s * s + s).sum(),
+        "h = x; three times: h = h * 0.5 + h * 1.5": h,
     }
     for code, t in graphs.items():
         with _without_dynagraph():
-            got = count_nodes(t)
+            got, again = count_nodes(t), count_nodes(t)
         want = _nodes(t)
+        expect(got == again,
+               f"For `{code}` your function returned {got}, then {again} for the same graph: "
+               "something carries over from one call to the next. Make the set of seen nodes "
+               "inside the function, new for each call.")
         expect(isinstance(got, int) and not isinstance(got, bool),
-               f"return the number of nodes as an int, got {type(got).__name__}.")
+               f"Return the number of nodes as an int, got {type(got).__name__}.")
         if got == want:
             continue
         expect(got != _nodes(t, tree=True),
-               f"for `{code}` you counted {got} nodes, but the graph has {want}: a node that two "
-               "paths reach (the `AccumulateGrad` of a tensor used twice) was counted once per "
-               "path. Keep a set of the nodes already seen.")
+               f"For `{code}` you counted {got} nodes, but the graph has {want}: a node that two "
+               "paths reach was counted once per path. This happens to any node whose result is "
+               "used twice, an operation's node as well as a leaf's `AccumulateGrad`. Keep a set "
+               "of all the nodes already seen.")
         expect(got != _nodes(t, leaves=False),
-               f"for `{code}` you counted {got} nodes, but the graph has {want}: the leaves' "
+               f"For `{code}` you counted {got} nodes, but the graph has {want}: the leaves' "
                "`AccumulateGrad` nodes count too (they appear in `next_functions`).")
-        expect(False, f"for `{code}` you counted {got} nodes, but the graph has {want}. Follow "
+        expect(False, f"For `{code}` you counted {got} nodes, but the graph has {want}. Follow "
                       "*every* entry of `next_functions` (not only the first), skip the `None` "
-                      "entries (inputs that need no gradient), and count each node once.")
+                      "entries (inputs that need no gradient), and count each node once, also an "
+                      "operation's node that two paths reach.")
 
 
 # -- 01.3 -------------------------------------------------------------------------------
@@ -254,29 +282,30 @@ def _h_grad(h_grad: Any) -> None:
             got = h_grad(x)
         warned = any("not a leaf" in str(w.message) for w in caught)
         expect(got is not None,
-               "you returned `None`: `h` is not a leaf, so `backward()` does not keep its "
+               "You returned `None`: `h` is not a leaf, so `backward()` does not keep its "
                "`.grad`. Call `h.retain_grad()` *before* `backward()` (section 5)."
                + (" PyTorch warned you about it." if warned else ""))
         xs = torch.tensor(start)
         want = 2 * xs ** 2                                       # y = sum(h^2): dy/dh = 2h = 2x^2
         expect(isinstance(got, torch.Tensor) and got.shape == x.shape,
-               f"return dy/dh, a tensor of shape {tuple(x.shape)}.")
-        x_grad = _filled(x.grad, "`x.grad` was not filled: compute `h` from `x` itself (not from "
-                                 "a detached copy), then call `y.backward()`.")
+               f"Return dy/dh, a tensor of shape {tuple(x.shape)}.")
+        x_grad = _filled(x.grad, "`x.grad` was not filled. `y.backward()` fills the leaves' `.grad` "
+                                 "(`torch.autograd.grad` does not), and only when `h` is computed "
+                                 "from `x` itself, not from a detached copy.")
         expect(not torch.allclose(got, 2 * want),
-               f"at x = {start} you got {got.tolist()}, twice dy/dh = {want.tolist()}: gradients "
+               f"At x = {start} you got {got.tolist()}, twice dy/dh = {want.tolist()}: gradients "
                "accumulate, so call `backward()` only once.")
         expect(torch.allclose(got, want),
-               f"at x = {start}, dy/dh should be 2h = {want.tolist()}, got {got.tolist()}. Return "
+               f"At x = {start}, dy/dh should be 2h = {want.tolist()}, got {got.tolist()}. Return "
                "the gradient that reached `h` (`h.grad`), not `x.grad`.")
         expect(torch.allclose(x_grad, 4 * xs ** 3),
-               f"after one backward(), x.grad should be dy/dx = 4x^3 = {(4 * xs ** 3).tolist()}, "
+               f"After one backward(), x.grad should be dy/dx = 4x^3 = {(4 * xs ** 3).tolist()}, "
                f"got {x_grad.tolist()}.")
-        expect(not got.requires_grad, "return a plain tensor (`h.grad`), not one with a graph.")
+        expect(not got.requires_grad, "Return a plain tensor (`h.grad`), not one with a graph.")
         expect(any(t.grad is not None and torch.equal(t.grad, got) for t in retained),
-               "the value is right, but it did not come from autograd: no tensor kept its "
-               "gradient with `retain_grad()`. The exercise is to let backward() compute dy/dh "
-               "and keep it on `h`, not to work it out by hand.")
+               "The value is right, but no tensor kept this gradient with `retain_grad()`. The "
+               "exercise is to let backward() compute dy/dh and keep it on `h` with "
+               "`retain_grad()`: not to catch it with a hook, nor to work it out by hand.")
 
 
 # -- 01.4 -------------------------------------------------------------------------------
@@ -289,16 +318,24 @@ def _sgd_step(sgd_step: Any) -> None:
         (w ** 2).sum().backward()
         want = w.detach() - lr * 2 * torch.tensor(start)  # d(sum w^2)/dw = 2w
         before, version = w.data_ptr(), w._version
-        out = sgd_step(w, lr)
+        try:
+            out = sgd_step(w, lr)
+        except RuntimeError as e:
+            expect("leaf Variable that requires grad" not in str(e),
+                   "PyTorch refused the in-place change: `w` is a leaf that requires grad, and "
+                   "autograd was recording. Make the update where nothing is recorded (section 8).")
+            raise
         expect(out is None or out is w,
-               "update `w` itself; `sgd_step` should not build and return a new tensor.")
+               "Update `w` itself; `sgd_step` should not build and return a new tensor.")
         expect(w.is_leaf and w.grad_fn is None,
                "`w` is no longer a leaf: the update was recorded. Do it under `torch.no_grad()`.")
         expect(w.data_ptr() == before,
-               "`w` points at new memory: update it in place (`w -= ...` or `w.sub_(...)`).")
+               "`w` points at new memory: change the numbers inside `w` in place, so that it "
+               "stays the same tensor.",
+               code="`w -= ...` or `w.sub_(...)`, under `torch.no_grad()`")
         expect(w.requires_grad, "`w` no longer requires grad; keep it a trainable leaf.")
         expect(torch.allclose(w.detach(), want),
-               f"with lr={lr}, w should become {want.tolist()}, got {w.detach().tolist()}: "
+               f"With lr={lr}, w should become {want.tolist()}, got {w.detach().tolist()}: "
                "step against the gradient, w - lr * w.grad.")
         expect(w._version > version,
                "`w` changed, but its version counter (`w._version`) did not: the update went "
@@ -306,7 +343,8 @@ def _sgd_step(sgd_step: Any) -> None:
                "would silently use the new value. Change `w` itself, in place, under "
                "`torch.no_grad()`: that bumps `w._version` (section 8).")
         expect(w.grad is None or not w.grad.any(),
-               "`w.grad` still holds the old gradient: clear it (`w.grad = None`).")
+               "`w.grad` still holds the old gradient: clear it, or the next backward adds to it.",
+               code="`w.grad = None`")
 
 
 # -- 01.5 -------------------------------------------------------------------------------
@@ -403,23 +441,28 @@ def _value(Value: Any) -> None:
         datas = [v.data for v in leaves]
         root.backward()
         expect(root.grad == 1,
-               f"after `out.backward()`, `out.grad` should be 1 (d out / d out), it is {root.grad}. "
+               f"After `out.backward()`, `out.grad` should be 1 (d out / d out), it is {root.grad}. "
                "Seed the output's own gradient before any `_backward` runs.")
         expect([v.data for v in leaves] == datas, "backward() changed `.data`; it should only fill `.grad`.")
         got, want = [v.grad for v in leaves], _torch_grads(program)
         if _close(got, want):
             continue
+        expect(any(got),
+               f"For `{program.name}` every leaf's grad is still 0: no gradient reached the leaves. "
+               "Each `_backward` passes on the grad that its Value holds at that moment. So seed "
+               "the output's grad with 1 *before* any `_backward` runs, and start with the "
+               "output: a Value runs only after every Value made from it.")
         if program is _SQUARE:
-            expect(False, f"for `x * x` at x = 3, x.grad should be 2x = 6, got {got[0]}. A Value used "
+            expect(False, f"For `x * x` at x = 3, x.grad should be 2x = 6, got {got[0]}. A Value used "
                           "twice must get the sum of both contributions: every `_backward` adds "
                           "into `.grad` (`+=`), never assigns it.")
         if program is _SHARED:
-            expect(False, f"for `{program.name}` at x = 1.5, y = -2, the leaves' grads should be "
-                          f"{want}, got {got}. The node `h` ran its `_backward` before both of "
+            expect(False, f"For `{program.name}` at x = 1.5, y = -2, the leaves' grads should be "
+                          f"{want}, got {got}. The Value `h` ran its `_backward` before both of "
                           "its users had added their gradient to `h.grad`. Run the Values in "
                           "reverse topological order: a Value only after every Value made from it.",
                    code="a depth-first walk that appends a Value after all of its `_prev` gives "
                         "`order`; then call `v._backward()` for v in reversed(order)")
-        expect(False, f"for `{program.code()}` PyTorch's grads of the leaves are {want}, yours are "
+        expect(False, f"For `{program.code()}` PyTorch's grads of the leaves are {want}, yours are "
                       f"{got}. Visit each Value once, in reverse topological order, and add (`+=`) "
                       "what arrives.")

@@ -81,6 +81,14 @@ WRONG = {
         "def derivative(f, xs):\n    return torch.autograd.functional.jacobian(f, xs, vectorize=True).diagonal()\n",
         # torch.func's reverse-mode Jacobian
         "def derivative(f, xs):\n    return torch.func.jacrev(f)(xs).diagonal()\n",
+        # uses the caller's xs as the leaf, then undoes the change: xs required grad for a while
+        ("def derivative(f, xs):\n    xs.requires_grad_()\n    f(xs).sum().backward()\n    g = xs.grad\n"
+         "    xs.grad = None\n    xs.requires_grad_(False)\n    return g\n"),
+        # forward mode: right values, but no backward pass at all
+        ("import torch.autograd.forward_ad as fwAD\n\ndef derivative(f, xs):\n    with fwAD.dual_level():\n"
+         "        d = fwAD.make_dual(xs, torch.ones_like(xs))\n        return fwAD.unpack_dual(f(d)).tangent\n"),
+        # mean() instead of sum(): each weight is 1/n, not 1
+        "def derivative(f, xs):\n    x = xs.clone().requires_grad_()\n    f(x).mean().backward()\n    return x.grad\n",
     ],
     "01.2": [
         # a tree walk: a node reached by two paths is counted twice
@@ -95,6 +103,15 @@ WRONG = {
         "            stack.extend(c for c, _ in fn.next_functions)\n    return len(seen)\n"),
         # dynagraph's walk instead of one's own
         "def count_nodes(t):\n    return sum(dg.draw(t).counts().values())\n",
+        # counts each leaf once, but an operation's node once per path
+        ("def count_nodes(t):\n    leaves = set()\n    def walk(fn):\n        if fn is None:\n            return 0\n"
+         "        if not fn.next_functions:\n            if fn in leaves:\n                return 0\n"
+         "            leaves.add(fn)\n            return 1\n"
+         "        return 1 + sum(walk(c) for c, _ in fn.next_functions)\n    return walk(t.grad_fn)\n"),
+        # a set kept between calls: a leaf used by an earlier graph is not counted again
+        ("SEEN = set()\n\ndef count_nodes(t):\n    stack, n = [t.grad_fn], 0\n    while stack:\n        fn = stack.pop()\n"
+         "        if fn is None or fn in SEEN:\n            continue\n        SEEN.add(fn)\n        n += 1\n"
+         "        stack.extend(c for c, _ in fn.next_functions)\n    return n\n"),
     ],
     "01.3": [
         # no retain_grad(): h.grad stays None
@@ -108,6 +125,13 @@ WRONG = {
         "    y.backward(retain_graph=True)\n    y.backward()\n    return h.grad\n"),
         # dy/dh worked out by hand, not taken from autograd
         "def h_grad(x):\n    h = x * x\n    y = (h * h).sum()\n    y.backward()\n    return 2 * h.detach()\n",
+        # torch.autograd.grad instead of y.backward(): x.grad is never filled
+        "def h_grad(x):\n    h = x * x\n    y = (h * h).sum()\n    return torch.autograd.grad(y, h)[0]\n",
+        # a hook catches dy/dh instead of retain_grad()
+        ("def h_grad(x):\n    h = x * x\n    caught = []\n    h.register_hook(caught.append)\n"
+         "    (h * h).sum().backward()\n    return caught[0]\n"),
+        # h made a new leaf: the graph no longer reaches x
+        "def h_grad(x):\n    h = (x * x).detach().requires_grad_()\n    (h * h).sum().backward()\n    return h.grad\n",
     ],
     "01.4": [
         # recorded update: w becomes a non-leaf
@@ -121,6 +145,12 @@ WRONG = {
         # the .data update the notebook warns against: autograd's version counter never sees it
         "def sgd_step(w, lr):\n    w.data -= lr * w.grad\n    w.grad = None\n",
         "def sgd_step(w, lr):\n    w.data.sub_(lr * w.grad)\n    w.grad = None\n",
+        # .data under no_grad: still invisible to the version counter
+        "def sgd_step(w, lr):\n    with torch.no_grad():\n        w.data -= lr * w.grad\n    w.grad = None\n",
+        # in place while autograd records: PyTorch refuses
+        "def sgd_step(w, lr):\n    w.sub_(lr * w.grad)\n    w.grad = None\n",
+        # set_() points w at new memory
+        "def sgd_step(w, lr):\n    with torch.no_grad():\n        w.set_(w - lr * w.grad)\n    w.grad = None\n",
     ],
     "01.5": [
         # depth-first from the output, each _backward in visit order: h runs before all its users have
@@ -142,5 +172,23 @@ WRONG = {
         VALUE.replace(".grad += ", ".grad = ") + TOPOLOGICAL,
         # no seed: the output's own grad stays 0, so nothing reaches the leaves
         VALUE + TOPOLOGICAL.replace("        self.grad = 1.0\n", ""),
+        # breadth first from the output: a Value reached by a short and a long path runs too early
+        VALUE + '''
+    def backward(self):
+        self.grad = 1.0
+        queue, seen = [self], {self}
+        while queue:
+            v = queue.pop(0)
+            v._backward()
+            for child in v._prev:
+                if child not in seen:
+                    seen.add(child)
+                    queue.append(child)
+''',
+        # a topological order without a set of visited Values: a shared Value runs more than once
+        VALUE + TOPOLOGICAL.replace("            if v not in seen:\n                seen.add(v)\n", "            if True:\n"),
+        # the seed set after the loop: every _backward ran with a grad of 0
+        VALUE + TOPOLOGICAL.replace("        self.grad = 1.0\n", "").replace(
+            "            v._backward()\n", "            v._backward()\n        self.grad = 1.0\n"),
     ],
 }
