@@ -28,8 +28,9 @@ def _filled(grad: torch.Tensor | None, hint: str) -> torch.Tensor:
     return grad
 
 
-def _forward(x: torch.Tensor, debugger: pdb.Pdb) -> torch.Tensor:
+def _forward(x: torch.Tensor, debugger: pdb.Pdb, made: list[Any]) -> torch.Tensor:
     a = x * 3
+    made.append(a.grad_fn)  # the node of the original `a`: 03.2 checks that the result still uses it
     debugger.set_trace()
     b = a + 1
     return b
@@ -54,16 +55,18 @@ class _Script(io.StringIO):
         return line
 
 
-def _session(commands: Any, x: torch.Tensor) -> tuple[torch.Tensor, str]:
-    """Run ``_forward`` under a debugger fed ``commands``; return ``b`` and the transcript."""
+def _session(commands: Any, x: torch.Tensor) -> tuple[torch.Tensor, str, Any]:
+    """Run ``_forward`` under a debugger fed ``commands``; return ``b``, the transcript and
+    the autograd node of the original ``a``."""
     expect(isinstance(commands, str),
            f"give the commands as one string, one command per line; got {type(commands).__name__}.")
     out = io.StringIO()
     dbg = pdb.Pdb(stdin=_Script(commands, out), stdout=out, nosigint=True, readrc=False)
+    made: list[Any] = []
     try:
         with warnings.catch_warnings():  # `.item()` of a tensor that requires grad warns in torch 2.13
             warnings.simplefilter("ignore")
-            b = _forward(x, dbg)
+            b = _forward(x, dbg, made)
     except bdb.BdbQuit as e:
         raise Wrong("the debugger quit and stopped the program (`BdbQuit`): when the commands run "
                     "out, pdb reads end-of-file, which means quit. The last command must let the "
@@ -72,7 +75,21 @@ def _session(commands: Any, x: torch.Tensor) -> tuple[torch.Tensor, str]:
            f"the function returned a {type(b).__name__}, not a tensor: your commands replaced `a` "
            "with something that is not a tensor.")
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
-    return b, text
+    return b, text, made[0]
+
+
+def _reaches(fn: Any, target: Any) -> bool:
+    """Whether the autograd node ``target`` lies in the graph below the node ``fn``."""
+    stack, seen = [fn], set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        if node is target:
+            return True
+        seen.add(id(node))
+        stack.extend(next_fn for next_fn, _ in node.next_functions)
+    return False
 
 
 def _after_prompt(text: str) -> str:
@@ -103,7 +120,7 @@ def _printed_numbers(text: str) -> list[float]:
 def _commands1(commands1: Any) -> None:
     for value in (5.0, -1.5, 0.25):
         x = torch.tensor([value], requires_grad=True)
-        b, text = _session(commands1, x)
+        b, text, _ = _session(commands1, x)
         expect(b.item() == 3 * value + 1,
                f"for x = {value} the function returned {b.item()} instead of {3 * value + 1}: "
                "your commands changed `a`. Only print it.")
@@ -125,7 +142,7 @@ def _commands1(commands1: Any) -> None:
 def _commands2(commands2: Any) -> None:
     for value in (2.0, -1.0, 0.5):
         x = torch.tensor([value], requires_grad=True)
-        b, _ = _session(commands2, x)
+        b, _, original = _session(commands2, x)
         expect(b.item() != 3 * value + 1,
                f"for x = {value} the result is still 3x + 1 = {b.item()}: `a` was not changed. At "
                "the pdb prompt, a line that starts with `a` is pdb's `args` command, not Python. "
@@ -136,6 +153,10 @@ def _commands2(commands2: Any) -> None:
         expect(b.requires_grad,
                "the result no longer requires grad: your new `a` was cut from the graph "
                "(`.detach()`, `.data`, `.item()`); compute it from `a` itself.")
+        expect(_reaches(b.grad_fn, original),
+               f"for x = {value} the result is right, but it no longer uses the `a` that the debugger "
+               "stopped at: your commands computed a new `a` from `x` again. The question asks you "
+               "to double the `a` that is already there (section 2).")
         b.backward()
         x_grad = _filled(x.grad, "the result is not connected to x: compute the new `a` from `a`.")
         expect(x_grad.item() == 6.0,
@@ -180,15 +201,21 @@ def _watch(watch: Any) -> None:
 
 @exercise("03.4", "log with the same values but a finite gradient where x <= 0", answer="safe_log")
 def _safe_log(safe_log: Any) -> None:
-    for start in ([0.0, 2.0], [-1.0, 0.0, 0.5, 3.0], [1e-3, 0.0, -0.0, 10.0]):
+    for start in ([0.0, 2.0], [-1.0, 0.0, 0.5, 3.0], [1e-3, 1e-20, 0.0, -0.0, 10.0]):
         x = torch.tensor(start, dtype=torch.float64, requires_grad=True)
         want = torch.where(x > 0, x.detach().log(), 0.0)
         y = safe_log(x)
         expect(isinstance(y, torch.Tensor) and y.shape == x.shape,
                f"return a tensor shaped like x, {tuple(x.shape)}.")
-        expect(torch.allclose(y.detach(), want),
+        tiny = (x.detach() > 0) & (x.detach() < 1e-6)
+        expect(torch.allclose(y.detach()[~tiny], want[~tiny]),
                f"at x = {start} the values should be log(x) where x > 0 and 0 elsewhere, "
                f"{want.tolist()}; got {y.detach().tolist()}.")
+        if not torch.allclose(y.detach(), want):  # then the values differ at a tiny x > 0
+            raise Wrong(f"at x = {start} the values are wrong only at the tiny x > 0: log(1e-20) is "
+                        f"{want[tiny][0].item():.1f}, you give {y.detach()[tiny][0].item():.1f}. A clamp "
+                        "or a small number added to x changes log(x) there: change the input of log "
+                        "only where x <= 0.")
         expect(y.requires_grad, "the result does not require grad: keep it a function of x "
                "(no `.detach()`, `.data` or `.item()`).")
         y.sum().backward()

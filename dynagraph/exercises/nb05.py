@@ -9,6 +9,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..draw import draw
 from . import exercise, expect
@@ -79,6 +81,38 @@ def _no_backward() -> Iterator[list[str]]:
             setattr(owner, name, fn)
 
 
+_PRODUCTS = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul"})  # the ATen matrix products
+
+
+class _ProductRows(TorchDispatchMode):
+    """Records the rows of every matrix product that outputs ``width`` columns, however the
+    answer called it (``layer(h)``, ``F.linear``, ``@``): the work each layer really did."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.width = width
+        self.rows: list[int] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        name = func.overloadpacket.__name__
+        if name in _PRODUCTS and isinstance(out, torch.Tensor) and out.shape[-1] == self.width:
+            self.rows.append(out.numel() // self.width)
+        return out
+
+
+class _TorchCalls(TorchFunctionMode):
+    """Records the name of every torch function called inside the block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.names.append(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
 def _model(dim: int, max_depth: int, seed: int) -> _DynamicDepthNet:
     torch.manual_seed(seed)
     return _DynamicDepthNet(dim, max_depth)
@@ -131,7 +165,8 @@ def _forward_active_rows(forward_active_rows: Any) -> None:
                      lambda m, inp, out, i=i, seen=rows_seen: seen.append((i, inp[0].shape[0])))
                  for i, layer in enumerate(model.layers)]
         try:
-            got = forward_active_rows(model, x, depths)
+            with _ProductRows(width=3) as products:
+                got = forward_active_rows(model, x, depths)
         finally:
             for hook in hooks:
                 hook.remove()
@@ -143,6 +178,13 @@ def _forward_active_rows(forward_active_rows: Any) -> None:
             expect(n == active,
                    f"With depths {depths_list}, layer {i} ran on {n} rows, but only {active} are still "
                    f"active (depth > {i}): select them (`h[rows]`) before calling the layer.")
+        active_rows = [n for n in (int((depths > i).sum()) for i in range(max_depth)) if n]
+        done = [n for n in products.rows if n]
+        expect(sorted(done) == sorted(active_rows),
+               f"With depths {depths_list}, your layers multiplied {sum(done)} rows in {len(done)} "
+               f"matrix products; running each layer once on its active rows takes {sum(active_rows)} "
+               f"rows in {len(active_rows)} products ({active_rows}). Select the rows with depth > i, "
+               "run layer i on those rows only, all at once.")
         expect(torch.allclose(got, want, atol=1e-6),
                f"With depths {depths_list} the outputs differ from the loop's by "
                f"{(got - want).abs().max().item():.2g}: a row is still active in layer i when its "
@@ -165,7 +207,12 @@ def _predicted_nodes(predicted_nodes: Any) -> None:
         one = torch.ones(1, dim)
         for depth in range(max_depth + 1):
             want = sum(draw(model.forward_one(one, depth), params=model).counts().values())
-            got = predicted_nodes(depth)
+            with _TorchCalls() as calls:
+                got = predicted_nodes(depth)
+            expect(not calls.names,
+                   f"`predicted_nodes` ran torch operations ({', '.join(sorted(set(calls.names))[:4])}): "
+                   "it builds a model or a graph. The question asks for a prediction: work the count "
+                   "out from numbers (what the head records, section 2's `per_layer`).")
             expect(got == want,
                    f"At depth {depth} the graph has {want} nodes, you predicted {got!r}. Count the "
                    "depth-0 graph (the head alone: its op nodes and its two parameters) and what each "

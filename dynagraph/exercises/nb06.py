@@ -33,17 +33,25 @@ def _close(a: object, b: torch.Tensor) -> bool:
 def _triple_weights(triple_weights: Any) -> None:
     torch.manual_seed(0)
     masks = [[1.0, 0.0, 1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
-             [0.0, 1.0, 0.0, 0.0, 1.0, 0.0]]
-    for d, mask in zip((4, 8, 2, 16), masks):
-        q, k = torch.randn(3, d) * 2, torch.randn(6, d) * 2
+             [0.0, 1.0, 0.0, 0.0, 1.0, 0.0], [1.0, 0.0, 0.0, 1.0, 0.0, 1.0]]
+    inputs = [(torch.randn(3, d) * 2, torch.randn(6, d) * 2) for d in (4, 8, 2, 16)]
+    # scores of 96 to 140, exact in float32 (integers, d = 4): exp(score) overflows float32 there
+    inputs.append((torch.randint(12, 15, (3, 4)).float(), torch.randint(4, 6, (6, 4)).float()))
+    for (q, k), mask in zip(inputs, masks):
+        d = q.shape[-1]
         importance = torch.tensor(mask)
         got = triple_weights(q, k, importance)
-        s = _scores(q, k)
-        reference = (1 + 2 * importance) * s.exp()       # weights ∝ 3 exp(score) for important keys
-        want = reference / reference.sum(dim=-1, keepdim=True)
+        s = _scores(q, k).double()                        # the reference in float64: exp(140) is finite
+        reference = (1 + 2 * importance.double()) * s.exp()  # weights ∝ 3 exp(score) for important keys
+        want = (reference / reference.sum(dim=-1, keepdim=True)).float()
         expect(isinstance(got, torch.Tensor) and got.shape == want.shape,
                f"Return the (queries, keys) weights, shape {tuple(want.shape)}, "
                f"got {getattr(got, 'shape', got)!r}.")
+        expect(torch.isfinite(got).all(),
+               f"With scores between {s.min().item():.0f} and {s.max().item():.0f} your weights hold NaN "
+               "or inf: exp(score) overflows float32 above about 88. A softmax does not overflow (it "
+               "subtracts each row's largest score first). So put the factor in as an added term, "
+               "before one softmax (section 3).")
         expect(torch.allclose(got.sum(dim=-1), torch.ones(3), atol=1e-5),
                "Each row of weights should sum to 1: end with a softmax over the keys (dim=-1).")
         expect((got > 0).all(),
@@ -54,8 +62,8 @@ def _triple_weights(triple_weights: Any) -> None:
                "Give each key a factor f (3 or 1). A softmax can only add to the scores, and "
                "f·exp(score) = exp(score + log f) (section 3). Remember the 1/sqrt(d) scaling. "
                "Multiplying the scores is the anti-pattern of section 2.",
-               code="`scores = q @ k.T / math.sqrt(q.shape[-1])`, then "
-                    "`(scores + torch.log(1 + 2 * importance)).softmax(dim=-1)`")
+               code="`f = 1 + 2 * importance` is 3 or 1 per key; the softmax's input is the scaled "
+                    "scores plus a term made from `f`")
 
 
 @exercise("06.2", "doubling every logit, computed from the weights alone", answer="sharpen")
@@ -83,11 +91,16 @@ class _Calls(TorchFunctionMode):
     def __init__(self) -> None:
         super().__init__()
         self.names: list[str] = []
+        self.sdpa_outputs: list[Any] = []
 
     def __torch_function__(self, func: Callable[..., Any], types: Any, args: Any = (),
                            kwargs: Any = None) -> Any:
-        self.names.append(getattr(func, "__name__", str(func)))
-        return func(*args, **(kwargs or {}))
+        name = getattr(func, "__name__", str(func))
+        self.names.append(name)
+        out = func(*args, **(kwargs or {}))
+        if name == "scaled_dot_product_attention":
+            self.sdpa_outputs.append(out)
+        return out
 
 
 _SOFTMAX = {"softmax", "_softmax", "log_softmax", "exp", "exp_", "softmin"}
@@ -102,6 +115,9 @@ def _importance_attention(importance_attention: Any) -> None:
         k, v = torch.randn(batch, heads, n_k, d), torch.randn(batch, heads, n_k, d)
         importance = torch.randint(0, 4, (batch, n_k)).float()
         importance[:, 0] = 1.0                          # every batch element keeps a key
+        importance[:, 1] = 0.0                          # and drops one
+        # a dropped key's value is huge: any weight left on it (an epsilon in the log) shows
+        v = torch.where((importance == 0)[:, None, :, None], 1e6, v)
         try:
             with _Calls() as calls:
                 got = importance_attention(q, k, v, importance)
@@ -120,6 +136,11 @@ def _importance_attention(importance_attention: Any) -> None:
                f"The question asks for one call to F.scaled_dot_product_attention; your function "
                f"called it {sdpa} time(s){also}. Let the one call do the softmax: the importance "
                "goes in through its attn_mask.")
+        out = calls.sdpa_outputs[0]
+        expect(isinstance(got, torch.Tensor) and isinstance(out, torch.Tensor) and got.numel() == out.numel()
+               and torch.equal(got.reshape(out.shape), out),
+               "Return what the one F.scaled_dot_product_attention call gives: your result is not its "
+               "output. Let that call do all the work, the importance going in through its attn_mask.")
         w = importance[:, None, None, :] * _scores(q, k).exp()
         want = (w / w.sum(dim=-1, keepdim=True)) @ v
         expect(isinstance(got, torch.Tensor) and got.shape == want.shape,
@@ -129,7 +150,8 @@ def _importance_attention(importance_attention: Any) -> None:
                f"With importance values {sorted(set(importance.flatten().tolist()))} the output is not "
                "softmax(scores + log(importance)) @ v: a float attn_mask is *added* to the scaled "
                "scores (pass log(importance), not importance, and not a boolean mask, which ignores "
-               "the values 2 and 3), one importance row per batch element.")
+               "the values 2 and 3), one importance row per batch element. Importance 0 must drop "
+               "its key exactly: log(0) = -inf gives weight 0, an epsilon or a clamp does not.")
         expect(got.requires_grad,
                "The values are right but the output does not require grad: keep the call inside "
                "autograd (no `.detach()`, no `torch.no_grad()`), so gradients reach q, k and v.")

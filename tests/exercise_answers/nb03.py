@@ -17,6 +17,8 @@ WRONG = {
         'commands2 = "!a = a.detach() * 2\\nc\\n"\n', # right value, cut from the graph
         'commands2 = "!a = a * 2\\n"\n',              # no `c`
         'commands2 = "!a = a + a.item()\\nc\\n"\n',   # right value, gradient 3 instead of 6
+        # right values and gradient, but a new `a` computed from x: it does not double the `a` there
+        'commands2 = "!a = x * 6\\nc\\n"\n',
     ],
     "03.3": [
         # a snapshot of .grad taken before backward
@@ -34,5 +36,9 @@ WRONG = {
         "def safe_log(x):\n    return torch.log(x.clamp(min=1e-12))\n",
         # cleans the forward values only; the NaN is in the backward
         "def safe_log(x):\n    return torch.nan_to_num(torch.where(x > 0, torch.log(x), 0.0))\n",
+        # finite, but a clamp changes log(x) for a tiny x > 0 (log(1e-20) becomes log(1e-12))
+        "def safe_log(x):\n    return torch.where(x > 0, torch.log(x.clamp(min=1e-12)), 0.0)\n",
+        # the same with a small number added to x
+        "def safe_log(x):\n    return torch.where(x > 0, torch.log(x + 1e-12), 0.0)\n",
     ],
 }

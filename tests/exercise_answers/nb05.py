@@ -73,6 +73,30 @@ WRONG = {
         "        rows = (depths > i).nonzero().squeeze(1).to(x.device)\n"
         "        h.data[rows] = torch.relu(layer(h[rows])).data\n"
         "    return model.head(h)\n",
+        # torch.where through F.linear: the layers run on every row, and no module hook sees it
+        "def forward_active_rows(model, x, depths):\n"
+        "    h = x\n"
+        "    for i, layer in enumerate(model.layers):\n"
+        "        active = (depths > i).to(x.device).unsqueeze(1)\n"
+        "        h = torch.where(active, torch.relu(F.linear(h, layer.weight, layer.bias)), h)\n"
+        "    return model.head(h)\n",
+        # runs each layer on every row, then keeps the active rows' results
+        "def forward_active_rows(model, x, depths):\n"
+        "    h = x\n"
+        "    for i, layer in enumerate(model.layers):\n"
+        "        rows = (depths > i).nonzero().squeeze(1)\n"
+        "        new = torch.relu(F.linear(h, layer.weight, layer.bias))\n"
+        "        h = h.index_copy(0, rows, new[rows])\n"
+        "    return model.head(h)\n",
+        # the per-sample loop again, written with F.linear: not batched
+        "def forward_active_rows(model, x, depths):\n"
+        "    outs = []\n"
+        "    for i in range(len(x)):\n"
+        "        h = x[i:i + 1]\n"
+        "        for layer in model.layers[:int(depths[i])]:\n"
+        "            h = torch.relu(F.linear(h, layer.weight, layer.bias))\n"
+        "        outs.append(model.head(h))\n"
+        "    return torch.cat(outs)\n",
     ],
     "05.3": [
         # forgets the ReLU node of each layer
@@ -81,5 +105,14 @@ WRONG = {
         "def predicted_nodes(depth):\n    return 5 * depth\n",
         # as if each layer repeated the whole depth-1 graph
         "def predicted_nodes(depth):\n    return 9 * depth\n",
+        # counts by building and drawing a model, which the question rules out
+        "def predicted_nodes(depth):\n"
+        "    layers = [nn.Linear(2, 2) for _ in range(depth)]\n"
+        "    head = nn.Linear(2, 1)\n"
+        "    h = torch.ones(1, 2)\n"
+        "    for layer in layers:\n"
+        "        h = torch.relu(layer(h))\n"
+        "    params = {f'p{i}': p for i, p in enumerate(p for m in layers + [head] for p in m.parameters())}\n"
+        "    return sum(dg.draw(head(h), params=params).counts().values())\n",
     ],
 }

@@ -17,6 +17,11 @@ WRONG = {
         # forgets the 1/sqrt(d) scaling
         "def triple_weights(q, k, importance):\n"
         "    return (q @ k.T + torch.log(1 + 2 * importance)).softmax(dim=-1)\n",
+        # the right formula, but exp by hand overflows float32 for scores near 100
+        "def triple_weights(q, k, importance):\n"
+        "    scores = q @ k.T / math.sqrt(q.shape[-1])\n"
+        "    w = (1 + 2 * importance) * scores.exp()\n"
+        "    return w / w.sum(dim=-1, keepdim=True)\n",
     ],
     "06.2": [
         # squares but does not renormalise
@@ -53,5 +58,13 @@ WRONG = {
         "    F.scaled_dot_product_attention(q, k, v)\n"
         "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
         "    return torch.softmax(scores + importance.log()[:, None, None, :], dim=-1) @ v\n",
+        # an epsilon in the log: the importance-0 keys keep a little weight
+        "def importance_attention(q, k, v, importance):\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=torch.log(importance + 1e-9)[:, None, None, :])\n",
+        # one SDPA call for show, and a manual softmax written with ** (no `exp` or `softmax` call)
+        "def importance_attention(q, k, v, importance):\n"
+        "    F.scaled_dot_product_attention(q, k, v)\n"
+        "    w = importance[:, None, None, :] * math.e ** (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]))\n"
+        "    return w / w.sum(dim=-1, keepdim=True) @ v\n",
     ],
 }
