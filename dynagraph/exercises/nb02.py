@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 from . import Wrong, exercise, expect
 
@@ -20,10 +21,14 @@ import dynagraph as dg
 
 
 def _batch(seed: int, lengths: list[int], features: int) -> torch.Tensor:
-    """A zero-padded batch (batch, max(lengths), features)."""
+    """A zero-padded batch (batch, max(lengths), features). The last real step of the first
+    sequence longer than 1 is all zeros too: real data can be zero, so an answer must read
+    the lengths, not guess them from the values."""
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(len(lengths), max(lengths), features, generator=g)
     x[torch.arange(max(lengths)) >= torch.tensor(lengths)[:, None]] = 0.0
+    i = next(i for i, n in enumerate(lengths) if n > 1)
+    x[i, lengths[i] - 1] = 0.0
     return x
 
 
@@ -100,27 +105,54 @@ def _nodes(t: torch.Tensor) -> int:
     return len(seen)
 
 
+class _GradCalls(TorchFunctionMode):
+    """Records the torch calls inside the block that touch a tensor requiring grad: creating
+    parameters, running a module, drawing a graph. Plain arithmetic on tensors, or reading a
+    tensor's attributes such as ``grad_fn``, is not recorded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        name = getattr(func, "__name__", str(func))
+        seen = (*args, *(kwargs or {}).values(), out)
+        if name != "__get__" and any(isinstance(t, torch.Tensor) and t.requires_grad for t in seen):
+            self.names.append(name)
+        return out
+
+
+_BUILT = ("your function built or used tensors that require grad (`{}`). The question asks for "
+          "a prediction: work the count out from the numbers section 3 measured, without "
+          "building or drawing a graph.")
+
+
 @exercise("02.2", "the node count of the cell loop for any length, predicted without drawing",
           answer="predicted_nodes")
 def _predicted_nodes(predicted_nodes: Any) -> None:
     with torch.random.fork_rng():
         torch.manual_seed(0)
         cell = nn.RNNCell(1, 2)                # as `tiny` in the notebook
-    seq = torch.arange(1.0, 13.0).view(1, 12, 1)
-    for n in (1, 2, 3, 4, 7, 12):
+    seq = torch.arange(1.0, 41.0).view(1, 40, 1)
+    for n in (1, 2, 3, 4, 7, 12, 40):          # 40: longer than any graph drawn in the notebook
         h = torch.zeros(1, 2)
         for t in range(n):
             h = cell(seq[:, t], h)
         want = _nodes(h)
-        with torch.no_grad():                  # a prediction needs no graph: drawing one fails here
+        calls = _GradCalls()
+        with torch.no_grad(), calls:           # a prediction builds no graph
             try:
                 got = predicted_nodes(n)
             except NotImplementedError:
                 raise                          # the stub: "not done yet"
-            except Exception as e:             # the answer built or drew a graph
-                raise Wrong(f"your function failed ({type(e).__name__}) when no graph can be "
-                            "recorded: predict the count from the numbers section 3 measured, "
-                            "without running the cell or drawing a graph.") from e
+            except Exception as e:
+                expect(not calls.names, _BUILT.format(calls.names[0] if calls.names else ""))
+                expect(not isinstance(e, (KeyError, IndexError)),
+                       f"your function has no answer for length {n} ({type(e).__name__}). "
+                       "Find a rule that works for every length n >= 1.")
+                raise
+        expect(not calls.names, _BUILT.format(calls.names[0] if calls.names else ""))
         expect(isinstance(got, int) and not isinstance(got, bool),
                f"return the number of nodes as an int, got {type(got).__name__}.")
         if got == want:
@@ -155,13 +187,17 @@ def _final_states(final_states: Any) -> None:
         calls, stop = _counting(rnn)
         try:
             got = final_states(rnn, x, torch.tensor(lengths))
+        except NotImplementedError:            # the stub (a RuntimeError too): "not done yet"
+            raise
         except RuntimeError as e:
             expect("enforce_sorted" not in str(e),
                    "the lengths are not sorted, and packing expects them longest first unless "
                    "you tell it otherwise. PyTorch can sort them, and put `h_n` back in the "
                    "original order, for you (section 5).",
                    code="`pack_padded_sequence(..., enforce_sorted=False)`")
-            raise
+            raise Wrong(f"your function raised RuntimeError: {str(e).rstrip('.')}. Here `x` is (batch, time, "
+                        "features): check that your packing call knows that the batch comes first.",
+                        code="`pack_padded_sequence(x, lengths, batch_first=True, ...)`") from e
         finally:
             stop()
         want = _loop(rnn, x, lengths)
@@ -178,10 +214,32 @@ def _final_states(final_states: Any) -> None:
                "these are the final states of the *padded* tensor: the RNN read the padding. "
                "Tell the RNN each sequence's real length first (section 5).",
                code="`nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, ...)`")
+        order = torch.argsort(torch.tensor(lengths), descending=True, stable=True)
+        in_order = torch.equal(order, torch.arange(len(lengths)))
+        expect(in_order or not torch.allclose(got, want[order], atol=1e-6),
+               "your rows are in the order of the sorted lengths, longest first, not in the "
+               "order of the batch. Put them back, or let PyTorch sort and unsort them (section 5).",
+               code="`pack_padded_sequence(..., enforce_sorted=False)` returns `h_n` in the original order.")
+        expect(not bool((got.detach().abs().sum(dim=1) == 0).any()),
+               "some rows are all zero: in padded outputs, the steps after a sequence's end are "
+               "zeros. A final state is the state at each sequence's own last real step.")
+        if layers > 1:
+            expect(not torch.allclose(got, rnn(nn.utils.rnn.pack_padded_sequence(
+                       x, torch.tensor(lengths), batch_first=True, enforce_sorted=False))[1][0]),
+                   f"with {layers} layers these are the bottom layer's states. `h_n` holds one "
+                   "row per layer, the bottom layer first: return the top one.",
+                   code="`h_n[-1]` is the top layer, `h_n[0]` the bottom one.")
         expect(torch.allclose(got, want, atol=1e-6),
-               f"with {layers} layer(s) your states differ from the per-sequence loop's. "
-               "`h_n` holds one row per layer, the bottom layer first: return the top one.",
-               code="`h_n[-1]` is the top layer, `h_n[0]` the bottom one.")
+               f"with lengths {lengths} your states differ from the per-sequence loop's. "
+               "Take the lengths from `lengths`, not from the values of `x`: a real step can be "
+               "all zeros.")
+        expect(got.requires_grad,
+               "the values are right, but they carry no gradient: training needs the RNN's "
+               "weights to get one through these states. Do not detach them or use `no_grad()`.")
+        grads = torch.autograd.grad(got.sum(), list(rnn.parameters()))
+        want_grads = torch.autograd.grad(want.sum(), list(rnn.parameters()))
+        expect(all(torch.allclose(a, b, atol=1e-5) for a, b in zip(grads, want_grads)),
+               "the values are right but the weights' gradients differ from the per-sequence loop's.")
 
 
 def _cell_loop(cell: nn.RNNCell, x: torch.Tensor, lengths: list[int]) -> torch.Tensor:
@@ -223,13 +281,21 @@ def _run_cell_masked(run_cell_masked: Any) -> None:
                "keep its state once its real steps are over. Choose, row by row, between the "
                "new state and the old one.",
                code="`torch.where(mask, a, b)` takes `a` where `mask` is True and `b` elsewhere.")
-        expect(bool((got.detach().abs().sum(dim=1) > 0).all()),
-               "some final states are all zero: a finished sequence must *keep* its last state, "
-               "not lose it. Multiplying by the mask erases it.",
+        zero = (got.detach().abs().sum(dim=1) == 0).tolist()
+        expect(zero != [n < max(lengths) for n in lengths],
+               "the final states of all the shorter sequences are zero: a finished sequence "
+               "must *keep* its last state, not lose it. Multiplying by the mask erases it.",
                code="`torch.where` keeps a row as it was; a product with a 0/1 mask sets it to 0.")
+        expect(not any(zero),
+               "some final states are still the zero start state: those sequences never took "
+               "their real steps. At step t a sequence is still running when t < its length.")
         expect(torch.allclose(got, want, atol=1e-6),
                f"with lengths {lengths} your states differ from running each sequence on its own. "
-               "At step t a sequence is still running when t < its length.")
+               "At step t a sequence is still running when t < its length. Use `lengths`, not "
+               "the values of `x`: a real step can be all zeros.")
+        expect(got.requires_grad,
+               "the values are right, but they carry no gradient: the check compares the "
+               "parameter gradients too. Do not detach the result or use `no_grad()`.")
         grads = torch.autograd.grad(got.sum(), list(cell.parameters()))
         want_grads = torch.autograd.grad(want.sum(), list(cell.parameters()))
         expect(all(torch.allclose(a, b, atol=1e-5) for a, b in zip(grads, want_grads)),
