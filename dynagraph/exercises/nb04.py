@@ -44,6 +44,11 @@ def _grad(fn: Callable[..., torch.Tensor], x: torch.Tensor, w: torch.Tensor, *ar
     return _filled(x.grad, "x.grad was not filled: `backward` must return a gradient for x.")
 
 
+def _first(t: torch.Tensor) -> str:
+    """The first three values of ``t``, rounded for a hint: ``[6.164, -1.174, -8.715, ...]``."""
+    return "[" + ", ".join(f"{v:.3f}" for v in t[:3].tolist()) + ", ...]"
+
+
 def _count_gradients_error(e: RuntimeError) -> None:
     expect("incorrect number of gradients" not in str(e),
            "`backward` must return one gradient per input of `forward`, in order. The "
@@ -66,16 +71,16 @@ def _square(Square: Any) -> None:
                code="`x, = ctx.saved_tensors`, then `local_derivative * grad_output`")
         expect(not torch.allclose(got, x * w), "you return x * grad_output, but d(x²)/dx is 2x.")
         expect(torch.allclose(got, 2 * x * w),
-               f"d(x²)/dx is 2x, times grad_output. At x = {x[:3].tolist()}... autograd gets "
-               f"{(2 * x * w)[:3].tolist()}..., you {got[:3].tolist()}....")
+               f"d(x²)/dx is 2x, times grad_output. At x = {_first(x)} autograd gets "
+               f"{_first(2 * x * w)}, you {_first(got)}.")
     x = _points(7, 4).requires_grad_()
     expect(gradcheck(Square.apply, (x,), raise_exception=False),
            "`gradcheck` disagrees with your backward: compare it with finite differences.")
     expect(gradgradcheck(Square.apply, (x,), raise_exception=False),
            "first derivatives are right, but second derivatives are not (`gradgradcheck` "
-           "fails). Your backward stepped out of autograd (`.detach()`, `.data`, `.item()`, "
-           "NumPy), so autograd cannot differentiate it. Compute it with torch ops on the "
-           "saved `x`.")
+           "fails). Autograd must be able to differentiate your backward in float64. Compute it "
+           "with torch ops on the saved `x`, without `.detach()`, `.data`, `.item()`, NumPy, "
+           "`torch.no_grad()` or a float32 copy.")
 
 
 @exercise("04.2", "LeakyThreshold's true derivative in backward", answer="LeakyThreshold")
@@ -108,10 +113,12 @@ def _leaky(LeakyThreshold: Any) -> None:
 def _leaky2(LeakyThreshold2: Any) -> None:
     for seed, t in enumerate((5.0, -1.0)):
         batch = torch.stack([_points(seed + 10 * k, 3, t) for k in range(4)])
-        oracle = torch.func.vmap(torch.func.grad(lambda r, t=t: torch.where(r > t, r, 0.1 * r).sum()))
-        per_row = torch.func.vmap(torch.func.grad(lambda r, t=t: LeakyThreshold2.apply(r, t).sum()))
+        w = torch.stack([_weights(seed + 10 * k, 3) for k in range(4)])  # upstream gradients, not ones
+        oracle = torch.func.vmap(torch.func.grad(
+            lambda r, v, t=t: (torch.where(r > t, r, 0.1 * r) * v).sum()))
+        per_row = torch.func.vmap(torch.func.grad(lambda r, v, t=t: (LeakyThreshold2.apply(r, t) * v).sum()))
         try:
-            got = per_row(batch)
+            got = per_row(batch, w)
         except RuntimeError as e:
             expect("setup_context" not in str(e),
                    "`torch.func` transforms need the new style: a `forward` that only computes, "
@@ -124,10 +131,13 @@ def _leaky2(LeakyThreshold2: Any) -> None:
                    code="`generate_vmap_rule = True`, a class attribute")
             _count_gradients_error(e)
             raise
-        expect(torch.allclose(got, oracle(batch)),
+        expect(not torch.allclose(got, torch.where(batch > t, 1.0, 0.1).to(batch.dtype)),
+               "your gradient ignores `grad_output`: multiply the local slope (1 or 0.1) by it.")
+        expect(torch.allclose(got, oracle(batch, w)),
                f"per-row gradients with threshold {t} differ from autograd through built-in "
-               "ops: 1 above the threshold, 0.1 below it. Does `backward` compare the saved "
-               "*input* x (not the output) with the threshold?")
+               "ops. The local slope is 1 above the threshold and 0.1 below it, and both sides "
+               "are multiplied by grad_output. Does `backward` compare the saved *input* x (not "
+               "the output) with the threshold?")
         values = LeakyThreshold2.apply(batch, t)
         expect(torch.allclose(values, torch.where(batch > t, batch, 0.1 * batch)),
                "the forward values are wrong: y = where(x > t, x, 0.1 * x).")

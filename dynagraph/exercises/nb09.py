@@ -32,7 +32,7 @@ def _memory(out: torch.Tensor) -> Any:
 
 @exercise("09.1", "count what the graph keeps, each storage once, with saved_tensors_hooks",
           answer="packed_bytes")
-def _packed_bytes(packed_bytes: Callable[[Callable[[], torch.Tensor]], int]) -> None:
+def _packed_bytes(packed_bytes: Callable[[Callable[[], Any]], int]) -> None:
     x = torch.linspace(-1, 1, 1000, requires_grad=True)  # 4,000 bytes
 
     def cube() -> torch.Tensor:
@@ -43,15 +43,31 @@ def _packed_bytes(packed_bytes: Callable[[Callable[[], torch.Tensor]], int]) -> 
         h = x.exp()
         return (h[:10] * h[10:20]).sum()
 
-    cases = {
+    kept: list[torch.Tensor] = []
+    scale = torch.linspace(0, 1, 1000)  # needs no gradient
+
+    def returns_nothing() -> None:  # the graph lives on in `kept`; only pack sees what it saves
+        kept.append((x * scale).sum())
+
+    cases: dict[str, Callable[[], Any]] = {
         "exp(x).sum() (exp keeps its 4,000-byte result)": lambda: x.exp().sum(),
         "h * h * h with h = exp(x) (h is saved three times: one storage)": cube,
         "h[:10] * h[10:20] (two views of one storage: the whole storage is kept)": views,
+        "x * x (mul keeps the leaf x twice: one storage)": lambda: (x * x).sum(),
+        "a function that returns nothing (mul keeps `scale`, a tensor that needs no gradient)":
+            returns_nothing,
         "x.sum() (sum saves nothing)": lambda: x.sum(),
     }
     for name, fn in cases.items():
-        got = packed_bytes(fn)
-        want = _graph_total(fn())
+        try:
+            got = packed_bytes(fn)
+        except Exception as e:
+            expect(fn is not returns_nothing,
+                   f"for {name} your answer raised {type(e).__name__}: {e}. Count what `pack` sees "
+                   "while `fn()` runs: do not use what `fn()` returns.")
+            raise
+        result = fn()
+        want = _graph_total(kept[-1] if fn is returns_nothing else result)
         expect(isinstance(got, int), f"return an int (bytes), not {type(got).__name__}.")
         expect(got == want,
                f"for {name} the graph keeps {want:,} bytes; you counted {got:,}. "
@@ -166,6 +182,13 @@ def _half_hooks(half_hooks: Callable[[], Any]) -> None:
     expect(isinstance(pair, (tuple, list)) and len(pair) == 2 and all(map(callable, pair)),
            "return a pair (pack, unpack) of functions, as a tuple or a list.")
     pack, unpack = pair
+    packed_dtypes: set[torch.dtype] = set()  # the dtypes of the tensors that pack returns
+
+    def spy(t: torch.Tensor) -> Any:
+        packed = pack(t)
+        items = packed if isinstance(packed, (tuple, list)) else (packed,)
+        packed_dtypes.update(item.dtype for item in items if isinstance(item, torch.Tensor))
+        return packed
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh())
     x = torch.randn(32, 64)
@@ -177,13 +200,18 @@ def _half_hooks(half_hooks: Callable[[], Any]) -> None:
     with torch.autograd.graph.saved_tensors_hooks(weigh, lambda t: t):
         plain = model(x).sum()
     want = torch.autograd.grad(plain, list(model.parameters()))
-    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+    with torch.autograd.graph.saved_tensors_hooks(spy, unpack):
         out = model(x).sum()
     total = _graph_total(out)
     expect(total <= sum(halves),
            f"the graph keeps {total:,} bytes; float16 copies of what it saves weigh {sum(halves):,}. "
            "pack should return a new float16 copy of the tensor, not the tensor itself or a "
            "float32 copy.", code="pack = lambda t: t.half()")
+    expect(packed_dtypes == {torch.float16},
+           f"pack kept tensors of dtype {sorted(map(str, packed_dtypes))}. The question asks for "
+           "half precision, float16 (`torch.half`), for every saved tensor. (bfloat16 is another "
+           "16-bit format, with fewer digits.)",
+           code="pack = lambda t: t.half()")
     try:
         got = torch.autograd.grad(out, list(model.parameters()))
     except RuntimeError as e:  # unpack gave backward a float16 tensor: matmul of mixed dtypes

@@ -49,6 +49,8 @@ WRONG = {
         _SQUARE.format("x * grad_output"),                    # forgets the 2
         _SQUARE.format("2 * x.detach() * grad_output"),       # right once, wrong second derivative
         _SQUARE.format("2 * x.data * grad_output"),           # the same with .data
+        _SQUARE.format("(2 * x * grad_output).float()"),      # a float32 copy: second derivatives off
+        _SQUARE.format("2 * grad_output"),                    # forgets x
     ],
     "04.2": [
         _LEAKY.format("torch.where(x > ctx.threshold, grad_output, 0.0), None"),   # ThresholdReLU's backward
@@ -67,5 +69,11 @@ WRONG = {
         _LEAKY2.format(saved="output"),
         # no gradient for the threshold
         _LEAKY2.format(saved="inputs[0]").replace("0.1 * grad_output), None", "0.1 * grad_output)"),
+        # ignores grad_output: right only when the upstream gradient is all ones
+        _LEAKY2.format(saved="inputs[0]").replace("grad_output, 0.1 * grad_output)", "1.0, 0.1)"),
+        # 0.1 below the threshold instead of 0.1 * grad_output
+        _LEAKY2.format(saved="inputs[0]").replace("0.1 * grad_output)", "0.1)"),
+        # the slopes swapped
+        _LEAKY2.format(saved="inputs[0]").replace("grad_output, 0.1 * grad_output)", "0.1 * grad_output, grad_output)"),
     ],
 }

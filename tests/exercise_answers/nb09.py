@@ -14,6 +14,18 @@ WRONG = {
          "    return sum(seen.values())\n"),
         # the output's size, not what the graph saved
         "def packed_bytes(fn):\n    return fn().untyped_storage().nbytes()\n",
+        # dg.draw does the counting: no saved_tensors_hooks at all
+        "def packed_bytes(fn):\n    return dg.draw(fn(), memory=True).memory.total\n",
+        # identity hooks around fn(), then dg.draw counts: pack sees nothing
+        ("def packed_bytes(fn):\n"
+         "    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):\n"
+         "        out = fn()\n    return dg.draw(out, memory=True).memory.total\n"),
+        # leaves skipped: a saved input or parameter is kept by the graph too
+        ("def packed_bytes(fn):\n    seen = {}\n"
+         "    def pack(t):\n        if not t.is_leaf:\n"
+         "            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()\n        return t\n"
+         "    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):\n        fn()\n"
+         "    return sum(seen.values())\n"),
     ],
     "09.2": [
         # no checkpointing at all
@@ -49,5 +61,9 @@ WRONG = {
         "def half_hooks():\n    return (lambda t: t.half().float()), (lambda p: p)\n",
         # a list of the right kind but the wrong unpack: zeros
         "def half_hooks():\n    return [lambda t: t.half(), lambda p: torch.zeros_like(p, dtype=torch.float32)]\n",
+        # bfloat16, not the float16 the question asks for
+        "def half_hooks():\n    return (lambda t: t.bfloat16()), (lambda p: p.float())\n",
+        # pack and unpack swapped: pack keeps float32
+        "def half_hooks():\n    return (lambda p: p.float()), (lambda t: t.half())\n",
     ],
 }
