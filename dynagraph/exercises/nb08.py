@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -39,6 +41,42 @@ class _LoopRNN(nn.Module):
         return torch.stack(outs)
 
 
+@contextlib.contextmanager
+def _calls_to(*targets: tuple[Any, str]) -> Iterator[list[str]]:
+    """Count calls to ``getattr(owner, name)`` for each ``(owner, name)`` while inside: the
+    entry points that every way of calling ``torch.jit.trace`` or ``torch.export.export`` reaches."""
+    calls: list[str] = []
+    saved = [(owner, name, getattr(owner, name)) for owner, name in targets]
+
+    def spy(name: str, original: Any) -> Any:
+        @functools.wraps(original)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls.append(name)
+            return original(*args, **kwargs)
+        return wrapper
+
+    for owner, name, original in saved:
+        setattr(owner, name, spy(name, original))
+    try:
+        yield calls
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
+
+
+def _tracing_entry_points() -> tuple[tuple[Any, str], ...]:
+    """Where ``torch.jit.trace`` and ``trace_module`` end up, however they were imported."""
+    import torch.jit._trace as jit_trace
+    return ((jit_trace, "make_module"), (torch._C, "_create_function_from_trace"),
+            (torch._C, "_create_function_from_trace_with_dict"))
+
+
+def _export_entry_points() -> tuple[tuple[Any, str], ...]:
+    """Where ``torch.export.export`` ends up, however it was imported."""
+    import torch.export._trace as export_trace
+    return ((export_trace, "_export"),)
+
+
 @functools.cache
 def _traced_rnn_calls(lengths_list: tuple[int, ...], dev: str) -> int:
     """The number of ``aten::rnn_tanh`` calls in ``torch.jit.trace`` of the loop on these lengths."""
@@ -57,8 +95,12 @@ def _traced_rnn_calls(lengths_list: tuple[int, ...], dev: str) -> int:
 def _predicted_rnn_calls(predicted_rnn_calls: Any) -> None:
     dev = str(_device())                             # CUDA when available: trace where the notebook runs
     for lengths_list in ([6, 2, 4], [1, 2, 3, 4], [5], [3, 3, 1, 2, 6, 4]):
-        got = predicted_rnn_calls(torch.tensor(lengths_list))
         want = _traced_rnn_calls(tuple(lengths_list), dev)
+        with _calls_to(*_tracing_entry_points()) as traced:
+            got = predicted_rnn_calls(torch.tensor(lengths_list))
+        expect(not traced,
+               "Your answer runs `torch.jit.trace` to count the calls. The exercise asks for a "
+               "prediction: work the count out from `lengths` and what section 3 showed, without tracing.")
         expect(isinstance(got, int) and not isinstance(got, bool),
                f"Return a Python int, got {type(got).__name__} ({got!r}).")
         expect(got == want,
@@ -121,8 +163,8 @@ def _scale_by_max_no_break(scale_by_max_no_break: Any) -> None:
         (grad,) = torch.autograd.grad(got.sum(), x)
         expect(torch.isfinite(grad).all(),
                f"For {values} (maximum {x.max().item():g}) the gradient is {grad.tolist()}: `torch.where` "
-               "differentiates *both* branches, and the unused `x / m` is 0/0 there. Choose what to "
-               "divide by, not what to return: a denominator that is never 0 needs no second branch.",
+               "differentiates *both* branches, and the branch it did not pick divides by 0 here. Choose "
+               "what to divide by, not what to return: a denominator that is never 0 needs no second branch.",
                code="x / torch.where(m > 0, m, 1.0)")
         expect(torch.allclose(grad, _reference_grad(x.detach()), atol=1e-6),
                f"For {values} the gradient is {grad.tolist()}, the analytic one is "
@@ -131,8 +173,8 @@ def _scale_by_max_no_break(scale_by_max_no_break: Any) -> None:
     graphs = _count_graphs(scale_by_max_no_break, torch.tensor([1.0, 2.0, 4.0]))
     expect(graphs == 1,
            f"`torch.compile` captures {graphs} graph(s); it should be 1 (no graph break). A Python number "
-           "taken from a tensor (`.item()`, `float(...)`, an `if` on a tensor) breaks the graph: keep the "
-           "choice a tensor op.")
+           "taken from a tensor (`.item()`, `float(...)`, an `if` on a tensor) breaks the graph, and so "
+           "does a `print`: keep the choice a tensor op.")
 
 
 def _describe(model: nn.Sequential) -> list[str]:
@@ -161,7 +203,11 @@ def _predicted_aten_ops(predicted_aten_ops: Any) -> None:
               (4, nn.Sequential(nn.Linear(4, 3, bias=False), nn.Tanh(), nn.Linear(3, 1))),
               (3, nn.Sequential(nn.Linear(3, 3), nn.Sigmoid()))]
     for n_in, model in models:
-        got = predicted_aten_ops(model)
+        with _calls_to(*_export_entry_points()) as exported:
+            got = predicted_aten_ops(model)
+        expect(not exported,
+               "Your answer runs `torch.export.export` to read the ops. The exercise asks for a "
+               "prediction: work the list out from the modules of the `Sequential`, without exporting.")
         expect(isinstance(got, (list, tuple)), f"Return a list of ops, got {type(got).__name__}.")
         got = [_op_name(op) for op in got]
         want = _export_targets(model, n_in)
