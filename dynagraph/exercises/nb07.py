@@ -9,6 +9,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.modules import module as _module_hooks
 
 from . import exercise, expect
 
@@ -31,10 +32,22 @@ class _Block(nn.Module):
         self.linear = nn.Linear(width, width)
         self.norm = norm(width) if norm else nn.Identity()
         self.act, self.residual = act(), residual
+        self.full_hook_seen = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Exercise 1 asks for a full backward hook on each block: note whether one is on this
+        # block (or on every module) while it runs.
+        self.full_hook_seen = self.full_hook_seen or _has_full_backward_hook(self)
         h = self.act(self.norm(self.linear(x)))
         return x + h if self.residual else h
+
+
+def _has_full_backward_hook(module: nn.Module) -> bool:
+    """Whether a hook from ``register_full_backward_hook`` (on ``module``, or the global one
+    for all modules) will run in the backward pass of ``module``'s forward."""
+    own = bool(module._backward_hooks) and module._is_full_backward_hook is True
+    every = bool(_module_hooks._global_backward_hooks) and _module_hooks._global_is_full_backward_hook is True
+    return own or every
 
 
 class _DeepMLP(nn.Module):
@@ -103,6 +116,8 @@ def _block_output_grad_norms(block_output_grad_norms: Any) -> None:
         for h in handles:
             h.remove()
         want = [g.norm().item() for g in torch.autograd.grad(loss, outs)]
+        for block in model.block_list():
+            block.full_hook_seen = False
         got = block_output_grad_norms(model, x, y)
         described = f"a depth-{depth} {act.__name__} net" + (" with residual blocks" if residual else "")
         expect(isinstance(got, (list, tuple)) and len(got) == len(want),
@@ -113,6 +128,12 @@ def _block_output_grad_norms(block_output_grad_norms: Any) -> None:
                "Your hooks are still registered on the blocks after the function returned. Each "
                "registration gives back a handle: keep the handles, and remove every hook before you return.",
                code="`handle = block.register_full_backward_hook(hook)`, later `handle.remove()`")
+        expect(all(block.full_hook_seen for block in model.block_list()),
+               f"For {described}, a block ran without a full backward hook. This exercise records "
+               "dL/dh with module hooks: register one on each block, before the forward pass. "
+               "retain_grad(), tensor hooks and autograd.grad give the same numbers with other tools; "
+               "register_backward_hook (without 'full') is the old kind.",
+               code="`handle = block.register_full_backward_hook(hook)` for each block in `model.blocks`")
         close = all(abs(a - b) <= 1e-5 * (1 + abs(b)) for a, b in zip(got, want))
         shifted = all(abs(a - b) <= 1e-5 * (1 + abs(b)) for a, b in zip(got[1:], want[:-1]))
         expect(close or not shifted,
@@ -147,11 +168,12 @@ def _linear_grads(linear_grads: Any) -> None:
                f"got {tuple(getattr(w_grad, 'shape', ()))}. Which product of dL/dz, shape (batch, out), "
                "and x, shape (batch, in), gives (out, in)?",
                code="`a.T @ b` multiplies (k, batch) by (batch, m); the batch dimension is summed away")
+        w_grad = w_grad.to(torch.float32)   # a right answer in float64 is still right
         expect(torch.allclose(w_grad, _grad(layer.weight), atol=1e-5),
                f"With a batch of {batch} the weight gradient differs from autograd's. W.grad adds up one "
                "outer product dL/dz ⊗ x per sample. Do not average: any mean is already in dL/dz.")
         expect(isinstance(b_grad, torch.Tensor) and b_grad.shape == layer.bias.shape
-               and torch.allclose(b_grad, _grad(layer.bias), atol=1e-5),
+               and torch.allclose(b_grad.to(torch.float32), _grad(layer.bias), atol=1e-5),
                f"With a batch of {batch} the bias gradient differs from autograd's. The bias is added "
                "to every sample, so its gradient is dL/dz added up over the batch.")
         if batch == 1:
@@ -208,7 +230,8 @@ def _check_deep_fix(deep_fix: dict, changes: dict, seed: int) -> None:
            "Look at section 3's table: which change fixes your activation function?")
     expect(max(w_ratio, h_ratio) < _HIGH,
            f"With {what}, {measured}: the gradient explodes toward the input (fixed means between "
-           "1/30 and 30). Section 3's table shows one normalization that does this at depth 30.")
+           "1/30 and 30): on the way back, the blocks make it larger. Which change does section 3's "
+           "table call fixed for your activation function?")
     output_std = outs[-1].std(dim=0).mean().item()
     expect(output_std > 1e-3,
            f"The gradients are balanced, but block 29's output hardly varies across the batch (its "

@@ -37,6 +37,48 @@ WRONG = {
         "def block_output_grad_norms(model, x, y):\n"
         "    F.cross_entropy(model(x), y).backward()\n"
         "    return [block.linear.weight.grad.norm().item() for block in model.blocks]\n",
+        # retain_grad(), which the question says to replace (right numbers, not the asked tool)
+        "def block_output_grad_norms(model, x, y):\n"
+        "    outs = []\n"
+        "    def keep(module, inputs, h):\n"
+        "        h.retain_grad()\n"
+        "        outs.append(h)\n"
+        "    handles = [block.register_forward_hook(keep) for block in model.blocks]\n"
+        "    F.cross_entropy(model(x), y).backward()\n"
+        "    for h in handles:\n"
+        "        h.remove()\n"
+        "    return [h.grad.norm().item() for h in outs]\n",
+        # autograd.grad with respect to the block outputs: no hook records anything
+        "def block_output_grad_norms(model, x, y):\n"
+        "    outs = []\n"
+        "    handles = [b.register_forward_hook(lambda m, i, o: outs.append(o)) for b in model.blocks]\n"
+        "    loss = F.cross_entropy(model(x), y)\n"
+        "    for h in handles:\n"
+        "        h.remove()\n"
+        "    return [g.norm().item() for g in torch.autograd.grad(loss, outs)]\n",
+        # a tensor hook on each output, not a module's full backward hook
+        "def block_output_grad_norms(model, x, y):\n"
+        "    norms = {}\n"
+        "    def on_output(i):\n"
+        "        def keep(module, inputs, h):\n"
+        "            h.register_hook(lambda g: norms.__setitem__(i, g.norm().item()))\n"
+        "        return keep\n"
+        "    handles = [b.register_forward_hook(on_output(i)) for i, b in enumerate(model.blocks)]\n"
+        "    F.cross_entropy(model(x), y).backward()\n"
+        "    for h in handles:\n"
+        "        h.remove()\n"
+        "    return [norms[i] for i in range(len(model.blocks))]\n",
+        # the old, deprecated register_backward_hook (not "full")
+        "def block_output_grad_norms(model, x, y):\n"
+        "    norms, handles = {}, []\n"
+        "    for i, block in enumerate(model.blocks):\n"
+        "        def hook(module, grad_input, grad_output, i=i):\n"
+        "            norms[i] = grad_output[0].norm().item()\n"
+        "        handles.append(block.register_backward_hook(hook))\n"
+        "    F.cross_entropy(model(x), y).backward()\n"
+        "    for h in handles:\n"
+        "        h.remove()\n"
+        "    return [norms[i] for i in range(len(model.blocks))]\n",
     ],
     "07.2": [
         # transposed: (in, out)
@@ -73,6 +115,24 @@ WRONG = {
 }
 
 RIGHT = {
+    "07.1": [
+        # norms kept as tensors, appended in firing order (last block first), then reversed
+        "def block_output_grad_norms(model, x, y):\n"
+        "    norms, handles = [], []\n"
+        "    for block in model.blocks:\n"
+        "        handles.append(block.register_full_backward_hook(lambda m, gi, go: norms.append(go[0].norm())))\n"
+        "    F.cross_entropy(model(x), y).backward()\n"
+        "    for h in handles:\n"
+        "        h.remove()\n"
+        "    return norms[::-1]\n",
+    ],
+    "07.2": [
+        "def linear_grads(x, dz):\n    return torch.einsum('bo,bi->oi', dz, x), dz.sum(0)\n",
+        "def linear_grads(x, dz):\n    return (dz[:, :, None] * x[:, None, :]).sum(0), dz.sum(0)\n",
+        "def linear_grads(x, dz):\n    return (x.T @ dz).T, dz.sum(dim=0)\n",
+        # the right values, in float64
+        "def linear_grads(x, dz):\n    return dz.double().T @ x.double(), dz.double().sum(0)\n",
+    ],
     "07.3": [
         "deep_fix = dict(act=nn.Tanh, glorot=True)\n",
         "deep_fix = dict(act=nn.Tanh, norm=nn.LayerNorm)\n",
