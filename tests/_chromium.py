@@ -86,7 +86,11 @@ class Watch:
 
 # -- Steppers (dynagraph.stepper): step and check what changes -----------------------
 
-_STATE_JS = """r => [r.querySelector('.dg-now').textContent,
+# A step shows its text and lights its nodes: two steps may share a text (a backward
+# replay runs two MulBackward0 nodes in a row) but never both text and lit nodes.
+_STATE_JS = """r => [r.querySelector('.dg-now').textContent + ' | lit: ' +
+  [...r.querySelectorAll('g.node.dg-lit')].map(g => (g.getAttribute('class').match(/dg-n\\d+/) || ['?'])[0])
+    .sort().join(' '),
   r.querySelectorAll('g.node.dg-hidden, g.node.dg-dim').length,
   +r.querySelector('input[type=range]').value]"""
 MAX_CLICKS = 12  # per direction: enough to see monotony, cheap on long recordings
@@ -94,7 +98,7 @@ MAX_CLICKS = 12  # per direction: enough to see monotony, cheap on long recordin
 
 def check_stepper(stepper) -> dict:
     """Step a ``div.dg-stepper`` (a dynagraph output with steps) back to the start, forward and back again; assert
-    that the step text changes on every click and that the number of hidden (or
+    that what a step shows (its text and its lit nodes) changes on every click and that the number of hidden (or
     dimmed) graph nodes only falls going forward and only rises going back.
 
     Args:
@@ -129,7 +133,7 @@ def check_stepper(stepper) -> dict:
             button(act)
             text, hidden, at = state()
             assert at == prev_at + sign, f"{act}: slider went from {prev_at} to {at}"
-            assert text != prev_text, f"{act}: step text did not change at step {at}"
+            assert text != prev_text, f"{act}: step text and lit nodes did not change at step {at}: {text!r}"
             assert (hidden <= prev_hidden) if sign > 0 else (hidden >= prev_hidden), (
                 f"{act} to step {at}: hidden/dimmed nodes went {prev_hidden} -> {hidden}, not monotonic")
             prev_text, prev_hidden, prev_at = text, hidden, at
