@@ -7,11 +7,17 @@
     python3 dev.py docs [sphinx-build args...]  # e.g. -W; site in docs/_build/html
 
 All first ensure the environment: a virtual environment in .venv/ holding
-requirements.txt and an editable install of this package. The install runs
-only when requirements.txt or pyproject.toml changed since the last one (a
-hash stamp inside .venv/), so later runs start at once. `test` also makes sure
-Chromium is there for the `browser` tests (installing it with apt-get as root),
-and both test lanes first run `ruff check` and `mypy`, stopping if either complains.
+an editable install of this package and one of two lanes of requirements:
+`lab` installs requirements-lab.txt (what the notebooks need: torch, JupyterLab,
+matplotlib, the renderer); `test` and `docs` install requirements.txt (the lab
+lane plus the test, docs, lint and benchmark tools). Each lane installs only when
+its files or pyproject.toml changed since its last install (a hash stamp per lane
+inside .venv/), so later runs start at once; `lab` after `test` installs nothing.
+`python3 dev.py lab --version` installs the lab lane and exits without starting a
+server. `lab` starts JupyterLab without its "news" pop-up (see LAB_CONFIG). `test`
+also makes sure Chromium is there for the `browser` tests (installing it with
+apt-get as root), and both test lanes first run `ruff check` and `mypy`, stopping
+if either complains.
 """
 import hashlib
 import os
@@ -23,8 +29,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 VENV_PY = VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-STAMP = VENV / ".dynagraph-install-stamp"
-INPUTS = ("requirements.txt", "pyproject.toml")
+# Each lane: the requirements file pip installs, the files its hash stamp covers, the
+# stamp. The full lane holds the lab lane (requirements.txt starts with
+# `-r requirements-lab.txt`), so a current full stamp satisfies `lab` too.
+LAB = ("requirements-lab.txt", ("requirements-lab.txt", "pyproject.toml"), VENV / ".dynagraph-lab-stamp")
+FULL = ("requirements.txt", ("requirements.txt", "requirements-lab.txt", "pyproject.toml"),
+        VENV / ".dynagraph-install-stamp")
+# Jupyter config folder `lab` adds to JUPYTER_CONFIG_PATH: its labconfig/
+# default_setting_overrides.json answers JupyterLab's "get notified about official
+# Jupyter news?" prompt with no (fetchNews "false"; a learner's own setting still wins).
+# --LabApp.news_url=None also keeps the server from fetching the feed; alone it does not
+# stop the prompt in JupyterLab 4.6.
+LAB_CONFIG = ROOT / "tools" / "jupyter_config"
+LAB_ARGS = ("--LabApp.news_url=None",)
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's package `chromium`; the browser tests drive it
 DOCS_OUT = Path("docs/_build/html")
 
@@ -41,9 +58,9 @@ def run(*cmd):
         sys.exit(rc)
 
 
-def inputs_hash():
+def inputs_hash(inputs):
     h = hashlib.sha256()
-    for name in INPUTS:
+    for name in inputs:
         h.update(name.encode() + b"\0" + (ROOT / name).read_bytes() + b"\0")
     return h.hexdigest()
 
@@ -54,29 +71,36 @@ def ensure_venv():
         run(sys.executable, "-m", "venv", VENV)
 
 
-def ensure_python_deps():
-    """pip-install requirements.txt and the package (editable) when their inputs changed."""
-    digest = inputs_hash()
-    if STAMP.exists() and STAMP.read_text().strip() == digest:
+def stamped(lane):
+    """Whether the lane's stamp matches its input files now."""
+    _, inputs, stamp = lane
+    return stamp.exists() and stamp.read_text().strip() == inputs_hash(inputs)
+
+
+def ensure_python_deps(lane):
+    """pip-install the lane's requirements and the package (editable) when their inputs
+    changed; `lab` is also satisfied by a current full install."""
+    if stamped(lane) or (lane is LAB and stamped(FULL)):
         return
-    log("installing requirements.txt (first run or changed inputs) ...")
+    requirements, inputs, stamp = lane
+    log(f"installing {requirements} (first run or changed inputs) ...")
     pip = (VENV_PY, "-m", "pip", "--disable-pip-version-check")
     # With setuptools in the venv the editable install needs no isolated build
     # env, so it downloads nothing more.
-    run(*pip, "install", "-r", "requirements.txt", "setuptools>=77")
+    run(*pip, "install", "-r", requirements, "setuptools>=77")
     log("installing dynagraph (editable) ...")
     run(*pip, "install", "--no-deps", "--no-build-isolation", "-e", ".")
-    STAMP.write_text(digest + "\n")
+    stamp.write_text(inputs_hash(inputs) + "\n")
     log("environment ready")
 
 
-def ensure_env():
-    """Everything all commands need. System packages that one command needs get
-    their own ensure_* function, called from that command."""
+def ensure_env(lane):
+    """Everything all commands need, with the lane's requirements. System packages
+    that one command needs get their own ensure_* function, called from that command."""
     if sys.version_info < (3, 10):  # noqa: UP036 - dev.py runs under any python3; say why it stops
         sys.exit("dev.py: needs Python >= 3.10")
     ensure_venv()
-    ensure_python_deps()
+    ensure_python_deps(lane)
 
 
 def ensure_chromium():
@@ -97,9 +121,10 @@ def ensure_chromium():
             return
 
 
-def call_venv(*args):
-    """Run the venv's python with args; Ctrl-C goes to it alone (jupyter asks to confirm)."""
-    proc = subprocess.Popen([str(VENV_PY), *args], cwd=ROOT)
+def call_venv(*args, env=None):
+    """Run the venv's python with args (and env, else ours); Ctrl-C goes to it alone
+    (jupyter asks to confirm)."""
+    proc = subprocess.Popen([str(VENV_PY), *args], cwd=ROOT, env=env)
     while True:
         try:
             return proc.wait()
@@ -111,7 +136,13 @@ def cmd_lab(args):
     (ROOT / "notebooks").mkdir(exist_ok=True)
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in args:
         args = ["--allow-root", *args]  # containers and CI machines often run as root
-    return call_venv("-m", "jupyter", "lab", "notebooks/", *args)
+    return call_venv("-m", "jupyter", "lab", "notebooks/", *LAB_ARGS, *args, env=lab_env())
+
+
+def lab_env():
+    """Our environment with LAB_CONFIG first on JUPYTER_CONFIG_PATH."""
+    path = os.pathsep.join(p for p in (str(LAB_CONFIG), os.environ.get("JUPYTER_CONFIG_PATH")) if p)
+    return {**os.environ, "JUPYTER_CONFIG_PATH": path}
 
 
 # The fast lane: the unit tests in tests/, without the notebooks (nbval), the real
@@ -152,13 +183,14 @@ def cmd_docs(args):
 
 
 COMMANDS = {"lab": cmd_lab, "test": cmd_test, "docs": cmd_docs}
+LANES = {"lab": LAB, "test": FULL, "docs": FULL}
 
 
 def main(argv):
     if not argv or argv[0] not in COMMANDS:
         print(__doc__, file=sys.stderr)
         return 2
-    ensure_env()
+    ensure_env(LANES[argv[0]])
     return COMMANDS[argv[0]](argv[1:])
 
 

@@ -1,8 +1,10 @@
 """dev.py and the pytest set-up: tests run from any folder; the fast lane selects unit tests;
-lint and type check run first; nbval options apply only where nbval is installed."""
+lint and type check run first; nbval options apply only where nbval is installed;
+`lab` and `test` each install their lane once, and `lab` starts JupyterLab without the news prompt."""
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -114,3 +116,62 @@ def test_pytest_runs_without_nbval():
                            "-p", "no:nbval", "-p", "no:cacheprovider"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+def test_lab_starts_jupyterlab_without_the_news_prompt(monkeypatch, tmp_path):
+    dev = _load("dev", ROOT / "dev.py")
+    ran = []
+    monkeypatch.setattr(dev, "call_venv", lambda *args, env=None: ran.append((args, env)) or 0)
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", "/elsewhere")
+    assert dev.cmd_lab(["--no-browser"]) == 0
+    (args, env), = ran
+    assert args[:4] == ("-m", "jupyter", "lab", "notebooks/") and args[-1] == "--no-browser"
+    assert "--LabApp.news_url=None" in args  # the server fetches no feed
+    assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [str(dev.LAB_CONFIG), "/elsewhere"]
+    # the prompt itself: JupyterLab asks while fetchNews is "none"; the config folder says "false"
+    settings_utils = pytest.importorskip("jupyterlab_server.settings_utils")
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", env["JUPYTER_CONFIG_PATH"])
+    overrides, error = settings_utils._get_overrides(str(tmp_path))
+    assert not error
+    assert overrides["@jupyterlab/apputils-extension:notification"] == {"fetchNews": "false", "checkForUpdates": False}
+
+
+def _lanes(dev, monkeypatch, tmp_path):
+    """dev with its stamps in tmp_path and pip calls recorded instead of run: the list of them."""
+    monkeypatch.setattr(dev, "LAB", (*dev.LAB[:2], tmp_path / "lab-stamp"))
+    monkeypatch.setattr(dev, "FULL", (*dev.FULL[:2], tmp_path / "full-stamp"))
+    monkeypatch.setattr(dev, "log", lambda msg: None)
+    installs = []
+    monkeypatch.setattr(dev, "run", lambda *cmd: installs.append(cmd[cmd.index("install") + 1:]))
+    return installs
+
+
+def test_lab_installs_the_lab_requirements_once(monkeypatch, tmp_path):
+    dev = _load("dev", ROOT / "dev.py")
+    installs = _lanes(dev, monkeypatch, tmp_path)
+    dev.ensure_python_deps(dev.LAB)
+    dev.ensure_python_deps(dev.LAB)
+    assert [i[:2] for i in installs] == [("-r", "requirements-lab.txt"), ("--no-deps", "--no-build-isolation")]
+
+
+def test_lab_after_test_installs_nothing_and_test_after_lab_installs_the_rest(monkeypatch, tmp_path):
+    dev = _load("dev", ROOT / "dev.py")
+    installs = _lanes(dev, monkeypatch, tmp_path)
+    dev.ensure_python_deps(dev.FULL)
+    dev.ensure_python_deps(dev.LAB)  # the full lane holds the lab lane: nothing to do
+    assert [i[1] for i in installs if i[0] == "-r"] == ["requirements.txt"]
+    (tmp_path / "full-stamp").unlink()
+    dev.ensure_python_deps(dev.LAB)
+    dev.ensure_python_deps(dev.FULL)
+    assert [i[1] for i in installs if i[0] == "-r"] == ["requirements.txt", "requirements-lab.txt", "requirements.txt"]
+
+
+def test_each_command_picks_its_lane():
+    dev = _load("dev", ROOT / "dev.py")
+    assert dev.LANES == {"lab": dev.LAB, "test": dev.FULL, "docs": dev.FULL}
+    assert dev.LAB[0] in dev.FULL[1] and "pyproject.toml" in dev.LAB[1]  # the full stamp covers the lab file
+
+
+def test_requirements_txt_includes_the_lab_lane():
+    lines = [line.split("#", 1)[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
+    assert "-r requirements-lab.txt" in lines

@@ -1,5 +1,7 @@
 """requirements.txt and environment.yml must list the same packages with the same pins:
-pyproject.toml's extras as they are, and its dependencies at versions their ranges allow."""
+pyproject.toml's extras as they are, and its dependencies at versions their ranges allow.
+requirements-lab.txt (the light lane, included by requirements.txt) lists the
+dependencies and the `lab` extra only."""
 import re
 from pathlib import Path
 
@@ -11,10 +13,14 @@ NOT_PACKAGES = {"python", "pip"}  # conda-only entries with no requirements.txt 
 
 
 def parse(lines):
-    """Map normalized package name -> set of version clauses, from 'name>=1,<2  # comment' lines."""
+    """Map normalized package name -> set of version clauses, from 'name>=1,<2  # comment' lines
+    (and the lines of a requirements file they include with '-r FILE')."""
     deps = {}
     for line in lines:
         line = line.split("#", 1)[0].strip()
+        if line.startswith("-r "):
+            deps.update(requirements(line[3:].strip()))
+            continue
         m = re.fullmatch(r"([A-Za-z0-9_.\-]+)\s*([<>=!~].*)?", line)
         if not line or line.startswith("-") or not m:
             continue
@@ -25,8 +31,12 @@ def parse(lines):
     return deps
 
 
+def requirements(name):
+    return parse((ROOT / name).read_text().splitlines())
+
+
 def pip_deps():
-    return parse((ROOT / "requirements.txt").read_text().splitlines())
+    return requirements("requirements.txt")
 
 
 def conda_deps():
@@ -56,12 +66,14 @@ def test_torch_pinned_exactly_in_both():
     assert pip_deps()["torch"] == conda_deps()["torch"]
 
 
-def pyproject_deps():
+def pyproject_deps(only=None):
     """``(dependencies, extras)`` of pyproject.toml, each parsed like the files above
-    (the ``dev`` extra's ``dynagraph[test,docs]`` names no package of its own)."""
+    (the ``dev`` extra's ``dynagraph[test,docs]`` names no package of its own); the
+    extras named in ``only``, else all."""
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    extras = [line for lines in project["optional-dependencies"].values() for line in lines]
+    extras = [line for name, lines in project["optional-dependencies"].items()
+              if only is None or name in only for line in lines]
     return parse(project["dependencies"]), parse(extras)
 
 
@@ -97,3 +109,12 @@ def test_tested_versions_satisfy_pyproject_dependencies():
     outside = {n: (lowest(pip[n]), ",".join(sorted(runtime[n]))) for n in runtime
                if lowest(pip[n]) not in SpecifierSet(",".join(runtime[n]))}
     assert not outside, f"requirements.txt tests versions pyproject.toml does not allow: {outside}"
+
+
+def test_lab_lane_lists_exactly_pyproject_dependencies_and_the_lab_extra():
+    runtime, lab = pyproject_deps(only={"lab"})
+    listed, wanted = requirements("requirements-lab.txt"), runtime.keys() | lab.keys()
+    assert listed.keys() == wanted, (
+        f"only in requirements-lab.txt: {sorted(listed.keys() - wanted)}; "
+        f"only in pyproject.toml: {sorted(wanted - listed.keys())}"
+    )

@@ -36,8 +36,19 @@ def backward_picture() -> str:
     return render.pipe(bt.to_dot(), "svg").decode()
 
 
+def rolled_picture() -> str:
+    """An LSTMCell called 50 times in a Python loop: the picture draws the cell once, ×50."""
+    torch.manual_seed(0)
+    cell = nn.LSTMCell(3, 4)
+    h = c = torch.zeros(1, 4)
+    for _ in range(50):
+        h, c = cell(torch.ones(1, 3), (h, c))
+    return dg.draw(h.sum(), params=cell).svg()
+
+
 if __name__ == "__main__":
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "live_mlp.svg").write_text(live_picture())
     (OUT / "backward_mlp.svg").write_text(backward_picture())
+    (OUT / "rolled_lstm.svg").write_text(rolled_picture())
     print("wrote", ", ".join(p.name for p in sorted(OUT.glob("*.svg"))))

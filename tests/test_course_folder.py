@@ -1,0 +1,88 @@
+"""dynagraph/course.py: the course placed in a folder outside a clone, from a clone and
+from the built wheel (which carries the notebooks; setup.py's build hook)."""
+
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from dynagraph import course
+
+ROOT = Path(__file__).resolve().parent.parent
+NAMES = sorted(p.name for pattern in course.PATTERNS for p in (ROOT / "notebooks").glob(pattern))
+
+
+def test_place_copies_the_notebooks_glossary_and_run_times(tmp_path):
+    paths = course.place(tmp_path / "my-course")
+    assert [p.name for p in paths] == NAMES and {"00_index.ipynb", "glossary.md", "run_times.json"} <= set(NAMES)
+    assert all(p.read_bytes() == (ROOT / "notebooks" / p.name).read_bytes() for p in paths)
+
+
+def test_place_over_a_course_file_raises_and_writes_nothing(tmp_path):
+    (tmp_path / "01_simple_backward.ipynb").write_text("my answers")
+    with pytest.raises(FileExistsError, match=r"01_simple_backward.ipynb already exists .*pass --force"):
+        course.place(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["01_simple_backward.ipynb"]
+
+
+def test_place_with_force_overwrites(tmp_path):
+    (tmp_path / "glossary.md").write_text("old")
+    course.place(tmp_path, force=True)
+    assert (tmp_path / "glossary.md").read_bytes() == (ROOT / "notebooks" / "glossary.md").read_bytes()
+
+
+def test_course_files_missing_raises_with_how_to_get_them(monkeypatch, tmp_path):
+    monkeypatch.setattr(course, "_PACKAGED", "no_such_folder")
+    monkeypatch.setattr(course, "_CLONE", tmp_path / "notebooks")
+    with pytest.raises(FileNotFoundError, match=r"no course files in .*install dynagraph from a wheel or a git URL"):
+        course.course_files()
+
+
+def test_main_says_where_the_course_went_and_why_it_stopped(tmp_path, capsys):
+    assert course.main([str(tmp_path)]) == 0
+    assert "00_index.ipynb first" in capsys.readouterr().out
+    assert course.main([str(tmp_path)]) == 1
+    assert "already exists" in capsys.readouterr().err
+    assert course.main([str(tmp_path), "--force"]) == 0
+
+
+@pytest.mark.slow
+def test_the_wheel_places_and_runs_the_course_in_a_clean_venv(tmp_path):
+    """Build the wheel, install it alone into a new venv (its dependencies come from this
+    environment's site-packages through a .pth file: offline and fast), place the course
+    from there and run 00_index.ipynb, which reads every placed notebook and run_times.json."""
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                            str(ROOT), "-w", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert build.returncode == 0, build.stderr[-3000:]
+    (wheel,) = tmp_path.glob("dynagraph-*.whl")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True, timeout=60)
+    py = tmp_path / "venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    site = Path(subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "-q",
+                              str(wheel)], capture_output=True, text=True, timeout=120)
+    assert install.returncode == 0, install.stderr[-3000:]
+    (site / "zz_deps.pth").write_text(sysconfig.get_path("purelib") + "\n")  # after the wheel's own dynagraph
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env["PATH"] = os.pathsep.join([str(py.parent), env.get("PATH", ""), str(Path(sys.executable).parent)])  # graphviz-pure
+    where = subprocess.run([py, "-m", "dynagraph.course", "course"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert where.returncode == 0, where.stderr[-3000:]
+    assert sorted(p.name for p in (tmp_path / "course").iterdir()) == NAMES
+    run = subprocess.run([py, "-c", RUN_INDEX], cwd=tmp_path / "course", env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    assert Path(run.stdout.splitlines()[0]).is_relative_to(site)  # the wheel's dynagraph, not the clone's
+    assert "17 of 17 notebooks found" in run.stdout
+
+
+RUN_INDEX = """
+import dynagraph, nbclient, nbformat
+print(dynagraph.__file__)
+nb = nbformat.read("00_index.ipynb", as_version=4)
+nbclient.NotebookClient(nb, timeout=60, kernel_name="python3").execute()
+print("".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs))
+"""
