@@ -13,10 +13,11 @@ from .backward import BackwardTrace, trace_backward
 from .diff import GraphDiff, diff
 from .draw import draw
 from .graph import Graph
+from .history import GradHistory
 from .live import Recording, Step, live
-from .norms import GradHistory, GradNorms, grad_norms
+from .norms import GradNorms, grad_norms
 from .plots import plot_grad_history, plot_grad_norms
-from .render import RendererNotFoundError
+from .render import RendererNotFoundError, RenderTimeoutError
 from .timing import Comparison, compare
 
 __version__ = "0.1.0"
@@ -30,6 +31,7 @@ __all__ = [  # sorted; literal, so that linters and type checkers read it
     "GraphDiff",
     "Node",
     "Recording",
+    "RenderTimeoutError",
     "RendererNotFoundError",
     "Step",
     "compare",

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from . import _roll, memory, render
 from ._records import Node
 
-if TYPE_CHECKING:  # graph.py imports this module
+if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle at run time)
+    from ._roll import Block
     from .graph import Graph
 
 __all__ = ["MAX_NODES", "ROLL_ABOVE", "Overlays", "Picture", "bundle", "check_policy", "drawing",
@@ -60,8 +61,11 @@ class Picture:
         return self.mapping[edge[0]], self.mapping[edge[1]]
 
 
-def check_policy(roll: object, max_nodes: object) -> None:
-    """Raise ``ValueError`` naming a bad ``roll`` or ``max_nodes``."""
+def check_policy(roll: object, max_nodes: object, depth: object = None) -> None:
+    """Raise ``ValueError`` naming a bad ``roll``, ``max_nodes`` or ``depth`` (the one
+    place they are checked)."""
+    if depth is not None and (not isinstance(depth, int) or depth < 1):
+        raise ValueError(f"depth must be an int >= 1 (1 collapses top-level submodules); got {depth!r}")
     if roll not in ("auto", True, False):
         raise ValueError(f"roll must be 'auto', True or False; got {roll!r}")
     if max_nodes is not None and (not isinstance(max_nodes, int) or max_nodes < 2):
@@ -79,13 +83,22 @@ def picture(graph: Graph, *, roll: str | bool = "auto", max_nodes: int | None = 
     if roll is True or (roll == "auto" and len(graph.nodes) > ROLL_ABOVE):
         rolled = _roll.roll(graph.nodes, graph.edges, module_types=graph.module_types)
         if rolled.blocks:
-            pic = Picture(graph._with(rolled.nodes, rolled.edges, blocks=rolled.blocks),
+            pic = Picture(_variant(graph, rolled.nodes, rolled.edges, blocks=rolled.blocks,
+                                   max_nodes=graph.max_nodes),
                           rolled.mapping, rolled.iteration)
     if max_nodes is not None and len(pic.graph.nodes) > max_nodes:
         folded, fmap = pic.graph.folded(max_nodes)
         iteration = pic.iteration if len(folded.blocks) == len(pic.graph.blocks) else {}
         pic = Picture(folded, {old: fmap.get(new, new) for old, new in pic.mapping.items()}, iteration)
     return pic
+
+
+def _variant(graph: Graph, nodes: list[Node], edges: list[tuple[int, int]], *, blocks: list[Block],
+             max_nodes: int | None) -> Graph:
+    """A graph like ``graph`` (its class, module types, title, roll) with other records and
+    size limit, made by the public constructor (so without ``graph``'s memory)."""
+    return type(graph)(nodes, edges, graph.module_types, graph.title, blocks=blocks, roll=graph.roll,
+                       max_nodes=max_nodes)
 
 
 @dataclass
@@ -123,7 +136,7 @@ def bundle(graph: Graph, text: str, overlays: Overlays | None = None, *, caption
     html, drawn = _html(graph, overlays, text, caption)
     if len(html) > MAX_BYTES:  # rare: a big graph with no repeats; fold more, once
         budget = max(2, int(drawn * MAX_BYTES / len(html) * 0.8))
-        smaller = graph._with(graph.nodes, graph.edges, max_nodes=budget)
+        smaller = _variant(graph, graph.nodes, graph.edges, blocks=graph.blocks, max_nodes=budget)
         smaller.memory = getattr(graph, "memory", None)  # same node ids: the same memory
         html, _ = _html(smaller, overlays, text, caption)
     return {"text/plain": text, "text/html": html}

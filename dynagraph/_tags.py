@@ -11,8 +11,9 @@ import torch
 from torch import nn
 
 from . import _torch
+from ._walk import reach
 
-__all__ = ["KEY", "active", "module_of", "tag_new_nodes", "tensors_in", "track_modules"]
+__all__ = ["KEY", "active", "current_seq", "module_of", "tag_new_nodes", "tensors_in", "track_modules", "use"]
 
 KEY = "dynagraph.module"
 _used = False  # capture reads node.metadata only once tagging has been used
@@ -23,12 +24,18 @@ def active() -> bool:
     return _used
 
 
+def use() -> None:
+    """Say that module tags are being written (capture reads them from now on)."""
+    global _used
+    _used = True
+
+
 def module_of(fn: _torch.GradFn) -> str | None:
     """The module tag of autograd node ``fn``, if it has one."""
     return _torch.metadata(fn).get(KEY)
 
 
-def _current_seq() -> int | None:
+def current_seq() -> int | None:
     """Autograd's per-thread creation counter now, or None where no node is recorded."""
     probe = _probe() * 1
     seq = None if probe.grad_fn is None else _torch.sequence_nr(probe.grad_fn)
@@ -60,15 +67,13 @@ def tag_new_nodes(outputs: object, name: str, start: int) -> None:
     Inner modules finish first and tag their nodes; an outer module then walks
     through them (without retagging) to reach its own ops.
     """
-    stack = [t.grad_fn for t in tensors_in(outputs, []) if t.grad_fn is not None]
-    seen: set[_torch.GradFn] = set()
-    while stack:
-        fn = stack.pop()
-        if fn in seen or fn.name().endswith("AccumulateGrad") or (_torch.sequence_nr(fn) or 0) < start:
-            continue
-        seen.add(fn)
+    def enter(fn: _torch.GradFn) -> bool:
+        if fn.name().endswith("AccumulateGrad") or (_torch.sequence_nr(fn) or 0) < start:
+            return False  # a leaf, or made before this module's call
         _torch.metadata(fn).setdefault(KEY, name)
-        stack.extend(child for child, _ in fn.next_functions if child is not None)
+        return True
+
+    reach([t.grad_fn for t in tensors_in(outputs, []) if t.grad_fn is not None], enter)
 
 
 @contextlib.contextmanager
@@ -88,15 +93,14 @@ def track_modules(model: nn.Module, prefix: str = "") -> Iterator[nn.Module]:
         ...     loss = model(x).sum()
         >>> dg.draw(loss, params=model, depth=1)
     """
-    global _used
     if not isinstance(model, nn.Module):
         raise TypeError(f"track_modules needs an nn.Module; got {type(model).__name__}")
-    _used = True
+    use()
     starts: list[int | None] = []
     handles = []
 
     def pre(module: nn.Module, args: tuple[Any, ...]) -> None:
-        starts.append(_current_seq())
+        starts.append(current_seq())
 
     def post_for(name: str) -> Callable[[nn.Module, tuple[Any, ...], Any], None]:
         def post(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:

@@ -10,7 +10,8 @@ import warnings
 import weakref
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from types import FrameType
+from typing import Any, TypeGuard
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -100,7 +101,7 @@ def original_module(module: Any) -> Any:
     return getattr(module, _ORIG_MOD, module)
 
 
-def compiled_graph_frame(frame: Any) -> bool:
+def compiled_graph_frame(frame: FrameType | None) -> TypeGuard[FrameType]:
     """Whether ``frame`` runs a graph ``torch.compile`` made (torch.fx writes its code
     to no file; the name starts with :data:`FX_CODE`). Where torch names that code
     otherwise, each op of a compiled call is a step of its own, as in eager code."""
@@ -302,6 +303,7 @@ def hold_deep_graph(roots: list[tuple[torch.Tensor, int]], fns: Sequence[GradFn 
         # not at exit: the root may still own its node then (and the process frees neither)
         held = [fn for i in reach if (fn := fns[i]) is not None]  # outputs (None) are never reached
         weakref.finalize(tensor, _pending.append, held).atexit = False
+        _watch_collections()
     return True
 
 
@@ -379,8 +381,20 @@ def _reachable(start: int, producers: list[list[int]]) -> list[int]:
 
 
 _releasing = False  # a collection during a release must not start another
-gc.callbacks.append(
-    lambda phase, info: release_pending(retry=info["generation"] == 2) if phase == "stop" else None)
+
+
+def _after_collection(phase: str, info: dict[str, Any]) -> None:
+    """A ``gc.callbacks`` hook: free held graphs after each collection (all of them,
+    owned ones too, after a full one)."""
+    if phase == "stop":
+        release_pending(retry=info["generation"] == 2)
+
+
+def _watch_collections() -> None:
+    """Install :func:`_after_collection` once, when the first deep graph is held (not
+    at import: a process that never draws a deep graph gets no hook)."""
+    if _after_collection not in gc.callbacks:
+        gc.callbacks.append(_after_collection)
 
 
 # -- saved tensors as autograd holds them (memory.py): sizes read without unpacking --
@@ -408,7 +422,9 @@ def raw_saved_values(fn: Any) -> list[tuple[str, object]]:
     return out
 
 
-@functools.cache  # a node class's saved attributes are fixed: one dir() per class and prefix
+# A node class's saved attributes are fixed: one dir() per class and prefix. Bounded,
+# because custom Functions defined in a loop (or notebook cells run again) are new classes.
+@functools.lru_cache(maxsize=4096)
 def _class_attrs(cls: type, prefix: str) -> tuple[str, ...]:
     """The attributes of node class ``cls`` whose names start with ``prefix``."""
     return tuple(a for a in dir(cls) if a.startswith(prefix))

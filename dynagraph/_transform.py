@@ -29,9 +29,8 @@ def collapse(nodes: list[Node], edges: list[tuple[int, int]], module_types: Mapp
 
     ``depth=1`` draws each top-level submodule (``encoder``, ``fc``) as one node;
     ``depth=2`` opens those one level (``encoder.layers``). Nodes of no module stay.
+    ``depth`` is checked by the caller (:func:`dynagraph._display.check_policy`).
     """
-    if depth < 1:
-        raise ValueError(f"depth must be >= 1 (1 collapses top-level submodules); got {depth!r}")
     groups: dict[str, list[Node]] = {}
     for node in nodes:
         if node.module is not None and node.kind != "output":
@@ -70,12 +69,11 @@ def fold(nodes: list[Node], edges: list[tuple[int, int]],
     hidden with the ops it feeds or comes from. Should leaves and outputs alone
     still overflow (3,000 roots), the middle ones are hidden too, so the result never
     has more than ``max_nodes`` nodes. The hidden middle becomes one node that says
-    how many nodes of which kinds it stands for.
+    how many nodes of which kinds it stands for. ``max_nodes`` (``>= 2``) is checked
+    by the caller (:func:`dynagraph._display.check_policy`).
     """
     if max_nodes is None or len(nodes) <= max_nodes:
         return nodes, edges, {}
-    if max_nodes < 2:
-        raise ValueError(f"max_nodes must be >= 2 or None (draw everything); got {max_nodes!r}")
     ops = sorted((n for n in nodes if n.seq is not None), key=lambda n: n.seq or 0)
     consumers: dict[int, set[int]] = {}
     producers: dict[int, set[int]] = {}

@@ -12,7 +12,7 @@ from . import _display
 from ._records import Node
 from .capture import Params, Roots, named_roots, param_names_of, walk
 from .graph import Graph
-from .norms import _norm, _stack_on_host
+from .norms import norm_of, stack_on_host
 
 __all__ = ["BackwardTrace", "trace_backward"]
 
@@ -139,7 +139,7 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
 
 def _read(pending: _Norms, trace: BackwardTrace) -> None:
     """Read all queued norms into ``trace.edge_norms`` with one synchronisation; notes aside."""
-    values = iter(_stack_on_host([v for _, v in pending if not isinstance(v, str)]))  # the one sync
+    values = iter(stack_on_host([v for _, v in pending if not isinstance(v, str)]))  # the one sync
     for edge, v in pending:
         if isinstance(v, str):
             trace.notes[edge] = v
@@ -171,7 +171,7 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
         order.append(nid)
         try:
             if out_edge is not None and grad_outputs and grad_outputs[0] is not None:
-                pending.append((out_edge, _norm(grad_outputs[0])))
+                pending.append((out_edge, norm_of(grad_outputs[0])))
             if shared:  # x * x: one edge carries several gradients
                 pending.extend(((child, nid), norm) for child, norm in _merged(slots, grad_inputs).items())
                 return
@@ -180,7 +180,7 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
             for edge, grad in zip(sent, grad_inputs):
                 if edge is not None and grad is not None:
                     if grad is not last:
-                        last, norm = grad, _norm(grad)
+                        last, norm = grad, norm_of(grad)
                     pending.append((edge, norm))
         except Exception as e:  # noqa: BLE001 - never abort the user's backward()
             note = f"no norm: {type(e).__name__}: {str(e)[:120]}"
@@ -202,7 +202,7 @@ def _merged(slots: list[_Slot], grads: _Grads) -> dict[int, torch.Tensor | str]:
             summed[slot] = summed[slot] + grad if slot in summed else grad
     norms: dict[int, list[torch.Tensor | str]] = {}
     for (child, _), grad in summed.items():
-        norms.setdefault(child, []).append(_norm(grad))
+        norms.setdefault(child, []).append(norm_of(grad))
     return {child: _joined(ns) for child, ns in norms.items()}
 
 

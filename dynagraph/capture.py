@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -12,6 +11,7 @@ from torch import nn
 
 from . import _tags, _torch
 from ._records import Node, owner
+from ._walk import reach
 
 __all__ = ["capture", "named_roots", "node_name", "param_names_of", "record", "walk"]
 
@@ -49,6 +49,7 @@ def capture(roots: Roots, *, params: Params = None,
 
 def walk(roots: list[tuple[str, torch.Tensor]], param_names: Mapping[int, str], show_saved: bool = False,
          slots: dict[int, list[tuple[int, int] | None]] | None = None,
+         on_record: Callable[[Node, _torch.GradFn], None] | None = None,
          ) -> tuple[list[Node], list[tuple[int, int]], list[_torch.GradFn | None]]:
     """The walk behind :func:`capture`; also returns the autograd node of each record.
 
@@ -58,35 +59,24 @@ def walk(roots: list[tuple[str, torch.Tensor]], param_names: Mapping[int, str], 
 
     ``slots``, a dict, receives for each record id the node's inputs in autograd's
     order: ``(producer id, output number of the producer)``, or ``None`` where an
-    input needs no gradient.
+    input needs no gradient. ``on_record(node, fn)`` is called as each op or leaf
+    record is made (the memory measure, in the same pass).
     """
     nodes: list[Node] = []
     edges: list[tuple[int, int]] = []
     fns: list[_torch.GradFn | None] = []
-    ids: dict[_torch.GradFn, int] = {}  # autograd node -> record id
-    queue: deque[_torch.GradFn] = deque()
+    ids: dict[_torch.GradFn, int] = {}  # autograd node -> record id, given when first met
 
     def visit(fn: _torch.GradFn) -> int:
         if fn not in ids:
             ids[fn] = len(nodes)
             nodes.append(record(fn, len(nodes), param_names, show_saved))
             fns.append(fn)
-            queue.append(fn)
+            if on_record is not None:
+                on_record(nodes[-1], fn)
         return ids[fn]
 
-    starts: list[tuple[torch.Tensor, int]] = []
-    for label, tensor in roots:
-        out = len(nodes)
-        nodes.append(Node(id=out, name="output", kind="output", label=label, **_meta_of(tensor)))
-        fns.append(None)
-        fn = tensor.grad_fn
-        if fn is None:  # a leaf root: its AccumulateGrad, shared with its other uses
-            fn = _torch.gradient_edge_node(tensor)
-        start = visit(fn)
-        edges.append((start, out))
-        starts.append((tensor, start))
-    while queue:
-        fn = queue.popleft()
+    def enter(fn: _torch.GradFn) -> bool:  # breadth-first: entered in the order visit() met them
         consumer = ids[fn]
         row = slots.setdefault(consumer, []) if slots is not None else None
         for child, k in fn.next_functions:
@@ -98,6 +88,22 @@ def walk(roots: list[tuple[str, torch.Tensor]], param_names: Mapping[int, str], 
             edges.append((producer, consumer))
             if row is not None:
                 row.append((producer, k))
+        return True
+
+    starts: list[tuple[torch.Tensor, int]] = []
+    firsts: list[_torch.GradFn] = []  # each root's node
+    for label, tensor in roots:
+        out = len(nodes)
+        nodes.append(Node(id=out, name="output", kind="output", label=label, **_meta_of(tensor)))
+        fns.append(None)
+        fn = tensor.grad_fn
+        if fn is None:  # a leaf root: its AccumulateGrad, shared with its other uses
+            fn = _torch.gradient_edge_node(tensor)
+        start = visit(fn)
+        firsts.append(fn)
+        edges.append((start, out))
+        starts.append((tensor, start))
+    reach(firsts, enter, breadth_first=True)
     _place_parameters(nodes)
     _torch.hold_deep_graph(starts, fns, edges)
     return nodes, edges, fns

@@ -9,16 +9,11 @@ from .capture import Params, Roots, capture
 from .graph import Graph
 from .memory import capture_with_memory
 
-__all__ = ["DEFAULT_MAX_NODES", "draw"]
-
-# After rolling repeats, a picture with more nodes than this folds its middle into
-# one node, so that layout stays around a second and the output under 300 KB;
-# pass max_nodes=None to draw everything.
-DEFAULT_MAX_NODES = MAX_NODES
+__all__ = ["draw"]
 
 
 def draw(roots: Roots, *, params: Params = None, depth: int | None = None,
-         max_nodes: int | None = DEFAULT_MAX_NODES, roll: str | bool = "auto",
+         max_nodes: int | None = MAX_NODES, roll: str | bool = "auto",
          show_saved: bool = False, title: str | None = None, memory: bool = False) -> Graph:
     """Capture the autograd graph that produced ``roots``.
 
@@ -73,9 +68,7 @@ def draw(roots: Roots, *, params: Params = None, depth: int | None = None,
         >>> sorted(g.counts().items())
         [('AccumulateGrad', 1), ('AddBackward0', 1), ('MulBackward0', 1)]
     """
-    if depth is not None and (not isinstance(depth, int) or depth < 1):
-        raise ValueError(f"depth must be an int >= 1 (1 collapses top-level submodules); got {depth!r}")
-    check_policy(roll, max_nodes)  # before the walk: fail at once
+    check_policy(roll, max_nodes, depth)  # before the walk: fail at once
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title must be a string; got {type(title).__name__}")
     if not isinstance(memory, bool):

@@ -30,7 +30,7 @@ class Graph:
         module_types: ``{module name: class name}`` of the modules named by ``params``.
         title: Optional caption drawn above the picture.
         blocks: Rolled blocks (each drawn once, labelled ``×N``); empty unless this
-            graph came from :meth:`rolled`.
+            graph is a picture (:meth:`picture`) that rolled repeats.
         roll, max_nodes: The size policy of the picture: ``roll="auto"`` draws
             repeated structure once in graphs over 40 nodes, and what is still over
             ``max_nodes`` has its middle folded; ``roll=False, max_nodes=None`` draws
@@ -91,24 +91,17 @@ class Graph:
 
     def collapsed(self, depth: int) -> tuple[Graph, dict[int, int]]:
         """Every module at nesting ``depth`` merged into one node, and ``{old id: new id}``."""
+        _display.check_policy(self.roll, self.max_nodes, depth)
         nodes, edges, mapping = _transform.collapse(self.nodes, self.edges, self.module_types, depth)
         return self._remapped(self._with(nodes, edges), mapping), mapping
 
     def folded(self, max_nodes: int) -> tuple[Graph, dict[int, int]]:
         """The middle folded into one node so that at most ``max_nodes`` remain, and
         ``{old id: new id}``."""
+        _display.check_policy(self.roll, max_nodes)
         nodes, edges, mapping = _transform.fold(self.nodes, self.edges, max_nodes)
         blocks = [b for b in self.blocks if not any(mapping.get(i, i) != i for i in b.nodes)]
         return self._remapped(self._with(nodes, edges, blocks=blocks), mapping), mapping
-
-
-    def rolled(self) -> tuple[Graph, dict[int, int]]:
-        """Repeated structure (loop iterations, identical layers) drawn once, labelled
-        ``×N``, and ``{old id: new id}`` (every iteration maps to the one drawn)."""
-        from . import _roll
-        r = _roll.roll(self.nodes, self.edges, module_types=self.module_types)
-        rolled = self._with(r.nodes, r.edges, blocks=self.blocks + r.blocks)
-        return self._remapped(rolled, r.mapping), r.mapping
 
     def picture(self) -> Graph:
         """The graph as it is drawn: this one after the size policy (``roll``, ``max_nodes``)."""

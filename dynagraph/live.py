@@ -10,16 +10,17 @@ import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any, TypeGuard
+from typing import Any
 
 import torch
 from torch import nn
 from torch.autograd.function import Function
 from torch.overrides import TorchFunctionMode
 
-from . import _display, _source, _tags, _torch, memory
+from . import _display, _source, _tags, _torch, memory, render
 from ._records import Node, owner
 from ._tags import tensors_in
+from ._walk import reach
 from .capture import param_names_of, record
 from .graph import Graph
 from .memory import SavedMemory
@@ -204,7 +205,7 @@ class Recording:
         outs = tensors_in(out, [])
         if inplace_target is not None and not any(t is inplace_target for t in outs):
             outs.append(inplace_target)  # setitem returns None; mul_ returns its target
-        if _compiled(frame):
+        if _torch.compiled_graph_frame(frame):
             self._on_compiled_op(frame, outs)
             return
         self._graph_frame = None
@@ -286,20 +287,19 @@ class Recording:
 
     def _tag(self, fns: list[_torch.GradFn], module: str | None) -> list[int]:
         """Record the autograd nodes not seen before that lead to ``fns``."""
-        key, nodes, new, pending = self._key, self._nodes, [], []
+        key, nodes = self._key, self._nodes
+        new: list[int] = []
+        pending: list[tuple[_torch.GradFn, int]] = []  # (input, id of the node it feeds)
         params, start = self._param_names, self._start
         named = module is not None and bool(self._module_names)
         ids: dict = {}  # node -> id for the nodes met in this walk
-        stack = list(fns)
-        while stack:
-            fn = stack.pop()
-            if fn in ids:
-                continue
+
+        def enter(fn: _torch.GradFn) -> bool:
             meta = _torch.metadata(fn)
             nid = meta.get(key)
-            if nid is not None:
+            if nid is not None:  # recorded by an earlier step: its inputs too
                 ids[fn] = nid
-                continue
+                return False
             nid = len(nodes)
             ids[fn] = meta[key] = nid
             node = record(fn, nid, params, tags=False)  # we set the module
@@ -309,17 +309,17 @@ class Recording:
             self._held.append(fn)
             if node.seq is not None and start is not None and node.seq < start:
                 node.label += "\n(before live)"  # built before the block: drawn, not credited
-                continue
+                return False
             new.append(nid)
             if node.kind == "parameter":
                 node.module = owner(node.label)
             elif named:
                 node.module = module
                 meta.setdefault(_tags.KEY, module)
-            for child, _ in fn.next_functions:
-                if child is not None:
-                    pending.append((child, nid))
-                    stack.append(child)
+            pending.extend((child, nid) for child, _ in fn.next_functions if child is not None)
+            return True
+
+        reach(fns, enter)
         edges = self._edges
         for child, nid in pending:
             edges.append((ids[child], nid))
@@ -437,11 +437,6 @@ def _caller_of_graph(graph_frame: FrameType) -> FrameType | None:
     return frame
 
 
-def _compiled(frame: FrameType | None) -> TypeGuard[FrameType]:
-    """Whether ``frame`` runs a graph torch.compile made (FX writes its code to no file)."""
-    return _torch.compiled_graph_frame(frame)
-
-
 class _View:
     """Redraws the graph so far in one display area while the block runs.
 
@@ -465,7 +460,6 @@ class _View:
             return
         if get_ipython() is None:
             return
-        from . import render
         render.find_renderer()  # no renderer: fail now, saying how to install one
         self.handle = display({"text/plain": "dynagraph: recording..."}, raw=True, display_id=True)
 
@@ -652,9 +646,9 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
     if memory:
         rec.memory = SavedMemory()
     if model is not None:
-        _tags._used = True  # capture (dg.draw) reads the module tags this recording writes
+        _tags.use()  # capture (dg.draw) reads the module tags this recording writes
     with _torch.no_torch_function(), torch.enable_grad():  # a user's mode sees no probe
-        rec._start = _tags._current_seq()
+        rec._start = _tags.current_seq()
     if view:
         rec._view = _View(interval)
     _open(rec)

@@ -35,19 +35,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import torch
 
 from . import _torch
 from ._records import Node
+from .capture import Params, Roots, named_roots, param_names_of, walk
 from .render import Overlay
 
-if TYPE_CHECKING:
-    from .capture import Params, Roots
-
 __all__ = ["SavedMemory", "SavedTensor", "capture_with_memory", "decorate", "fmt_bytes", "measure",
-           "measure_graph", "measure_into", "node_fill", "running_totals"]
+           "measure_into", "node_fill", "running_totals"]
 
 StorageKey = tuple[str, int]  # (device, data pointer)
 
@@ -273,24 +270,16 @@ def measure_into(memory: SavedMemory, nid: int, name: str, fn: object) -> None:
         memory.saved[nid] = entries
 
 
-def measure_graph(nodes: list[Node], fns: list) -> SavedMemory:
-    """The :class:`SavedMemory` of captured records and their autograd nodes (``fns[i]``
-    is the node of ``nodes[i]``, ``None`` for outputs)."""
-    memory = SavedMemory()
-    for node, fn in zip(nodes, fns):
-        if fn is not None:
-            measure_into(memory, node.id, node.name, fn)
-    return memory
-
-
 def capture_with_memory(roots: Roots, *, params: Params = None,
                         show_saved: bool = False) -> tuple[list[Node], list[tuple[int, int]],
                                                            dict[str, str], SavedMemory]:
-    """:func:`dynagraph.capture.capture`, and the :class:`SavedMemory` of the graph."""
-    from .capture import named_roots, param_names_of, walk
+    """:func:`dynagraph.capture.capture`, and the :class:`SavedMemory` of the graph,
+    measured in the same walk (each node as its record is made)."""
     param_names, module_types = param_names_of(params)
-    nodes, edges, fns = walk(named_roots(roots), param_names, show_saved)
-    return nodes, edges, module_types, measure_graph(nodes, fns)
+    memory = SavedMemory()
+    nodes, edges, _ = walk(named_roots(roots), param_names, show_saved,
+                           on_record=lambda node, fn: measure_into(memory, node.id, node.name, fn))
+    return nodes, edges, module_types, memory
 
 
 def running_totals(memory: SavedMemory, steps: list[list[int]]) -> list[int]:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import ItemsView, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
@@ -13,10 +12,8 @@ from torch import nn
 from . import _torch
 from ._records import owner
 
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-
-__all__ = ["GradHistory", "GradNorms", "grad_norms", "grad_stats", "per_module"]
+__all__ = ["GradNorms", "NamedTensors", "device_norms", "grad_norms", "grad_stats", "named_tensors",
+           "norm_of", "per_module", "stack_on_host"]
 
 # Where gradients are read from (checked at run time: other types raise TypeError).
 NamedTensors = nn.Module | Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]]
@@ -68,7 +65,7 @@ def named_tensors(source: NamedTensors) -> list[tuple[str, torch.Tensor]]:
     return pairs
 
 
-def _stack_on_host(values: list[torch.Tensor]) -> list[Any]:
+def stack_on_host(values: list[torch.Tensor]) -> list[Any]:
     """Move small device tensors to the host with one synchronisation."""
     if not values:
         return []
@@ -105,7 +102,7 @@ def _flat(g: torch.Tensor) -> torch.Tensor:
     return g  # dense: vector_norm flattens it without a copy
 
 
-def _norm(g: torch.Tensor) -> torch.Tensor | str:
+def norm_of(g: torch.Tensor) -> torch.Tensor | str:
     """L2 norm of any gradient on its device (real, fp16/bf16 summed in float32), or why not.
 
     Never raises: it runs inside autograd hooks, where an exception would abort the
@@ -122,13 +119,13 @@ def _norm(g: torch.Tensor) -> torch.Tensor | str:
         return f"no norm for a {g.layout} {g.dtype} gradient: {type(e).__name__}: {str(e)[:120]}"
 
 
-def _device_norms(grads: list[torch.Tensor]) -> list[torch.Tensor | str]:
+def device_norms(grads: list[torch.Tensor]) -> list[torch.Tensor | str]:
     """L2 norm of each gradient, computed on its device (no synchronisation), or a note.
 
     Plain dense gradients go through one ``torch._foreach_norm``; sparse, nested,
-    complex, half-precision and meta ones through :func:`_norm`.
+    complex, half-precision and meta ones through :func:`norm_of`.
     """
-    out: list = [None if _is_plain(g) else _norm(g) for g in grads]
+    out: list = [None if _is_plain(g) else norm_of(g) for g in grads]
     plain = [i for i, v in enumerate(out) if v is None]
     for i, norm in zip(plain, _torch.foreach_norm([grads[i] for i in plain])):
         out[i] = norm
@@ -158,10 +155,10 @@ def grad_norms(source: NamedTensors) -> GradNorms:
     """
     pairs = named_tensors(source)
     present = [(n, t.grad.detach()) for n, t in pairs if t.grad is not None]
-    results = _device_norms([g for _, g in present])
+    results = device_norms([g for _, g in present])
     notes = {n: r for (n, _), r in zip(present, results) if isinstance(r, str)}
     readable = [(n, r) for (n, _), r in zip(present, results) if not isinstance(r, str)]
-    found = dict(zip((n for n, _ in readable), _stack_on_host([r for _, r in readable])))
+    found = dict(zip((n for n, _ in readable), stack_on_host([r for _, r in readable])))
     norms = {n: found.get(n, math.nan) for n, _ in pairs}
     missing = [n for n, _ in pairs if n not in found and n not in notes]
     nonfinite = [n for n, v in found.items() if not math.isfinite(v)]
@@ -170,7 +167,7 @@ def grad_norms(source: NamedTensors) -> GradNorms:
 
 def _stats(g: torch.Tensor) -> torch.Tensor | str:
     """``[norm, mean |g|, max |g|]`` on the device, counting a sparse gradient's implicit zeros."""
-    norm = _norm(g)
+    norm = norm_of(g)
     if isinstance(norm, str):
         return norm
     try:
@@ -179,7 +176,7 @@ def _stats(g: torch.Tensor) -> torch.Tensor | str:
         if count > mags.numel() or count == 0:  # unstored entries of a sparse gradient are 0
             mags = torch.cat([mags, mags.new_zeros(1)])
         return torch.stack([norm.float(), mags.sum() / max(count, 1), mags.max()])
-    except Exception as e:  # noqa: BLE001 - as in _norm: a note, not a crash
+    except Exception as e:  # noqa: BLE001 - as in norm_of: a note, not a crash
         return f"no statistics for a {g.layout} {g.dtype} gradient: {type(e).__name__}"
 
 
@@ -188,7 +185,7 @@ def grad_stats(source: NamedTensors) -> dict[str, tuple[float, float, float]]:
     pairs = [(n, t.grad.detach()) for n, t in named_tensors(source) if t.grad is not None]
     stats = [(n, _stats(g)) for n, g in pairs]
     rows = [(n, r) for n, r in stats if not isinstance(r, str)]
-    values = _stack_on_host([r for _, r in rows])
+    values = stack_on_host([r for _, r in rows])
     return {n: tuple(v) for (n, _), v in zip(rows, values)}
 
 
@@ -204,80 +201,3 @@ def per_module(norms: Mapping[str, float]) -> dict[str, float]:
         module = owner(name) or name
         sums[module] = sums.get(module, 0.0) + value * value
     return {m: math.sqrt(s) for m, s in sums.items()}
-
-
-class GradHistory:
-    """Gradient norms recorded over training steps, plotted as lines or a heatmap.
-
-    ``record()`` keeps the norms on the device; they are read to the host once, when
-    first needed (``norms``, ``plot``), so recording adds no synchronisation.
-
-    Example:
-        >>> hist = dg.GradHistory(model)
-        >>> for step in range(100):
-        ...     loss = model(x).sum(); opt.zero_grad(); loss.backward()
-        ...     hist.record(); opt.step()
-        >>> hist.plot(kind="heatmap")
-    """
-
-    def __init__(self, source: NamedTensors, per: str = "parameter") -> None:
-        if per not in ("parameter", "module"):
-            raise ValueError(f"per must be 'parameter' or 'module'; got {per!r}")
-        self._pairs = named_tensors(source)
-        self.per = per
-        self.steps: list[int] = []
-        self._pending: list[torch.Tensor] = []
-        self._rows: list[list[float]] = []
-        self.notes: dict[str, str] = {}  # name -> why its norm could not be read (meta device)
-
-    @property
-    def names(self) -> list[str]:
-        names = [n for n, _ in self._pairs]
-        return list(per_module(dict.fromkeys(names, 0.0))) if self.per == "module" else names
-
-    def record(self, step: int | None = None) -> None:
-        """Store the current gradient norms (``nan`` where a parameter has no grad).
-
-        Warns when no parameter has a gradient (``record()`` before ``backward()``,
-        or after ``zero_grad()``): that step is all ``nan``.
-        """
-        grads = [t.grad.detach() for _, t in self._pairs if t.grad is not None]
-        if self._pairs and not grads:
-            warnings.warn("GradHistory.record(): no parameter has a gradient, so this step is all "
-                          "nan; call record() after loss.backward() and before optimizer.zero_grad()",
-                          stacklevel=2)
-        self._pending.append(self._row(grads))
-        self.steps.append(len(self.steps) if step is None else int(step))
-
-    def _row(self, grads: list[torch.Tensor]) -> torch.Tensor:
-        """This step's norms as one device tensor (no host copy); notes go to ``self.notes``."""
-        norms = iter(_device_norms(grads))
-        dev = next((g.device for g in grads if g.device.type != "meta"), torch.device("cpu"))
-        row: list[torch.Tensor] = []
-        for name, t in self._pairs:
-            norm = next(norms) if t.grad is not None else None
-            if isinstance(norm, str):
-                self.notes[name] = norm
-            row.append(norm.to(dev, torch.float32) if isinstance(norm, torch.Tensor)
-                       else torch.full((), math.nan, device=dev))
-        return torch.stack(row) if row else torch.empty(0)
-
-    @property
-    def norms(self) -> dict[str, list[float]]:
-        """``{name: [norm at each recorded step]}`` (one synchronisation for all pending steps)."""
-        if self._pending:
-            self._rows.extend(torch.stack(self._pending).tolist())
-            self._pending.clear()
-        names = [n for n, _ in self._pairs]
-        rows = [dict(zip(names, r)) for r in self._rows]
-        if self.per == "module":
-            rows = [per_module(r) for r in rows]
-        return {name: [r[name] for r in rows] for name in self.names}
-
-    def __repr__(self) -> str:
-        return f"<dynagraph.GradHistory: {len(self.steps)} steps x {len(self.names)} {self.per}s>"
-
-    def plot(self, kind: str = "lines", ax: Axes | None = None) -> Axes:
-        """Plot the history; returns the matplotlib ``Axes`` (see :func:`plot_grad_history`)."""
-        from .plots import plot_grad_history
-        return plot_grad_history(self, kind=kind, ax=ax)

@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING, cast
 import torch
 
 from ._records import owner
-from .norms import GradHistory, NamedTensors, grad_norms, grad_stats, named_tensors, per_module
+from .norms import NamedTensors, grad_norms, grad_stats, named_tensors, per_module
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # history.py imports this module (types only: no import circle at run time)
     from matplotlib.axes import Axes
+
+    from .history import GradHistory
 
 __all__ = ["plot_grad_history", "plot_grad_norms"]
 

@@ -12,7 +12,7 @@ from torch import nn
 
 import dynagraph as dg
 from dynagraph import render
-from dynagraph.draw import DEFAULT_MAX_NODES
+from dynagraph._display import MAX_NODES
 
 from _helpers import pictures, svg_texts
 
@@ -162,7 +162,7 @@ def test_default_max_nodes_folds_big_graphs():
     torch.manual_seed(0)
     model = nn.Sequential(*[nn.Linear(2, 2) for _ in range(400)])
     loss = model(torch.randn(1, 2)).sum()
-    assert 1 + 1 + 4 * 400 > DEFAULT_MAX_NODES
+    assert 1 + 1 + 4 * 400 > MAX_NODES
     graph = dg.draw(loss, params=model, roll=False)
     assert len(graph) == 1 + 1 + 4 * 400  # the records hold every node
     assert [n.kind for n in graph.picture().nodes].count("fold") == 1

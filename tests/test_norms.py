@@ -9,6 +9,8 @@ from torch import nn
 import dynagraph as dg
 from dynagraph import norms
 
+from _helpers import load_benchmark
+
 
 def mlp():
     torch.manual_seed(0)
@@ -22,7 +24,7 @@ def backward(model, seed=0):
 
 @pytest.fixture
 def host_reads(monkeypatch):
-    """Count the ways a tensor reaches the host: _stack_on_host, tolist, item."""
+    """Count the ways a tensor reaches the host: stack_on_host, tolist, item."""
     counts = {"stack_on_host": 0, "tolist": 0, "item": 0}
 
     def counting(key, real):
@@ -31,7 +33,7 @@ def host_reads(monkeypatch):
             return real(*args, **kwargs)
         return wrapper
 
-    monkeypatch.setattr(norms, "_stack_on_host", counting("stack_on_host", norms._stack_on_host))
+    monkeypatch.setattr(norms, "stack_on_host", counting("stack_on_host", norms.stack_on_host))
     monkeypatch.setattr(torch.Tensor, "tolist", counting("tolist", torch.Tensor.tolist))
     monkeypatch.setattr(torch.Tensor, "item", counting("item", torch.Tensor.item))
     return counts
@@ -218,28 +220,12 @@ def test_grad_norms_on_cuda_match_and_sync_once():
     torch.manual_seed(0)
     model(torch.randn(16, 4, device="cuda")).pow(2).mean().backward()
     want = torch.stack([p.grad.norm() for p in model.parameters()]).cpu()
-    real_tolist = torch.Tensor.tolist
-    calls = []
-
-    def allowed_tolist(self):  # the one synchronisation grad_norms may make
-        calls.append(self.device.type)
-        torch.cuda.set_sync_debug_mode(0)
-        try:
-            return real_tolist(self)
-        finally:
-            torch.cuda.set_sync_debug_mode("error")
-
-    torch.Tensor.tolist = allowed_tolist
-    torch.cuda.set_sync_debug_mode("error")  # any other sync raises
-    try:
+    with load_benchmark("gpu_check").syncs_forbidden() as calls:  # only tolist may sync
         result = dg.grad_norms(model)
         hist = dg.GradHistory(model)
         hist.record()
         model[0].bias.grad = None
         hist.record()  # a missing grad must not sync either
-    finally:
-        torch.cuda.set_sync_debug_mode(0)
-        torch.Tensor.tolist = real_tolist
     assert calls == ["cuda"]
     torch.testing.assert_close(torch.tensor(list(result.values())), want)
     assert hist.norms["0.weight"] == pytest.approx([want[0].item()] * 2, rel=1e-5)
@@ -298,7 +284,7 @@ def test_a_failed_record_does_not_count_a_step(monkeypatch):
     def broken(grads):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(norms, "_device_norms", broken)
+    monkeypatch.setattr(norms, "device_norms", broken)
     with pytest.raises(RuntimeError, match="boom"):
         hist.record()
     monkeypatch.undo()
@@ -396,5 +382,5 @@ def test_norm_and_stats_of_other_layouts_match_torch(layout):
         dense = torch.zeros(0)
     want = (dense.norm().item(), dense.abs().mean().nan_to_num().item(),
             dense.abs().amax().item() if dense.numel() else 0.0)
-    assert norms._norm(grad).item() == pytest.approx(want[0])
+    assert norms.norm_of(grad).item() == pytest.approx(want[0])
     assert norms._stats(grad).tolist() == pytest.approx(want)

@@ -1,0 +1,37 @@
+"""The one walk of the autograd graph: each node reachable from some nodes, once."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+
+from . import _torch
+
+__all__ = ["reach"]
+
+
+def reach(starts: Iterable[_torch.GradFn], enter: Callable[[_torch.GradFn], bool], *,
+          breadth_first: bool = False) -> None:
+    """The one walk of the autograd graph: each node reachable from ``starts`` once.
+
+    ``enter(fn)`` is called once per node, in walk order, and returns whether to go
+    on into the node's inputs (``fn.next_functions``); ``False`` stops there (a node
+    already recorded, one made before a block, a leaf). Iterative (no recursion
+    limit); depth-first, or breadth-first (then nodes are entered in the order
+    they were first met). :func:`dynagraph.capture.walk`, the live recording's tagging and
+    module tagging (:func:`dynagraph._tags.tag_new_nodes`) all walk with it.
+
+    Example:
+        >>> seen = []
+        >>> reach([loss.grad_fn], lambda fn: seen.append(fn.name()) is None)
+    """
+    frontier: deque[_torch.GradFn] = deque(starts)
+    seen: set[_torch.GradFn] = set()
+    take = frontier.popleft if breadth_first else frontier.pop
+    while frontier:
+        fn = take()
+        if fn in seen:
+            continue
+        seen.add(fn)
+        if enter(fn):
+            frontier.extend(child for child, _ in fn.next_functions if child is not None)

@@ -1,0 +1,107 @@
+"""GradHistory: gradient norms over training steps, kept on the device until read."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import TYPE_CHECKING
+
+import torch
+
+from . import norms as norms_of  # (``norms`` is the name of GradHistory's own property)
+from .plots import plot_grad_history
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from .norms import NamedTensors
+
+__all__ = ["GradHistory"]
+
+
+class GradHistory:
+    """Gradient norms recorded over training steps, plotted as lines or a heatmap.
+
+    ``record()`` keeps the norms on the device; they are read to the host once, when
+    first needed (``norms``, ``plot``), so recording adds no synchronisation.
+
+    Args:
+        source: An ``nn.Module`` (its named parameters), a mapping name -> tensor,
+            or an iterable of ``(name, tensor)`` pairs; each ``.grad`` is read at
+            every ``record()``.
+        per: ``"parameter"``: one norm per tensor; ``"module"``: one per module (a
+            parameter's name without its last part), the L2 norm of its parameters'
+            norms, ``nan`` where any of them has no gradient.
+
+    Raises:
+        ValueError: ``per`` is neither ``"parameter"`` nor ``"module"``.
+        TypeError: ``source`` is none of those, or holds a value that is not a tensor.
+
+    Example:
+        >>> hist = dg.GradHistory(model)
+        >>> for step in range(100):
+        ...     loss = model(x).sum(); opt.zero_grad(); loss.backward()
+        ...     hist.record(); opt.step()
+        >>> hist.plot(kind="heatmap")
+    """
+
+    def __init__(self, source: NamedTensors, per: str = "parameter") -> None:
+        if per not in ("parameter", "module"):
+            raise ValueError(f"per must be 'parameter' or 'module'; got {per!r}")
+        self._pairs = norms_of.named_tensors(source)
+        self.per = per
+        self.steps: list[int] = []
+        self._pending: list[torch.Tensor] = []
+        self._rows: list[list[float]] = []
+        self.notes: dict[str, str] = {}  # name -> why its norm could not be read (meta device)
+
+    @property
+    def names(self) -> list[str]:
+        names = [n for n, _ in self._pairs]
+        return list(norms_of.per_module(dict.fromkeys(names, 0.0))) if self.per == "module" else names
+
+    def record(self, step: int | None = None) -> None:
+        """Store the current gradient norms (``nan`` where a parameter has no grad).
+
+        Warns when no parameter has a gradient (``record()`` before ``backward()``,
+        or after ``zero_grad()``): that step is all ``nan``.
+        """
+        grads = [t.grad.detach() for _, t in self._pairs if t.grad is not None]
+        if self._pairs and not grads:
+            warnings.warn("GradHistory.record(): no parameter has a gradient, so this step is all "
+                          "nan; call record() after loss.backward() and before optimizer.zero_grad()",
+                          stacklevel=2)
+        self._pending.append(self._row(grads))
+        self.steps.append(len(self.steps) if step is None else int(step))
+
+    def _row(self, grads: list[torch.Tensor]) -> torch.Tensor:
+        """This step's norms as one device tensor (no host copy); notes go to ``self.notes``."""
+        norms = iter(norms_of.device_norms(grads))
+        dev = next((g.device for g in grads if g.device.type != "meta"), torch.device("cpu"))
+        row: list[torch.Tensor] = []
+        for name, t in self._pairs:
+            norm = next(norms) if t.grad is not None else None
+            if isinstance(norm, str):
+                self.notes[name] = norm
+            row.append(norm.to(dev, torch.float32) if isinstance(norm, torch.Tensor)
+                       else torch.full((), math.nan, device=dev))
+        return torch.stack(row) if row else torch.empty(0)
+
+    @property
+    def norms(self) -> dict[str, list[float]]:
+        """``{name: [norm at each recorded step]}`` (one synchronisation for all pending steps)."""
+        if self._pending:
+            self._rows.extend(torch.stack(self._pending).tolist())
+            self._pending.clear()
+        names = [n for n, _ in self._pairs]
+        rows = [dict(zip(names, r)) for r in self._rows]
+        if self.per == "module":
+            rows = [norms_of.per_module(r) for r in rows]
+        return {name: [r[name] for r in rows] for name in self.names}
+
+    def __repr__(self) -> str:
+        return f"<dynagraph.GradHistory: {len(self.steps)} steps x {len(self.names)} {self.per}s>"
+
+    def plot(self, kind: str = "lines", ax: Axes | None = None) -> Axes:
+        """Plot the history; returns the matplotlib ``Axes`` (see :func:`plot_grad_history`)."""
+        return plot_grad_history(self, kind=kind, ax=ax)

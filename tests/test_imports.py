@@ -1,0 +1,72 @@
+"""The package's modules: each imports on its own, none imports another in a circle,
+and importing dynagraph changes no process state (no gc hook, bounded caches)."""
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "dynagraph"
+MODULES = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
+
+
+def _is_type_checking(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+
+
+def runtime_imports(module: str) -> set[str]:
+    """The dynagraph modules ``module`` imports when it runs: anywhere in the file (a
+    function's lazy import counts too), except under ``if TYPE_CHECKING:``."""
+    found: set[str] = set()
+    stack: list[ast.AST] = [ast.parse((PACKAGE / f"{module}.py").read_text())]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            if node.module:  # from .x import y
+                found.add(node.module.split(".")[0])
+            else:  # from . import x, y
+                found.update(a.name for a in node.names if a.name in MODULES)
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            found.update(n.split(".")[1] for n in names if n.startswith("dynagraph.") and n.count(".") >= 1)
+        stack.extend(c for c in ast.iter_child_nodes(node) if not (isinstance(c, ast.stmt) and _is_type_checking(c)))
+    return found - {module}
+
+
+def test_runtime_imports_reads_every_form_of_import():
+    assert "render" in runtime_imports("graph")  # from . import _display, _transform, memory, render
+    assert "_records" in runtime_imports("graph")  # from ._records import Node
+    assert "graph" not in runtime_imports("_display")  # only under TYPE_CHECKING
+
+
+def test_no_import_circle_between_dynagraph_modules():
+    graph = {m: runtime_imports(m) for m in MODULES}
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> None:
+        if module in path:
+            pytest.fail("import circle: " + " -> ".join(path[path.index(module):] + [module]))
+        if module in done:
+            return
+        for dep in sorted(graph.get(module, ())):
+            visit(dep, path + [module])
+        done.add(module)
+
+    for module in MODULES:
+        visit(module, [])
+
+
+def test_every_module_imports_and_adds_no_gc_hook():
+    code = ("import gc, importlib; before = len(gc.callbacks); "
+            f"[importlib.import_module('dynagraph.' + m) for m in {MODULES!r}]; "
+            "print(len(gc.callbacks) - before)")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "0"
+
+
+def test_class_attribute_cache_is_bounded():
+    _torch = importlib.import_module("dynagraph._torch")
+    assert _torch._class_attrs.cache_info().maxsize is not None
