@@ -233,13 +233,11 @@ def _final_states(final_states: Any) -> None:
                f"with lengths {lengths} your states differ from the per-sequence loop's. "
                "Take the lengths from `lengths`, not from the values of `x`: a real step can be "
                "all zeros.")
-        expect(got.requires_grad,
-               "the values are right, but they carry no gradient: training needs the RNN's "
-               "weights to get one through these states. Do not detach them or use `no_grad()`.")
-        grads = torch.autograd.grad(got.sum(), list(rnn.parameters()))
-        want_grads = torch.autograd.grad(want.sum(), list(rnn.parameters()))
-        expect(all(torch.allclose(a, b, atol=1e-5) for a, b in zip(grads, want_grads)),
-               "the values are right but the weights' gradients differ from the per-sequence loop's.")
+        _expect_same_gradients(
+            got, want, rnn,
+            "the values are right, but they carry no gradient: training needs the RNN's "
+            "weights to get one through these states. Do not detach them or use `no_grad()`.",
+            "the values are right but the weights' gradients differ from the per-sequence loop's.")
 
 
 def _cell_loop(cell: nn.RNNCell, x: torch.Tensor, lengths: list[int]) -> torch.Tensor:
@@ -293,12 +291,21 @@ def _run_cell_masked(run_cell_masked: Any) -> None:
                f"with lengths {lengths} your states differ from running each sequence on its own. "
                "At step t a sequence is still running when t < its length. Use `lengths`, not "
                "the values of `x`: a real step can be all zeros.")
-        expect(got.requires_grad,
-               "the values are right, but they carry no gradient: the check compares the "
-               "parameter gradients too. Do not detach the result or use `no_grad()`.")
-        grads = torch.autograd.grad(got.sum(), list(cell.parameters()))
-        want_grads = torch.autograd.grad(want.sum(), list(cell.parameters()))
-        expect(all(torch.allclose(a, b, atol=1e-5) for a, b in zip(grads, want_grads)),
-               "the values are right but the parameter gradients are not. A kept state must carry "
-               "its gradient back to the steps that made it, and a step the mask discards must "
-               "give no gradient.")
+        _expect_same_gradients(
+            got, want, cell,
+            "the values are right, but they carry no gradient: the check compares the "
+            "parameter gradients too. Do not detach the result or use `no_grad()`.",
+            "the values are right but the parameter gradients are not. A kept state must carry "
+            "its gradient back to the steps that made it, and a step the mask discards must "
+            "give no gradient.")
+
+
+def _expect_same_gradients(got: torch.Tensor, want: torch.Tensor, module: nn.Module,
+                           no_grad_hint: str, wrong_hint: str) -> None:
+    """The answer carries a gradient, and it gives ``module``'s parameters the same
+    gradients as the reference ``want``."""
+    expect(got.requires_grad, no_grad_hint)
+    params = list(module.parameters())
+    grads = torch.autograd.grad(got.sum(), params)
+    want_grads = torch.autograd.grad(want.sum(), params)
+    expect(all(torch.allclose(a, b, atol=1e-5) for a, b in zip(grads, want_grads)), wrong_hint)
