@@ -1,12 +1,15 @@
-"""Find the line of user code that called a tensor operation."""
+"""Find the line of user code that called a tensor operation: its frame, and its text."""
 
 from __future__ import annotations
 
 import linecache
 import os
 import re
+from types import FrameType
 
 import torch
+
+from . import _torch
 
 _SKIP = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,) if m.__file__)
 PACKAGE_DIR = os.path.dirname(__file__) + os.sep
@@ -50,3 +53,24 @@ def _first_line(filename: str) -> str:
         if line and not line.startswith("#"):
             return line if len(line) <= FIRST_LINE else line[: FIRST_LINE - 1] + "…"
     return ""
+
+
+def user_frame(frame: FrameType | None) -> FrameType | None:
+    """The nearest frame outside torch and dynagraph that is not a ``__torch_function__``
+    (a user's own mode or tensor subclass passing the op on): the line that ran the op."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name != "__torch_function__" and not _is_internal(code.co_filename):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def caller_of_graph(graph_frame: FrameType) -> FrameType | None:
+    """The user's line that called a compiled function whose graph runs in ``graph_frame``:
+    past torch and the compiled function's own frame (which dynamo calls)."""
+    frame = user_frame(graph_frame.f_back)
+    while frame is not None and frame.f_back is not None and \
+            frame.f_back.f_code.co_filename.startswith(_torch.DYNAMO_DIR):
+        frame = user_frame(frame.f_back)
+    return frame

@@ -16,6 +16,7 @@ import dynagraph as dg
 from _helpers import page_steps, pictures, svg_texts
 
 live_module = importlib.import_module("dynagraph.live")  # dg.live is the function
+patch_module = importlib.import_module("dynagraph._patch")
 
 
 def next_line():
@@ -148,6 +149,27 @@ def test_custom_function_is_one_step_of_its_own():
     assert made(rec, rec.steps[1]) == ["SumBackward0"]  # the custom node is not credited here
     s.backward()
     assert torch.equal(x.grad, 2 * x.detach())
+
+
+class _NotAClassmethod:
+    """Binds like a classmethod without being one: a torch whose apply live() cannot swap."""
+
+    def __init__(self, method):
+        self.method = method
+
+    def __get__(self, obj, cls=None):
+        return self.method.__get__(obj, cls)
+
+
+def test_without_patchable_apply_a_custom_function_shows_its_inner_ops(monkeypatch):
+    monkeypatch.setattr(importlib.import_module("dynagraph._torch"), "MISSING", set())
+    unpatchable = _NotAClassmethod(Function.__dict__["apply"])
+    monkeypatch.setattr(Function, "apply", unpatchable)
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.warns(RuntimeWarning, match="has no Function.apply"), dg.live() as rec:
+        Square.apply(x).sum()
+    assert [st.op for st in rec.steps] == ["mul", "add", "sum"]  # the Function's own ops
+    assert Function.__dict__["apply"] is unpatchable  # nothing patched, nothing undone
 
 
 def test_custom_function_inside_a_module_is_one_step():
@@ -512,7 +534,7 @@ class Seen(torch.overrides.TorchFunctionMode):
         self.ops = []
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        self.ops.append(live_module._op_name(func))
+        self.ops.append(patch_module._op_name(func))
         return func(*args, **(kwargs or {}))
 
 
@@ -606,6 +628,6 @@ def test_a_failing_walk_at_the_end_still_lets_everything_go(monkeypatch):
             y = (x * 2).sum()
     monkeypatch.undo()
     assert rec._todo == [] and rec._held == [] and rec._roots == []
-    assert torch.autograd.Function.apply.__func__ is live_module._original_apply.__func__
+    assert torch.autograd.Function.apply.__func__ is patch_module._original_apply.__func__
     assert torch._C._len_torch_function_stack() == 0
     assert y.grad_fn is not None
