@@ -9,6 +9,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from .._walk import reach
 from . import Wrong, exercise, expect
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
@@ -96,13 +97,15 @@ def _last_outputs(last_outputs: Any) -> None:
 
 
 def _nodes(t: torch.Tensor) -> int:
-    seen, stack = set(), [t.grad_fn]
-    while stack:
-        fn = stack.pop()
-        if fn is not None and fn not in seen:
-            seen.add(fn)
-            stack.extend(child for child, _ in fn.next_functions)
-    return len(seen)
+    """The autograd nodes reachable from ``t.grad_fn``, each once."""
+    found: list[Any] = []
+
+    def enter(fn: Any) -> bool:
+        found.append(fn)
+        return True
+
+    reach([t.grad_fn] if t.grad_fn is not None else [], enter)
+    return len(found)
 
 
 class _GradCalls(TorchFunctionMode):

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 from torch.autograd import gradcheck
 
+from .._walk import reach
 from . import Wrong, exercise, expect
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
@@ -80,16 +81,15 @@ def _session(commands: Any, x: torch.Tensor) -> tuple[torch.Tensor, str, Any]:
 
 def _reaches(fn: Any, target: Any) -> bool:
     """Whether the autograd node ``target`` lies in the graph below the node ``fn``."""
-    stack, seen = [fn], set()
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
+    found: list[Any] = []
+
+    def enter(node: Any) -> bool:
         if node is target:
-            return True
-        seen.add(id(node))
-        stack.extend(next_fn for next_fn, _ in node.next_functions)
-    return False
+            found.append(node)
+        return not found  # stop walking once it is found
+
+    reach([fn] if fn is not None else [], enter)
+    return bool(found)
 
 
 def _after_prompt(text: str) -> str:

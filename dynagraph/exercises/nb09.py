@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .._walk import reach
 from . import Wrong, exercise, expect
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
@@ -91,16 +92,15 @@ def _segments(order: list[int]) -> list[list[int]]:
 
 def _is_reentrant(out: torch.Tensor) -> bool:
     """Whether the graph of ``out`` holds a reentrant checkpoint node."""
-    seen, todo = set(), [out.grad_fn]
-    while todo:
-        fn = todo.pop()
-        if fn is None or fn in seen:
-            continue
-        seen.add(fn)
+    found: list[Any] = []
+
+    def enter(fn: Any) -> bool:
         if type(fn).__name__.startswith("CheckpointFunction"):
-            return True
-        todo += [f for f, _ in fn.next_functions]
-    return False
+            found.append(fn)
+        return not found  # stop walking once it is found
+
+    reach([out.grad_fn] if out.grad_fn is not None else [], enter)
+    return bool(found)
 
 
 SLICE = ("layers[:3] is an nn.Sequential of layers 0-2, and cp.checkpoint(part, h, use_reentrant=False) "
