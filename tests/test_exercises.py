@@ -150,7 +150,9 @@ def test_grade_rejects_unknown_keys():
 def test_a_code_hint_shows_only_from_the_second_wrong_try(monkeypatch):
     monkeypatch.setattr(exercises, "_WRONG_TRIES", {})
 
-    @exercises.exercise("99.1", "a test exercise", answer="value")
+    number = exercises.Kind("a number", "value = ...", lambda a: isinstance(a, int))
+
+    @exercises.exercise("99.1", "a test exercise", answer="value", kind=number)
     def _check(value):
         exercises.expect(value == 4, "the idea: square the input.", code="`value = x * x`")
 

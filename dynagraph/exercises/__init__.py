@@ -21,6 +21,13 @@ untouched:
 * ``not right yet``: with a hint that says what is wrong and where to look;
 * ``solved``.
 
+An answer of another kind than the exercise wants (a function where a
+``torch.autograd.Function`` subclass is wanted, a tensor where a function is) reads
+``not right yet`` with the kind wanted, before the check runs. A check leaves the
+learner's kernel as it found it: ``torch.compile``'s caches, the trace function and
+breakpoints, torch modes, grad mode, the default dtype, the thread count and the random
+states (``_state.py``). :func:`keys` lists every notebook's exercises.
+
 A hint gives the idea first. Where a check also has a code hint (``expect(...,
 code=...)``), it is shown only from the second wrong try at the same exercise on,
 so that a learner thinks before reading code.
@@ -31,13 +38,16 @@ proves each one passes on its solution and fails on its stub and on wrong answer
 
 from __future__ import annotations
 
-import contextlib
 import importlib
+import pkgutil
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from ._state import as_found
 
 __all__ = ["Result", "Wrong", "check", "exercise", "expect", "grade", "keys"]
 
@@ -61,11 +71,33 @@ class NotDone(Exception):
 
 
 @dataclass(frozen=True)
+class Kind:
+    """What kind of answer an exercise wants: ``wants`` and ``how`` (with ``{name}``, the
+    answer's name) are for the hint; ``accepts`` tells whether a value is of this kind."""
+
+    wants: str
+    how: str
+    accepts: Callable[[Any], bool]
+
+
+FUNCTION = Kind("a function", "def {name}(...): ...",
+                lambda a: callable(a) and not isinstance(a, type))
+CLASS = Kind("a class", "class {name}: ...", lambda a: isinstance(a, type))
+AUTOGRAD_FUNCTION = Kind(
+    "a subclass of torch.autograd.Function, with forward and backward staticmethods",
+    "class {name}(Function): ...",
+    lambda a: isinstance(a, type) and issubclass(a, torch.autograd.Function))
+STRING = Kind("a string of pdb commands, one command per line", '{name} = "p ...\\nc\\n"',
+              lambda a: isinstance(a, str))
+
+
+@dataclass(frozen=True)
 class Exercise:
     key: str
     title: str
     answer: str  # the name the stub cell defines and the check cell passes
     run: Callable[[Any], None]
+    kind: Kind = FUNCTION
 
 
 @dataclass(frozen=True)
@@ -84,16 +116,19 @@ _EXERCISES: dict[str, Exercise] = {}
 _WRONG_TRIES: dict[str, int] = {}  # wrong answers graded so far in this process, per exercise
 
 
-def exercise(key: str, title: str, answer: str) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
+def exercise(key: str, title: str, answer: str,
+             kind: Kind = FUNCTION) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
     """Register a check: ``@exercise("01.4", "an SGD step", answer="sgd_step")``.
 
     The decorated function receives the learner's answer and raises :class:`Wrong`
-    (via :func:`expect`) with a hint when it is not right; it returns on success.
+    (via :func:`expect`) with a hint when it is not right; it returns on success. It
+    runs only on an answer of ``kind`` (a function unless told): an answer of another
+    kind gets a hint that names the kind wanted.
     """
     def register(fn: Callable[[Any], None]) -> Callable[[Any], None]:
         if key in _EXERCISES:
             raise ValueError(f"exercise {key!r} is registered twice")
-        _EXERCISES[key] = Exercise(key, title, answer, fn)
+        _EXERCISES[key] = Exercise(key, title, answer, fn, kind)
         return fn
     return register
 
@@ -109,27 +144,32 @@ def _module_for(key: str) -> str:
     return f"{__name__}.nb{key.split('.', 1)[0]}"
 
 
+def _import_all() -> None:
+    """Import every notebook's checks (``nbNN.py``): each registers its exercises."""
+    for module in pkgutil.iter_modules(__path__):
+        if re.fullmatch(r"nb\d\d", module.name):
+            importlib.import_module(f"{__name__}.{module.name}")
+
+
 def _lookup(key: str) -> Exercise:
     if not isinstance(key, str) or "." not in key:
         raise ValueError(f"exercise key {key!r} should look like '01.2' (notebook.exercise)")
     if key not in _EXERCISES:
-        try:
-            importlib.import_module(_module_for(key))
-        except ModuleNotFoundError:
-            pass
+        _import_all()
     if key not in _EXERCISES:
-        raise ValueError(f"no exercise {key!r}; known: {', '.join(keys()) or 'none'}")
+        notebook = key.split(".", 1)[0]
+        known = keys(notebook)
+        where = f"notebook {notebook} has " if known else "the exercises are "
+        where += ", ".join(known or keys())
+        raise ValueError(f"no exercise {key!r}; {where}. Use the key that the exercise's check cell "
+                         "shows, as in `check(\"01.2\", count_nodes)`.")
     return _EXERCISES[key]
 
 
 def keys(notebook: str | None = None) -> list[str]:
-    """The registered exercise keys (all notebooks' checks are imported), optionally
+    """The exercise keys of every notebook (all their checks are imported), optionally
     only those of one notebook ("01")."""
-    if notebook is not None:
-        try:
-            importlib.import_module(_module_for(f"{notebook}.0"))
-        except ModuleNotFoundError:
-            pass
+    _import_all()
     return sorted(k for k in _EXERCISES if notebook is None or k.split(".")[0] == notebook)
 
 
@@ -142,7 +182,8 @@ def grade(key: str, answer: Any) -> Result:
     if answer is ... or answer is None:
         return todo
     try:
-        with _own_random_state():
+        _expect_kind(ex, answer)
+        with as_found():
             ex.run(answer)
     except (NotDone, NotImplementedError):
         return todo
@@ -165,11 +206,27 @@ def _code_hint(key: str, code: str | None) -> str:
     return f" Code hint: {code}"
 
 
-def _own_random_state() -> contextlib.AbstractContextManager[Any]:
-    """Checks draw their own random inputs (and may seed them): the learner's random
-    state is the same after a check as before it, on the CPU and on CUDA devices in use."""
-    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
-    return torch.random.fork_rng(devices=devices)
+def _expect_kind(ex: Exercise, answer: Any) -> None:
+    """Fail with a hint that names the kind wanted unless ``answer`` is of ``ex.kind``."""
+    how = ex.kind.how.format(name=ex.answer)
+    expect(ex.kind.accepts(answer),
+           f"{ex.key} wants {ex.kind.wants}; got {_kind_of(answer)}. Write `{how}` in the cell "
+           "above, run it, then run this cell again.")
+
+
+def _kind_of(value: Any) -> str:
+    """What ``value`` is, for a hint: "a function (`square`)", "a tensor", "an int"."""
+    if isinstance(value, type):
+        base = "a class"
+        if issubclass(value, torch.autograd.Function):
+            base = "a subclass of torch.autograd.Function"
+        return f"{base} (`{value.__name__[:40]}`)"
+    if callable(value) and hasattr(value, "__name__"):
+        return f"a function (`{str(value.__name__)[:40]}`)"
+    if isinstance(value, torch.Tensor):             # a Parameter too
+        return "a tensor"
+    name = "string" if isinstance(value, str) else type(value).__name__[:40]
+    return f"{'an' if name[:1] in tuple('aeiou') else 'a'} {name}"
 
 
 def check(key: str, answer: Any) -> None:

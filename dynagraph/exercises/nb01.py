@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from . import Wrong, exercise, expect
+from . import CLASS, Wrong, exercise, expect
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
 SETUP = """
@@ -433,7 +433,7 @@ def _close(got: list[float], want: list[float]) -> bool:
 
 
 @exercise("01.5", "a scalar autograd engine whose backward() runs the nodes in reverse topological order",
-          answer="Value")
+          answer="Value", kind=CLASS)
 def _value(Value: Any) -> None:
     programs = [_SQUARE, _SHARED] + _RANDOM
     for program in programs:

@@ -13,7 +13,8 @@ import torch
 from torch.autograd import gradcheck
 
 from .._walk import reach
-from . import Wrong, exercise, expect
+from . import STRING, Wrong, exercise, expect
+from ._state import debugger_as_found
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
 SETUP = """
@@ -56,16 +57,15 @@ class _Script(io.StringIO):
         return line
 
 
-def _session(commands: Any, x: torch.Tensor) -> tuple[torch.Tensor, str, Any]:
+def _session(commands: str, x: torch.Tensor) -> tuple[torch.Tensor, str, Any]:
     """Run ``_forward`` under a debugger fed ``commands``; return ``b``, the transcript and
-    the autograd node of the original ``a``."""
-    expect(isinstance(commands, str),
-           f"give the commands as one string, one command per line; got {type(commands).__name__}.")
+    the autograd node of the original ``a``. Breakpoints the commands set end with the session."""
     out = io.StringIO()
     dbg = pdb.Pdb(stdin=_Script(commands, out), stdout=out, nosigint=True, readrc=False)
     made: list[Any] = []
     try:
-        with warnings.catch_warnings():  # `.item()` of a tensor that requires grad warns in torch 2.13
+        # `.item()` of a tensor that requires grad warns in torch 2.13
+        with debugger_as_found(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             b = _forward(x, dbg, made)
     except bdb.BdbQuit as e:
@@ -116,7 +116,8 @@ def _printed_numbers(text: str) -> list[float]:
     return numbers
 
 
-@exercise("03.1", "a pdb script that prints the number in `a` at the breakpoint", answer="commands1")
+@exercise("03.1", "a pdb script that prints the number in `a` at the breakpoint", answer="commands1",
+          kind=STRING)
 def _commands1(commands1: Any) -> None:
     for value in (5.0, -1.5, 0.25):
         x = torch.tensor([value], requires_grad=True)
@@ -138,7 +139,7 @@ def _commands1(commands1: Any) -> None:
 
 
 @exercise("03.2", "a pdb script that doubles `a` at the breakpoint, changing result and gradient",
-          answer="commands2")
+          answer="commands2", kind=STRING)
 def _commands2(commands2: Any) -> None:
     for value in (2.0, -1.0, 0.5):
         x = torch.tensor([value], requires_grad=True)

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch.autograd import gradcheck, gradgradcheck
 
-from . import Wrong, exercise, expect
+from . import AUTOGRAD_FUNCTION, Wrong, exercise, expect
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
 SETUP = """
@@ -56,7 +56,8 @@ def _count_gradients_error(e: RuntimeError) -> None:
            code="`return grad_x, None`")
 
 
-@exercise("04.1", "the backward of y = x**2, checked by gradcheck and gradgradcheck", answer="Square")
+@exercise("04.1", "the backward of y = x**2, checked by gradcheck and gradgradcheck", answer="Square",
+          kind=AUTOGRAD_FUNCTION)
 def _square(Square: Any) -> None:
     for seed in range(3):
         x, w = _points(seed, 5), _weights(seed, 5)
@@ -83,7 +84,8 @@ def _square(Square: Any) -> None:
            "`torch.no_grad()` or a float32 copy.")
 
 
-@exercise("04.2", "LeakyThreshold's true derivative in backward", answer="LeakyThreshold")
+@exercise("04.2", "LeakyThreshold's true derivative in backward", answer="LeakyThreshold",
+          kind=AUTOGRAD_FUNCTION)
 def _leaky(LeakyThreshold: Any) -> None:
     for seed, t in enumerate((5.0, -1.0, 0.0)):
         x, w = _points(seed, 8, t), _weights(seed, 8)
@@ -109,7 +111,7 @@ def _leaky(LeakyThreshold: Any) -> None:
 
 
 @exercise("04.3", "LeakyThreshold in the setup_context style, under vmap(grad(...))",
-          answer="LeakyThreshold2")
+          answer="LeakyThreshold2", kind=AUTOGRAD_FUNCTION)
 def _leaky2(LeakyThreshold2: Any) -> None:
     for seed, t in enumerate((5.0, -1.0)):
         batch = torch.stack([_points(seed + 10 * k, 3, t) for k in range(4)])

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.modules import module as _module_hooks
 
-from . import exercise, expect
+from . import Kind, exercise, expect
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
 SETUP = """
@@ -186,11 +186,13 @@ _ACTS = (nn.Sigmoid, nn.Tanh, nn.ReLU)
 _CHANGES = ("norm", "residual", "kaiming", "glorot")
 
 
-@exercise("07.3", "a depth-30 network whose gradient neither vanishes nor explodes", answer="deep_fix")
-def _deep_fix(deep_fix: Any) -> None:
-    expect(isinstance(deep_fix, dict),
-           f"`deep_fix` should be a dict of `build(...)` arguments, such as dict(act=nn.Tanh, ...); "
-           f"got {type(deep_fix).__name__}.")
+_BUILD_ARGUMENTS = Kind("a dict of `build(...)` arguments", "{name} = dict(act=nn.Tanh, ...)",
+                       lambda a: isinstance(a, dict))
+
+
+@exercise("07.3", "a depth-30 network whose gradient neither vanishes nor explodes", answer="deep_fix",
+          kind=_BUILD_ARGUMENTS)
+def _deep_fix(deep_fix: dict) -> None:
     allowed = {"act", "depth", *_CHANGES}
     expect(set(deep_fix) <= allowed, f"`build` takes only {sorted(allowed)}; got {sorted(deep_fix)}.")
     expect(deep_fix.get("act") in _ACTS,

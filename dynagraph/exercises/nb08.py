@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import types
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -119,25 +120,33 @@ def _reference_grad(x: torch.Tensor) -> torch.Tensor:
     return g
 
 
-def _count_graphs(fn: Any, x: torch.Tensor) -> int:
-    """How many graphs ``torch.compile`` captures for ``fn(x)``: a backend that counts, no codegen."""
-    graphs = 0
+def _fresh(fn: Any) -> Any:
+    """A copy of the function ``fn`` with a code object of its own. ``torch.compile`` keeps its
+    cache on the code object: compiling the copy leaves the learner's compiled ``fn`` as it was."""
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    copy = types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__,
+                              fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    return copy
 
-    def counting(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
-        nonlocal graphs
-        graphs += 1
-        return gm.forward
 
+def _breaks_graph(fn: Any, x: torch.Tensor) -> bool:
+    """Whether ``torch.compile`` breaks the graph of ``fn(x)``: it fails with ``fullgraph=True``.
+    It compiles a fresh copy of ``fn``, with no codegen and no ``torch.compiler.reset()``: the
+    learner's own compiled functions keep their caches. With ``fullgraph`` a helper that ``fn``
+    calls is traced inline, never compiled and cached on its own code (without it, that cache
+    reaches the recompile limit after 8 checks, and the break is no longer seen)."""
     logger = logging.getLogger("torch._dynamo")     # its graph-break warnings name temporary files
     level = logger.level
     logger.setLevel(logging.ERROR)
-    torch.compiler.reset()
     try:
-        torch.compile(fn, backend=counting)(x)
+        torch.compile(_fresh(fn), backend=lambda gm, inputs: gm.forward, fullgraph=True)(x)
+    except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.UserError):
+        return True
     finally:
-        torch.compiler.reset()
         logger.setLevel(level)
-    return graphs
+    return False
 
 
 def _scale_by_max(x: torch.Tensor) -> torch.Tensor:
@@ -170,11 +179,10 @@ def _scale_by_max_no_break(scale_by_max_no_break: Any) -> None:
                f"For {values} the gradient is {grad.tolist()}, the analytic one is "
                f"{_reference_grad(x.detach()).tolist()}: the maximum depends on x too, so do not "
                "detach it (no `.item()`, `.detach()` or `.data` on m).")
-    graphs = _count_graphs(scale_by_max_no_break, torch.tensor([1.0, 2.0, 4.0]))
-    expect(graphs == 1,
-           f"`torch.compile` captures {graphs} graph(s); it should be 1 (no graph break). A Python number "
-           "taken from a tensor (`.item()`, `float(...)`, an `if` on a tensor) breaks the graph, and so "
-           "does a `print`: keep the choice a tensor op.")
+    expect(not _breaks_graph(scale_by_max_no_break, torch.tensor([1.0, 2.0, 4.0])),
+           "`torch.compile(..., fullgraph=True)` fails on your function: it has a graph break. A Python "
+           "number taken from a tensor (`.item()`, `float(...)`, an `if` on a tensor) breaks the graph, "
+           "and so does a `print`: keep the choice a tensor op.")
 
 
 def _describe(model: nn.Sequential) -> list[str]:

@@ -190,5 +190,7 @@ WRONG = {
         # the seed set after the loop: every _backward ran with a grad of 0
         VALUE + TOPOLOGICAL.replace("        self.grad = 1.0\n", "").replace(
             "            v._backward()\n", "            v._backward()\n        self.grad = 1.0\n"),
+        # the wrong kind: a function that makes tensors, not a class of Values
+        "def Value(data):\n    return torch.tensor(data, requires_grad=True)\n",
     ],
 }

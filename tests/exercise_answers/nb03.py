@@ -1,4 +1,9 @@
-"""Plausible wrong answers for 03_debugging_pdb.ipynb's exercises: each must fail its check."""
+"""Plausible wrong answers for 03_debugging_pdb.ipynb's exercises: each must fail its check.
+
+RIGHT lists other correct answers, which the check must accept. Some change the kernel's state
+on the way (a breakpoint, grad mode, the default dtype): ``tests/test_exercise_state.py``
+proves that the check puts it back.
+"""
 
 WRONG = {
     "03.1": [
@@ -11,6 +16,7 @@ WRONG = {
         'commands1 = "p a.tolist()\\nc\\n"\n',         # a list, not the number
         'commands1 = "w\\nc\\n"\n',                     # `where`: the stack, with file paths
         'commands1 = "p __file__\\nn\\nc\\n"\n',       # a path, then `next`: a location line
+        'commands1 = ["p a.item()", "c"]\n',             # the wrong kind: a list, not one string
     ],
     "03.2": [
         'commands2 = "a = a * 2\\nc\\n"\n',           # read as pdb's `args` command
@@ -40,5 +46,14 @@ WRONG = {
         "def safe_log(x):\n    return torch.where(x > 0, torch.log(x.clamp(min=1e-12)), 0.0)\n",
         # the same with a small number added to x
         "def safe_log(x):\n    return torch.where(x > 0, torch.log(x + 1e-12), 0.0)\n",
+    ],
+}
+
+RIGHT = {
+    "03.1": [
+        # a breakpoint in a function the check never calls: pdb keeps tracing, the check must stop it
+        'commands1 = "b torch.nn.functional.relu\\np a.item()\\nc\\n"\n',
+        'commands1 = "!torch.set_grad_enabled(False)\\np a.item()\\nc\\n"\n',   # grad mode off
+        'commands1 = "!torch.set_default_dtype(torch.float64)\\np a.item()\\nc\\n"\n',
     ],
 }

@@ -51,6 +51,7 @@ WRONG = {
         _SQUARE.format("2 * x.data * grad_output"),           # the same with .data
         _SQUARE.format("(2 * x * grad_output).float()"),      # a float32 copy: second derivatives off
         _SQUARE.format("2 * grad_output"),                    # forgets x
+        "def Square(x):\n    return x * x\n",              # the wrong kind: a function, not a Function subclass
     ],
     "04.2": [
         _LEAKY.format("torch.where(x > ctx.threshold, grad_output, 0.0), None"),   # ThresholdReLU's backward
@@ -58,6 +59,8 @@ WRONG = {
         _LEAKY.format("torch.where(x > ctx.threshold, grad_output, 0.1 * grad_output)"),  # no None
         _LEAKY.format("torch.where(x > 5.0, grad_output, 0.1 * grad_output), None"),  # the threshold typed in
         _LEAKY.format("torch.where(x > ctx.threshold, grad_output, 0.1), None"),  # below: 0.1, not 0.1 * grad_output
+        # the wrong kind: a plain function, not a Function subclass (the hint names the kind)
+        "def LeakyThreshold(x, threshold):\n    return torch.where(x > threshold, x, 0.1 * x)\n",
     ],
     "04.3": [
         # the old style: forward takes ctx, no setup_context
@@ -75,5 +78,7 @@ WRONG = {
         _LEAKY2.format(saved="inputs[0]").replace("0.1 * grad_output)", "0.1)"),
         # the slopes swapped
         _LEAKY2.format(saved="inputs[0]").replace("grad_output, 0.1 * grad_output)", "0.1 * grad_output, grad_output)"),
+        # the wrong kind: the forward's function, not a Function subclass
+        "LeakyThreshold2 = torch.nn.functional.leaky_relu\n",
     ],
 }

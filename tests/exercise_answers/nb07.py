@@ -111,6 +111,8 @@ WRONG = {
         "deep_fix = dict(act=nn.Tanh, glorot=True, residual=True)\n",
         # an instance, not the class
         "deep_fix = dict(act=nn.Tanh(), glorot=True)\n",
+        # the wrong kind: the activation's class, not a dict of build arguments
+        "deep_fix = nn.Tanh\n",
     ],
 }
 
