@@ -29,7 +29,7 @@ def collapse(nodes: list[Node], edges: list[tuple[int, int]], module_types: Mapp
 
     ``depth=1`` draws each top-level submodule (``encoder``, ``fc``) as one node;
     ``depth=2`` opens those one level (``encoder.layers``). Nodes of no module stay.
-    ``depth`` is checked by the caller (:func:`dynagraph._display.check_policy`).
+    ``depth`` is checked by the caller (:func:`dynagraph._picture.check_policy`).
     """
     groups: dict[str, list[Node]] = {}
     for node in nodes:
@@ -70,7 +70,7 @@ def fold(nodes: list[Node], edges: list[tuple[int, int]],
     still overflow (3,000 roots), the middle ones are hidden too, so the result never
     has more than ``max_nodes`` nodes. The hidden middle becomes one node that says
     how many nodes of which kinds it stands for. ``max_nodes`` (``>= 2``) is checked
-    by the caller (:func:`dynagraph._display.check_policy`).
+    by the caller (:func:`dynagraph._picture.check_policy`).
     """
     if max_nodes is None or len(nodes) <= max_nodes:
         return nodes, edges, {}

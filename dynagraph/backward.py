@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
-from . import _display
+from . import _page, _picture
+from ._dot import Overlay
 from ._records import Node
 from .capture import Params, Roots, named_roots, param_names_of, walk
 from .graph import Graph
@@ -57,31 +58,40 @@ class BackwardTrace:
         """The captured graph (without the backward annotations)."""
         return Graph(self.nodes, self.edges, self.module_types, title=title)
 
-    def _overlays(self) -> _display.Overlays:
+    def _overlays(self) -> Overlay:
         """Order badges, edge norms, and one step per node run, for the picture."""
         badges: dict[int, str] = {}
         for k, nid in enumerate(self.order):
             badges.setdefault(nid, f"#{k + 1}")
         by_id = {n.id: n for n in self.nodes}
-        steps = [(_ran(by_id[nid]), [nid]) for nid in self.order]
-        return _display.Overlays(badges=badges, edge_norms=dict(self.edge_norms), steps=steps,
+        arriving: dict[int, list[float]] = {}  # node id -> norms of the gradients it was sent
+        for (src, _), v in sorted(self.edge_norms.items()):
+            arriving.setdefault(src, []).append(v)
+        steps = [(_ran(by_id[nid], arriving.get(nid, [])), [nid]) for nid in self.order]
+        return Overlay(badges=badges, edge_norms=dict(self.edge_norms), steps=steps,
                                  mode="light")
 
     def to_dot(self) -> str:
         """DOT of the picture: execution order on the nodes, gradient norm on the edges."""
-        return _display.drawing(self.graph(), self._overlays())[1]
+        return _picture.drawing(self.graph(), self._overlays())[1]
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         if not self.order:
             return {"text/plain": repr(self)}
-        return _display.bundle(self.graph(), repr(self), self._overlays(),
+        return _page.bundle(self.graph(), repr(self), self._overlays(),
                                caption=f"backward: {len(self.order):,} node runs")
 
 
-def _ran(node: Node) -> str:
-    """A backward step's text: the node that ran, and where."""
+def _ran(node: Node, arriving: list[float]) -> str:
+    """A backward step's text: what ran, and the norm of the gradient it was sent
+    (a leaf's AccumulateGrad adds the gradient into the leaf's ``.grad``)."""
+    norms = ", ".join(f"{v:.2g}" for v in arriving)
+    if node.kind in ("parameter", "input"):
+        uses = f" from {len(arriving)} uses" if len(arriving) > 1 else ""
+        return f"{node.label}.grad += the gradient{uses}" + (f", \u2016g\u2016 = {norms}" if norms else "")
     where = f" in {node.module}" if node.module else ""
-    return f"{node.label}{where} ran"
+    sent = f": gradient in, \u2016g\u2016 = {norms}" if norms else ""
+    return f"{node.label}{where} ran{sent}"
 
 
 @contextlib.contextmanager

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from html import escape
 from typing import Protocol
 
-from . import _display
+from . import _page, _picture
+from ._dot import Overlay
 from ._records import Node
 from .graph import Graph
 
@@ -66,20 +66,11 @@ class GraphDiff:
 
     def to_dot(self) -> str:
         """DOT of the picture of ``b`` with its new nodes outlined in red."""
-        return _display.drawing(self._graph(), _display.Overlays(highlight=set(self.new)))[1]
-
-    def _table_html(self) -> str:
-        la, lb = map(escape, self.labels)
-        head = f"<tr><th>node</th><th>{la}</th><th>{lb}</th><th>change</th></tr>"
-        body = "".join(f"<tr><td>{escape(n)}</td><td>{x}</td><td>{y}</td><td>{y - x:+d}</td></tr>"
-                       for n, x, y in self.rows)
-        ta, tb = self.total
-        foot = f"<tr><th>total</th><th>{ta}</th><th>{tb}</th><th>{tb - ta:+d}</th></tr>"
-        return f'<table class="dg-diff">{head}{body}{foot}</table>'
+        return _picture.drawing(self._graph(), Overlay(highlight=set(self.new)))[1]
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
-        out = _display.bundle(self._graph(), repr(self), _display.Overlays(highlight=set(self.new)))
-        out["text/html"] = self._table_html() + out["text/html"]
+        out = _page.bundle(self._graph(), repr(self), Overlay(highlight=set(self.new)))
+        out["text/html"] = _page.diff_table(self.rows, self.labels, self.total) + out["text/html"]
         return out
 
     def _repr_html_(self) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from ._display import MAX_NODES, check_policy
+from ._picture import MAX_NODES, check_policy
 from .capture import Params, Roots, capture
 from .graph import Graph
 from .memory import capture_with_memory

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import _display, _transform, memory, render
+from . import _page, _picture, _transform, render
 from ._records import Node
 from .memory import SavedMemory
 
@@ -46,7 +46,7 @@ class Graph:
     def __init__(self, nodes: list[Node], edges: list[tuple[int, int]],
                  module_types: dict[str, str] | None = None, title: str | None = None, *,
                  blocks: Iterable[Block] = (), roll: str | bool = "auto",
-                 max_nodes: int | None = _display.MAX_NODES) -> None:
+                 max_nodes: int | None = _picture.MAX_NODES) -> None:
         self.nodes = nodes
         self.edges = edges
         self.module_types = module_types or {}
@@ -91,21 +91,21 @@ class Graph:
 
     def collapsed(self, depth: int) -> tuple[Graph, dict[int, int]]:
         """Every module at nesting ``depth`` merged into one node, and ``{old id: new id}``."""
-        _display.check_policy(self.roll, self.max_nodes, depth)
+        _picture.check_policy(self.roll, self.max_nodes, depth)
         nodes, edges, mapping = _transform.collapse(self.nodes, self.edges, self.module_types, depth)
         return self._remapped(self._with(nodes, edges), mapping), mapping
 
     def folded(self, max_nodes: int) -> tuple[Graph, dict[int, int]]:
         """The middle folded into one node so that at most ``max_nodes`` remain, and
         ``{old id: new id}``."""
-        _display.check_policy(self.roll, max_nodes)
+        _picture.check_policy(self.roll, max_nodes)
         nodes, edges, mapping = _transform.fold(self.nodes, self.edges, max_nodes)
         blocks = [b for b in self.blocks if not any(mapping.get(i, i) != i for i in b.nodes)]
         return self._remapped(self._with(nodes, edges, blocks=blocks), mapping), mapping
 
     def picture(self) -> Graph:
         """The graph as it is drawn: this one after the size policy (``roll``, ``max_nodes``)."""
-        pic = _display.picture(self, roll=self.roll, max_nodes=self.max_nodes)
+        pic = _picture.picture(self, roll=self.roll, max_nodes=self.max_nodes)
         return self._remapped(pic.graph, pic.mapping)
 
     def _remapped(self, graph: Graph, mapping: dict[int, int]) -> Graph:
@@ -115,12 +115,7 @@ class Graph:
 
     def to_dot(self, *, full: bool = False) -> str:
         """DOT source of the drawing (``full=True``: of every node, ignoring the size policy)."""
-        g = self if full else self.picture()
-        overlay, title = render.Overlay(), g.title
-        if g.memory is not None:  # drawn with memory=True: saved bytes on nodes and title
-            repeats = {nid: block.repeats for block in g.blocks for nid in block.nodes}
-            title = memory.decorate(overlay, g.memory, {}, repeats, title)
-        return render.to_dot(g.nodes, g.edges, g.module_types, title=title, overlay=overlay, blocks=g.blocks)
+        return _picture.drawing(self, full=full)[1]
 
     def svg(self) -> str:
         """The drawing as compact SVG text."""
@@ -152,7 +147,7 @@ class Graph:
         return graphviz.Source(self.to_dot())
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
-        return _display.bundle(self, repr(self))
+        return _page.bundle(self, repr(self))
 
     def _repr_html_(self) -> str:
         return self._repr_mimebundle_()["text/html"]

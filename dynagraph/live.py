@@ -13,7 +13,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import _display, _patch, _source, _tags, _torch, memory, render
+from . import _page, _patch, _source, _tags, _torch, memory, render
+from ._dot import Overlay, StepText
 from ._records import Node, owner
 from ._tags import tensors_in
 from ._walk import reach
@@ -173,18 +174,18 @@ class Recording:
         made = {i for s in self.steps for i in s.nodes}
         return {n.id for n in self.nodes if n.id not in made}
 
-    def _overlays(self) -> _display.Overlays:
+    def _overlays(self) -> Overlay:
         """The steps, and each node's source line, for the picture."""
         names = {n.id: n.name for n in self.nodes}
         steps = [(_template(s, s.text(names, self.module_types)), s.nodes) for s in self.steps]
         info = {nid: f"step {s.index}: {s.op} [{s.where}] {s.code}" for s in self.steps for nid in s.nodes}
         totals = self.saved_by_step() if self.memory is not None else []
-        return _display.Overlays(steps=steps, info=info, mode="reveal", totals=totals)
+        return Overlay(steps=steps, info=info, mode="reveal", totals=totals)
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         if not self.steps:
             return {"text/plain": repr(self)}
-        return _display.bundle(self.graph(), repr(self), self._overlays(),
+        return _page.bundle(self.graph(), repr(self), self._overlays(),
                                caption=f"{len(self.steps):,} steps")
 
     # -- recording ---------------------------------------------------------------
@@ -347,12 +348,12 @@ class Recording:
             _torch.hold_deep_graph(roots, held, self._edges)
 
 
-def _template(step: Step, text: str) -> _display.StepText:
+def _template(step: Step, text: str) -> StepText:
     """``text`` with its module's name marked, so that a loop over many modules of one
     class (an MLP's 1,000 layers) shares one text in the page."""
     if not step.module:
         return text
-    template = text.replace(f" in {step.module}", f" in {_display.FILL}", 1)
+    template = text.replace(f" in {step.module}", f" in {_page.FILL}", 1)
     return (template, step.module) if template != text else text
 
 
@@ -378,6 +379,10 @@ class _View:
     ``1 / PATIENCE`` of its time however big the graph grows (and the picture rolls
     repeats, so it stays small). Outside IPython (a plain script) there is nowhere to
     draw: the view does nothing, rather than print object reprs to stdout.
+
+    A redraw that fails (the renderer crashed or ran out of time) never reaches the
+    user's code: the view says that it stopped redrawing and why, and the recording
+    goes on (the recording itself still displays when the block ends).
     """
 
     PATIENCE = 4
@@ -386,6 +391,7 @@ class _View:
     def __init__(self, interval: float) -> None:
         self.interval, self.handle, self.cost = interval, None, 0.0
         self.last = time.perf_counter()
+        self.stopped: str | None = None  # why redrawing stopped, once it has
         try:
             from IPython import get_ipython
             from IPython.display import display
@@ -394,15 +400,20 @@ class _View:
         if get_ipython() is None:
             return
         render.find_renderer()  # no renderer: fail now, saying how to install one
-        self.handle = display({"text/plain": "dynagraph: recording..."}, raw=True, display_id=True)
+        self.handle = display(_page.PLACEHOLDER, raw=True, display_id=True)
 
     def maybe_update(self, rec: Recording, force: bool = False) -> None:
         now = time.perf_counter()
         due = now - self.last >= max(self.interval, self.PATIENCE * self.cost)
-        if self.handle is None or not (force or due) or not rec.nodes:  # (nodes: walks)
+        if self.handle is None or self.stopped or not (force or due) or not rec.nodes:  # (nodes: walks)
             return
-        graph = rec.graph(title=f"{len(rec.steps)} steps so far")
-        self.handle.update(_display.bundle(graph, repr(graph)), raw=True)
+        try:
+            graph = rec.graph(title=f"{len(rec.steps)} steps so far")
+            self.handle.update(_page.bundle(graph, repr(graph)), raw=True)
+        except Exception as err:  # noqa: BLE001 -- a picture must never break the loop it watches
+            self.stopped = f"{type(err).__name__}: {err}"
+            self.handle.update({"text/plain": f"dynagraph: stopped redrawing at step {len(rec.steps):,} "
+                                f"({self.stopped[:500]}); the recording goes on"}, raw=True)
         self.last = time.perf_counter()
         self.cost = self.last - now
 

@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 import torch
 
 from . import _torch
+from ._dot import Overlay
 from ._records import Node
 from .capture import Params, Roots, named_roots, param_names_of, walk
-from .render import Overlay
 
 __all__ = ["SavedMemory", "SavedTensor", "capture_with_memory", "decorate", "fmt_bytes", "measure",
            "measure_into", "node_fill", "running_totals"]

@@ -108,6 +108,7 @@ def check_stepper(stepper) -> dict:
         ``{"steps": n, "hidden_first": k0, "hidden_last": k1}`` for reporting.
     """
     assert stepper.locator(".dg-bar").is_visible(), "stepper controls hidden: its script did not run"
+    assert stepper.locator(".dg-hint").count() == 0, "the 'run the cell, or trust the notebook' hint stayed"
     data = json.loads(stepper.locator("script.dg-data").text_content())
     n = len(data["s"])
     state = lambda: stepper.evaluate(_STATE_JS)  # noqa: E731 (text, hidden nodes, slider)

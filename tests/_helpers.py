@@ -52,7 +52,18 @@ def page_data(html: str) -> dict:
     return json.loads(text)
 
 
+def expand_steps(data: dict) -> list[tuple[str, list[int], int, int]]:
+    """``(text, drawn nodes, block, iteration)`` per step, read from a page's data as
+    ``dynagraph/assets/DATA.md`` says (what ``view.js`` does in the browser)."""
+    out: list[tuple[str, list[int], int, int]] = []
+    fills = data.get("f", [-1] * len(data["s"]))
+    for kind, it, fill in zip(data["s"], data["k"], fills, strict=True):
+        t, nodes, block = data["kinds"][kind]
+        text = data["texts"][t]
+        out.append((text.replace("\x00", data["fills"][fill]) if fill >= 0 else text, nodes, block, it))
+    return out
+
+
 def page_steps(html: str) -> list[tuple[str, list[int]]]:
     """``(text, drawn node ids)`` of each step of a stepper output, in order."""
-    from dynagraph._display import expand_steps
     return [(text, nodes) for text, nodes, _, _ in expand_steps(page_data(html))]

@@ -303,3 +303,19 @@ def test_gradients_summed_by_autograd_have_each_edge_norm_before_the_sum():
     assert got["SinBackward0"] == pytest.approx(torch.linalg.vector_norm(a.cos()).item(), rel=1e-6)
     assert got["CosBackward0"] == pytest.approx(torch.linalg.vector_norm(a.sin()).item(), rel=1e-6)
     assert torch.allclose(x.grad, 2 * (a.cos() - a.sin()))
+
+
+def test_step_texts_say_what_ran_and_the_norm_of_the_gradient_it_was_sent():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    w = torch.tensor([3.0, 4.0], requires_grad=True)
+    y = (x * w + x).sum()
+    with dg.trace_backward(y, params={"x": x, "w": w}) as bt:
+        y.backward()
+    texts = {t.split(" ")[0]: t for t, _ in bt._overlays().steps}
+    ones = torch.ones(2).norm().item()  # the gradient of a sum, sent to each op and to x by the add
+    assert texts["SumBackward0"] == "SumBackward0 ran: gradient in, \u2016g\u2016 = 1"
+    assert texts["AddBackward0"] == f"AddBackward0 ran: gradient in, \u2016g\u2016 = {ones:.2g}"
+    # x is used twice: by the add (gradient 1) and by the mul (gradient w); its .grad is their sum
+    assert texts["x.grad"] == f"x.grad += the gradient from 2 uses, \u2016g\u2016 = {ones:.2g}, {w.norm().item():.2g}"
+    assert texts["w.grad"] == f"w.grad += the gradient, \u2016g\u2016 = {x.norm().item():.2g}"
+    assert torch.equal(x.grad, w.detach() + 1) and torch.equal(w.grad, x.detach())

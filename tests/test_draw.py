@@ -12,7 +12,7 @@ from torch import nn
 
 import dynagraph as dg
 from dynagraph import render
-from dynagraph._display import MAX_NODES
+from dynagraph._picture import MAX_NODES
 
 from _helpers import pictures, svg_texts
 

@@ -37,9 +37,9 @@ def runtime_imports(module: str) -> set[str]:
 
 
 def test_runtime_imports_reads_every_form_of_import():
-    assert "render" in runtime_imports("graph")  # from . import _display, _transform, memory, render
+    assert "render" in runtime_imports("graph")  # from . import _page, _picture, _transform, render
     assert "_records" in runtime_imports("graph")  # from ._records import Node
-    assert "graph" not in runtime_imports("_display")  # only under TYPE_CHECKING
+    assert "graph" not in runtime_imports("_picture")  # only under TYPE_CHECKING
 
 
 def test_no_import_circle_between_dynagraph_modules():

@@ -631,3 +631,34 @@ def test_a_failing_walk_at_the_end_still_lets_everything_go(monkeypatch):
     assert torch.autograd.Function.apply.__func__ is patch_module._original_apply.__func__
     assert torch._C._len_torch_function_stack() == 0
     assert y.grad_fn is not None
+
+
+@pytest.mark.parametrize("error", [RuntimeError("renderer crashed"), dg.RenderTimeoutError("layout ran past 60 s")])
+def test_a_failed_redraw_never_reaches_the_loop_and_says_why(monkeypatch, error):
+    import IPython
+    import IPython.display
+
+    from dynagraph import _page
+    handle = FakeHandle()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False, display_id=None: handle)
+    calls = []
+
+    def broken(*args, **kwargs):
+        calls.append(1)
+        raise error
+    monkeypatch.setattr(_page, "bundle", broken)
+    x = torch.ones(2, requires_grad=True)
+    with dg.live(view=True, interval=1e-9) as rec:  # a redraw is due at every op
+        y = x
+        for _ in range(150):
+            y = y * 1.0
+    assert len(rec.steps) == 150  # the loop ran to the end
+    assert len(calls) == 1  # one failed redraw, then no more tries
+    (note,) = handle.updates
+    assert set(note) == {"text/plain"}
+    text = note["text/plain"]
+    assert "stopped redrawing at step 1 " in text and type(error).__name__ in text and str(error) in text
+    assert "the recording goes on" in text
+    monkeypatch.undo()
+    assert "MulBackward0" in rec.graph().counts()  # the recording still draws afterwards

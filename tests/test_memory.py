@@ -396,10 +396,10 @@ def test_without_the_checkpoint_frame_region_inputs_are_not_counted(monkeypatch)
 
 
 def test_output_over_the_byte_budget_keeps_the_memory_title(monkeypatch):
-    from dynagraph import _display
+    from dynagraph import _page
 
     from _helpers import pictures, svg_texts
-    monkeypatch.setattr(_display, "MAX_BYTES", 40_000)
+    monkeypatch.setattr(_page, "MAX_BYTES", 40_000)
     torch.manual_seed(0)
     model = nn.Sequential(*[nn.Linear(4 + k, 5 + k) for k in range(60)])  # no two layers alike
     g = dg.draw(model(torch.randn(1, 4)).sum(), params=model, memory=True)

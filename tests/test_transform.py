@@ -8,7 +8,7 @@ from torch import nn
 
 import dynagraph as dg
 from dynagraph import _transform
-from dynagraph._display import MAX_NODES
+from dynagraph._picture import MAX_NODES
 from dynagraph._records import Node
 
 

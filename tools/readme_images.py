@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import dynagraph as dg
-from dynagraph import render
+from dynagraph import _dot, render
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "images"
 
@@ -21,7 +21,7 @@ def live_picture() -> str:
     with dg.live(model) as rec:
         model(torch.ones(2, 3)).pow(2).mean()  # the loss: live() records the ops that make it
     badges = {n: f"step {s.index}" for s in rec.steps for n in s.nodes}
-    dot = render.to_dot(rec.nodes, rec.edges, rec.module_types, overlay=render.Overlay(badges=badges),
+    dot = _dot.to_dot(rec.nodes, rec.edges, rec.module_types, overlay=_dot.Overlay(badges=badges),
                         title=f"dg.live(): {len(rec.steps)} steps, each node labelled by its step")
     return render.pipe(dot, "svg").decode()
 

@@ -2,6 +2,7 @@
 // pan and node details on hover and, when the data holds steps, a stepper.
 // It finds its own output through document.currentScript and uses no element ids,
 // so the same output shown twice in one page (two copies of a notebook) works twice.
+// The data it reads (script.dg-data) is described in DATA.md beside this file.
 (function () {
   const me = document.currentScript, root = me && me.parentElement;
   if (!root || root.dataset.dgReady) return;
@@ -48,6 +49,31 @@
     g.prepend(t);
   }
 
+  // The controls: built here, since they work only where this script runs.
+  const el = (tag, cls, text) => {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text) e.textContent = text;
+    return e;
+  };
+  const button = (a, text, title) => {
+    const b = el("button", "", text);
+    b.type = "button"; b.dataset.act = a; b.title = title;
+    return b;
+  };
+  if (data.s) {
+    for (const [a, t] of [["first", "\u00ab"], ["prev", "\u2039 prev"], ["play", "play"], ["next", "next \u203a"],
+                          ["last", "\u00bb"]]) bar.append(button(a, t, a));
+    const range = el("input");
+    range.type = "range"; range.min = 0; range.max = data.s.length - 1; range.value = range.max;
+    range.setAttribute("aria-label", "step");
+    bar.append(range, el("span", "dg-info"), el("span", "dg-gap"));
+  }
+  for (const [a, t] of [["zout", "\u2212"], ["fit", "fit"], ["one", "1:1"], ["zin", "+"]]) bar.append(button(a, t, "zoom: " + a));
+  bar.append(el("span", "dg-zoom"));
+  const hint = root.querySelector(".dg-hint");
+  if (hint) hint.remove();  // it says how to make the stepper step: now it does
+
   const act = { zin: () => setZoom(zoom * 1.25), zout: () => setZoom(zoom / 1.25), fit: fit, one: () => setZoom(1) };
   if (data.s) stepper(act);
   root.querySelectorAll("button[data-act]").forEach((b) => b.addEventListener("click", () => act[b.dataset.act]()));
@@ -87,7 +113,8 @@
         if (label && series && it >= 0 && it < series.length) label.textContent = fmt(series[it]);
       }
       for (const [g, s] of frames) g.classList.toggle(off, s > cur);
-      info.textContent = "step " + (cur + 1) + " / " + S +
+      const gap = data.gap, shown = cur + 1 + (gap && cur >= gap[0] ? gap[1] : 0);  // gap: steps left out
+      info.textContent = "step " + shown.toLocaleString("en") + " / " + (S + (gap ? gap[1] : 0)).toLocaleString("en") +
         (b >= 0 ? " \u00b7 iteration " + (it + 1) + " of " + data.blocks[b] : "");
       const text = data.texts[data.t[cur]], fill = data.f ? data.f[cur] : -1;
       now.textContent = (fill >= 0 ? text.replace("\u0000", data.fills[fill]) : text) +

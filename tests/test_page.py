@@ -14,9 +14,9 @@ import torch
 from torch import nn
 
 import dynagraph as dg
-from dynagraph import _display, render
+from dynagraph import _page, _picture, render
 
-from _helpers import page_data, page_steps, pictures, svg_texts
+from _helpers import expand_steps, page_data, page_steps, pictures, svg_texts
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
         "track", "wbr"}
@@ -80,7 +80,7 @@ def check(html):
     svg_texts(svg)  # well-formed XML
     data = page.payload()
     drawn = {int(c[4:]) for c in re.findall(r'class="node [^"]*\b(dg-n\d+)', svg)}
-    for _, ids, _, _ in _display.expand_steps(data) if "s" in data else []:
+    for _, ids, _, _ in expand_steps(data) if "s" in data else []:
         assert set(ids) <= drawn, ids
     assert set(map(int, data["info"])) <= drawn | {-1}
     for tag, name, value in page.attrs:  # namespaces are URLs; nothing may load from one
@@ -209,7 +209,7 @@ def test_rolled_recording_counts_iterations(lstm200):
     rec = lstm200["live"]
     data = page_data(rec._repr_mimebundle_()["text/html"])
     assert data["blocks"] == [200]
-    steps = _display.expand_steps(data)
+    steps = expand_steps(data)
     rolled = [(b, k) for _, _, b, k in steps if b >= 0]
     assert sorted({k for _, k in rolled}) == list(range(200))  # every iteration is played
     per_iteration = Counter(k for _, k in rolled)
@@ -245,7 +245,7 @@ def test_default_policy_draws_small_graphs_in_full():
     for _ in range(5):
         h = torch.tanh(h * 2)
     g = dg.draw(h.sum())
-    assert len(g) <= _display.ROLL_ABOVE
+    assert len(g) <= _picture.ROLL_ABOVE
     assert g.picture().blocks == [] and len(g.picture()) == len(g)
 
 
@@ -264,7 +264,7 @@ def test_bad_roll_option_raises():
 
 
 def test_output_over_the_byte_budget_folds_further(monkeypatch):
-    monkeypatch.setattr(_display, "MAX_BYTES", 40_000)
+    monkeypatch.setattr(_page, "MAX_BYTES", 40_000)
     torch.manual_seed(0)
     model = nn.Sequential(*[nn.Linear(4 + k, 5 + k) for k in range(60)])  # no two layers alike
     g = dg.draw(model(torch.randn(1, 4)).sum(), params=model)
@@ -275,9 +275,9 @@ def test_output_over_the_byte_budget_folds_further(monkeypatch):
 
 
 def test_sparkline_follows_the_values_on_a_log_scale():
-    assert _display.sparkline([1e-6, 1e-4, 1e-2, 1.0], width=4).startswith("\u2581\u2583\u2586\u2588")
-    assert _display.sparkline([]) == ""
-    assert len(_display.sparkline([1.0] * 500, width=32).split()[0]) == 32
+    assert _picture.sparkline([1e-6, 1e-4, 1e-2, 1.0], width=4).startswith("\u2581\u2583\u2586\u2588")
+    assert _picture.sparkline([]) == ""
+    assert len(_picture.sparkline([1.0] * 500, width=32).split()[0]) == 32
 
 
 # -- the renderer: a timeout is dynagraph's error, and leaves no process ----------------
@@ -369,5 +369,74 @@ def test_rolled_stepper_counts_iterations_in_the_page(lstm200, tmp_path):
         lit = page.locator("g.node.dg-lit").count()
         watch.close()
     assert info == f"step {middle + 1} / {len(rec.steps)} \u00b7 iteration 138 of 200", info
-    assert lit == len(_display.expand_steps(data)[middle][1]) > 0  # the representative's nodes light
+    assert lit == len(expand_steps(data)[middle][1]) > 0  # the representative's nodes light
+    assert watch.errors == []
+
+
+def test_static_html_holds_no_controls_only_the_picture_the_hint_and_the_steps():
+    rec, _ = recording()
+    html = rec._repr_mimebundle_()["text/html"]
+    static = re.sub(r"<script.*?</script>|<style>.*?</style>", "", html, flags=re.S)
+    assert "<button" not in static and "<input" not in static  # the script builds them
+    assert f"To step through the {len(rec.steps):,} steps, run the cell, or trust the notebook." in static
+    assert "class=\"dg-hint\"" not in rec.graph()._repr_html_()  # a picture without steps has nothing to step
+
+
+def _long_recording(n):
+    x = torch.ones(1, requires_grad=True)
+    with dg.live(memory=True) as rec:
+        y = x
+        for _ in range(n):
+            y = y * 1.0
+    return rec
+
+
+def test_a_recording_over_the_step_budget_keeps_its_first_and_last_steps_and_says_so(monkeypatch):
+    monkeypatch.setattr(_page, "MAX_STEPS", 10)
+    monkeypatch.setattr(_page, "LISTED_STEPS", 4)
+    rec = _long_recording(50)
+    html = rec._repr_mimebundle_()["text/html"]
+    data = page_data(html)
+    assert data["gap"] == [5, 40] and len(data["s"]) == len(data["k"]) == len(data["mem"]) == 10
+    totals = rec.saved_by_step()
+    assert data["mem"] == totals[:5] + totals[-5:]  # the same steps as the texts
+    texts = [t for t, _ in page_steps(html)]
+    names = [n.name for n in rec.nodes]
+    want = [s.text(names) for s in rec.steps]
+    assert texts == want[:5] + want[-5:]
+    assert "the stepper plays the first 5 and the last 5, so that the output stays small" in html
+
+
+@pytest.mark.slow
+def test_an_80k_step_recording_stays_under_the_output_budget():
+    rec = _long_recording(80_000)
+    html = rec._repr_mimebundle_()["text/html"]
+    assert len(html.encode()) < _page.MAX_BYTES
+    data = page_data(html)
+    assert len(data["s"]) == _page.MAX_STEPS and data["gap"] == [_page.MAX_STEPS // 2, 80_000 - _page.MAX_STEPS]
+
+
+@pytest.mark.browser
+def test_the_script_builds_the_controls_removes_the_hint_and_numbers_steps_across_a_gap(monkeypatch, tmp_path):
+    from _chromium import Watch, chromium
+    monkeypatch.setattr(_page, "MAX_STEPS", 10)
+    rec = _long_recording(50)
+    path = tmp_path / "gap.html"
+    path.write_text("<!doctype html><html><head><meta charset='utf-8'></head><body>"
+                    + rec._repr_mimebundle_()["text/html"] + "</body></html>")
+    with chromium() as browser:
+        watch = Watch(browser)
+        page = watch.new_page()
+        page.goto(path.as_uri())
+        hints = page.locator(".dg-hint").count()
+        acts = page.evaluate("() => [...document.querySelectorAll('button[data-act]')].map(b => b.dataset.act)")
+        infos = []
+        for k in (4, 5, 9):
+            page.evaluate("k => { const s = document.querySelector('input[type=range]'); s.value = k;"
+                          " s.dispatchEvent(new Event('input')); }", k)
+            infos.append(page.locator(".dg-info").text_content())
+        watch.close()
+    assert hints == 0
+    assert acts == ["first", "prev", "play", "next", "last", "zout", "fit", "one", "zin"]
+    assert [i.split(" \u00b7 ")[0] for i in infos] == ["step 5 / 50", "step 46 / 50", "step 50 / 50"]
     assert watch.errors == []

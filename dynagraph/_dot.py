@@ -1,0 +1,325 @@
+"""DOT text for graph records: nodes, module frames, rolled blocks, and what a view adds.
+
+This module writes the DOT language only; :mod:`dynagraph._picture` decides what is
+drawn (the size policy) and is the one route from a graph to DOT, and
+:mod:`dynagraph.render` runs the layout program.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._records import Node
+    from ._roll import Block
+
+__all__ = ["SPLIT_LEAVES", "STYLE", "Overlay", "StepText", "frames", "node_label", "quote", "to_dot"]
+
+# Legend: colour and shape per node kind (documented in draw()).
+STYLE = {
+    "op": 'shape=box style="rounded,filled" fillcolor="#eeeeee"',
+    "custom": 'shape=box style="rounded,filled,bold" fillcolor="#ffc078" color="#d9480f"',
+    "parameter": 'shape=box style=filled fillcolor="#a5d8ff"',
+    "input": 'shape=box style=filled fillcolor="#fff3bf"',
+    "output": 'shape=box style=filled fillcolor="#b2f2bb"',
+    "module": 'shape=box3d style=filled fillcolor="#e5dbff"',
+    "fold": 'shape=note style="filled,dashed" fillcolor="#f8f9fa"',
+}
+_HEADER = (
+    'digraph dynagraph {\n'
+    '  graph [rankdir=TB nodesep=0.25 ranksep=0.3 fontname="Helvetica" fontsize=10]\n'
+    '  node [fontname="Helvetica" fontsize=10 height=0.3 margin="0.08,0.03"]\n'
+    '  edge [arrowsize=0.6 color="#495057" fontname="Helvetica" fontsize=8]\n'
+)
+# A leaf feeding more ops than this is drawn once per op: small graphs keep one box
+# per tensor, while an RNN weight used at every step no longer fans out everywhere.
+SPLIT_LEAVES = 3
+# Where a drawn node goes: ((rolled block or None, module path or None), node, DOT name).
+_Place = tuple[tuple[int | None, str | None], "Node", str]
+
+
+
+
+def quote(text: str) -> str:
+    """A DOT double-quoted string that shows ``text`` literally.
+
+    Backslashes are doubled so that escapes such as ``\\N`` (node name) are not
+    interpreted, and ``&`` is written ``&amp;`` because Graphviz reads entities
+    (``&lt;``) in quoted strings too; ``<`` and ``>`` need no escaping. Newlines
+    break the line, carriage returns are dropped, and characters that cannot be
+    drawn (see :func:`_visible`) are shown as escapes.
+    """
+    text = _visible(text.replace("\r", "")).replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + text.replace("&", "&amp;").replace("\n", "\\n") + '"'
+
+
+def _visible(text: str) -> str:
+    """``text`` with characters no picture can hold shown as Python escapes.
+
+    Control characters other than newline (NUL becomes ``\\x00``), lone surrogates
+    (``\\ud800``, which cannot be written as UTF-8) and U+FFFE/U+FFFF (not allowed in
+    XML, so not in SVG) are replaced; everything else is kept.
+    """
+    return _UNDRAWABLE.sub(_escape, text)
+
+
+# Unicode categories Cc (controls) less the newline, Cs (surrogates), and U+FFFE/U+FFFF.
+_UNDRAWABLE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def _escape(m: re.Match) -> str:
+    code = ord(m[0])
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+# A step's text: a string, or ``(template, fill)`` where the page puts ``fill`` (a
+# module's name) at the template's mark (:data:`dynagraph._page.FILL`), so that the
+# steps of a loop over many modules of one class share one text.
+StepText = str | tuple[str, str]
+
+
+@dataclass
+class Overlay:
+    """What a view adds to a graph's picture, by node and edge id.
+
+    A view (a recording, a backward trace, a diff) fills one in the ids of the graph it
+    draws; :func:`dynagraph._picture.drawing` maps it to the ids of the picture that is
+    drawn (rolled and folded), and :func:`to_dot` writes the first six fields into DOT.
+
+    Attributes:
+        badges: ``{node id: text}`` drawn in red beside the node (backward order ``#3``);
+            of a rolled node's iterations, the first one's badge is drawn.
+        edge_norms: ``{(src, dst): gradient norm}``: edge width and label from the norm,
+            arrows turned to point the way the gradient flows.
+        highlight: Node ids outlined in red (a diff's new nodes).
+        block_notes: ``{block index: text}`` added under a rolled block's ``×N`` title
+            (the per-iteration gradient sparkline).
+        notes: ``{node id: text}`` added as a last line inside the node (saved bytes).
+        fills: ``{node id: colour}`` replacing the node's fill (its share of memory).
+        info: ``{node id: text}`` added to a node's hover details (its source line).
+        steps: ``[(text, [node ids])]`` for a stepper, in order.
+        mode: ``"reveal"`` (the stepper hides later nodes) or ``"light"`` (dims them).
+        totals: Bytes kept alive for backward after each step (shown by the stepper),
+            or empty.
+    """
+
+    badges: dict[int, str] = field(default_factory=dict)
+    edge_norms: dict[tuple[int, int], float] = field(default_factory=dict)
+    highlight: set[int] = field(default_factory=set)
+    block_notes: dict[int, str] = field(default_factory=dict)
+    notes: dict[int, str] = field(default_factory=dict)
+    fills: dict[int, str] = field(default_factory=dict)
+    info: dict[int, str] = field(default_factory=dict)
+    steps: Sequence[tuple[StepText, list[int]]] = field(default_factory=list)
+    mode: str = "reveal"
+    totals: list[int] = field(default_factory=list)
+
+
+def to_dot(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
+           module_types: Mapping[str, str] | None = None, *, title: str | None = None,
+           overlay: Overlay | None = None, blocks: Sequence[Block] = (),
+           split_leaves: int | None = SPLIT_LEAVES) -> str:
+    """DOT text for the records, modules drawn as nested clusters.
+
+    Args:
+        nodes, edges: Records from :func:`dynagraph.capture.capture`.
+        module_types: ``{module name: class name}`` for cluster titles.
+        title: Drawn above the graph.
+        overlay: An :class:`Overlay` (badges, edge norms, highlights).
+        blocks: Rolled blocks (:class:`dynagraph._roll.Block`): each drawn as a frame
+            titled ``×N`` around its representative nodes, its loop edges dashed.
+        split_leaves: Draw a parameter or input that feeds more than this many ops
+            once per op instead of as one node with a large fan-out (which makes
+            layouts slow and tangled); ``None`` never splits.
+
+    Every SVG node group gets the classes ``dg-<kind> dg-n<id>`` (copies of a split
+    leaf share them), every edge ``dg-edge dg-from-<src> dg-to-<dst>`` and every
+    frame ``dg-frame dg-f<k>`` (module frames first, in the order of
+    :func:`frames`), which the page's script uses to reveal and light parts of one
+    laid-out picture.
+    """
+    module_types = module_types or {}
+    overlay = overlay or Overlay()
+    lines = [_HEADER]
+    if title:
+        lines.append(f"  labelloc=t label={quote(title)}\n")
+    places, copies = _places(nodes, edges, blocks, split_leaves)
+    tree: dict = {}  # (block index or None, module path) -> DOT node lines
+    for key, node, name in places:
+        tree.setdefault(key, []).append(_node_line(node, name, _node_extra(node.id, overlay),
+                                                   overlay.notes.get(node.id, "")))
+    lines.extend(_frames_dot(tree, module_types, blocks, overlay.block_notes))
+    loops = {edge for block in blocks for edge in block.loops}
+    span = _norm_span(overlay.edge_norms)
+    for k, (src, dst) in enumerate(edges):
+        a = copies.get((src, dst), f"n{src}")
+        extra = _edge_extra((src, dst), overlay, span, (src, dst) in loops)
+        lines.append(f'  {a} -> n{dst} [id="e{k}" class="dg-edge dg-from-{src} dg-to-{dst}"'
+                     f"{' ' + extra if extra else ''}]\n")
+    lines.append("}\n")
+    return "".join(lines)
+
+
+def _node_extra(nid: int, overlay: Overlay) -> str:
+    parts = []
+    if nid in overlay.badges:
+        parts.append(f'xlabel=<<FONT COLOR="#c92a2a">{_html_text(overlay.badges[nid])}</FONT>>')
+    if nid in overlay.highlight:
+        parts.append('color="#e03131" penwidth=2.5')
+    if nid in overlay.fills:  # after the kind's style: the later fillcolor wins
+        parts.append(f'fillcolor="{overlay.fills[nid]}"')
+    return " ".join(parts)
+
+
+def _html_text(text: str) -> str:
+    """``text`` for a Graphviz HTML-like label: markup characters as entities,
+    backslashes doubled (Graphviz expands ``\\N`` here too) and characters that
+    cannot be drawn as escapes (:func:`_visible`)."""
+    text = _visible(text.replace("\r", "")).replace("\\", "\\\\")
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _edge_extra(edge: tuple[int, int], overlay: Overlay, span: tuple[float, float], loop: bool) -> str:
+    parts = ['style=dashed color="#e8590c" constraint=false'] if loop else []
+    if edge in overlay.edge_norms:
+        v = overlay.edge_norms[edge]
+        width, colour = _norm_width(v, span), _norm_colour(v)
+        parts.append(f'dir=back penwidth={width:.2f} color="{colour}" '  # arrows follow the gradient
+                     f'label="{v:.3g}" fontcolor="{colour}"')
+    return " ".join(parts)
+
+
+def _norm_colour(v: float) -> str:
+    return "#1971c2" if math.isfinite(v) else "#e03131"
+
+
+def _norm_span(norms: dict) -> tuple[float, float]:
+    """Smallest and largest finite, positive norm (``(1, 1)`` when there is none)."""
+    finite = [x for x in norms.values() if x > 0 and math.isfinite(x)]
+    return (min(finite), max(finite)) if finite else (1.0, 1.0)
+
+
+def _norm_width(v: float, span: tuple[float, float]) -> float:
+    """Edge width 0.6-4 by where the norm's log falls in ``span``."""
+    lo, hi = span
+    if math.isfinite(v) and v > 0 and hi > lo:
+        return 0.6 + 3.4 * (math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo))
+    return 1.0 if math.isfinite(v) else 3.0
+
+
+def frames(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], blocks: Sequence[Block] = (),
+           split_leaves: int | None = SPLIT_LEAVES) -> list[list[int]]:
+    """Node ids inside each frame, in the order :func:`to_dot` numbers them ``dg-f<k>``."""
+    members: dict = {}
+    for (block, path), node, _ in _places(nodes, edges, blocks, split_leaves)[0]:
+        if block is not None:
+            members.setdefault(("block", block), set()).add(node.id)
+        parts = path.split(".") if path is not None else []
+        for i in range(1, len(parts) + 1):
+            members.setdefault((block, ".".join(parts[:i])), set()).add(node.id)
+    return [sorted(members[key]) for key in _frame_order(members)]
+
+
+def _places(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], blocks: Sequence[Block],
+            split_leaves: int | None) -> tuple[list[_Place], dict[tuple[int, int], str]]:
+    """Where each drawn node goes: ``[((block, module), node, DOT name)]`` and the
+    DOT name of each copy of a split leaf, by ``(leaf, consumer)``."""
+    consumers: dict[int, list[int]] = {}
+    for src, dst in edges:
+        users = consumers.setdefault(src, [])
+        if dst not in users:
+            users.append(dst)
+    by_id = {node.id: node for node in nodes}
+    in_block = {nid: k for k, block in enumerate(blocks) for nid in block.nodes}
+    places: list[_Place]
+    copies: dict[tuple[int, int], str]
+    places, copies = [], {}
+    for node in nodes:
+        users = consumers.get(node.id, [])
+        if split_leaves is not None and node.kind in ("parameter", "input") and len(users) > split_leaves:
+            for k, user in enumerate(users):
+                name = copies[(node.id, user)] = f"n{node.id}_{k}"
+                where = node.module if node.module is not None else by_id[user].module
+                places.append(((in_block.get(user), where), node, name))
+        else:
+            places.append(((in_block.get(node.id), node.module), node, f"n{node.id}"))
+    return places, copies
+
+
+def _frame_order(keys: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """Frames sorted as :func:`_frames_dot` writes them."""
+    return sorted(keys, key=lambda k: (k[0] != "block", -1 if k[0] in (None, "block") else k[0],
+                                       str(k[1])))
+
+
+def _node_line(node: Node, name: str, extra: str, note: str = "") -> str:
+    label = node_label(node) + (f"\n{note}" if note else "")
+    return (f'  {name} [id="{name}" class="dg-{node.kind} dg-n{node.id}" '
+            f"label={quote(label)} {STYLE[node.kind]}{' ' + extra if extra else ''}]\n")
+
+
+def node_label(node: Node) -> str:
+    """The text drawn inside a node: its label, then shape, dtype and device."""
+    lines = [node.label]
+    if node.kind == "custom":
+        lines.append("(custom Function)")
+    if node.shape is not None and node.kind != "module":
+        lines.append(_meta_line(node))
+    lines.extend(f"saved {k}: {v}" for k, v in node.saved)
+    return "\n".join(lines)
+
+
+def _meta_line(node: Node) -> str:
+    text = str(tuple(node.shape or ()))
+    if node.dtype not in (None, "float32"):
+        text += f" {node.dtype}"
+    if node.device not in (None, "cpu"):
+        text += f" {node.device}"
+    return text
+
+
+def _frames_dot(tree: dict[tuple[int | None, str | None], list[str]], module_types: Mapping[str, str],
+                blocks: Sequence[Block], notes: Mapping[int, str]) -> list[str]:
+    """Nodes inside nested ``subgraph cluster_...`` blocks: rolled blocks, then modules."""
+    out = list(tree.get((None, None), []))
+    children: dict = {}  # (block, parent path) -> child paths
+    for b, path in tree:
+        if path is None:
+            continue
+        parts = path.split(".")
+        for i in range(1, len(parts) + 1):
+            children.setdefault((b, ".".join(parts[:i - 1]) or None), set()).add(".".join(parts[:i]))
+    keys = [("block", k) for k in range(len(blocks))]
+    keys += [(b, p) for (b, _), paths in children.items() for p in paths]
+    number = {key: i for i, key in enumerate(_frame_order(keys))}
+
+    def emit(block: int | None, path: str, indent: str) -> list[str]:
+        kind = module_types.get(path)
+        title = f"{path}: {kind}" if kind else path
+        name = f"cluster_{path}" if block is None else f"cluster_roll{block}_{path}"
+        lines = [f"{indent}subgraph {quote(name)} {{\n",
+                 f'{indent}  id="f{number[(block, path)]}" class="dg-frame dg-f{number[(block, path)]}" '
+                 f'label={quote(title)} style="rounded,dashed" color="#868e96" fontcolor="#495057"\n']
+        lines += [indent + line for line in tree.get((block, path), [])]
+        for child in sorted(children.get((block, path), ())):
+            lines += emit(block, child, indent + "  ")
+        lines.append(f"{indent}}}\n")
+        return lines
+
+    for k, block in enumerate(blocks):
+        title = f"\u00d7{block.repeats:,}  {block.label}" + (f"\n{notes[k]}" if k in notes else "")
+        f = number[("block", k)]
+        out += [f'  subgraph "cluster_roll{k}" {{\n',
+                f'    id="f{f}" class="dg-frame dg-block dg-f{f}" label={quote(title)} '
+                'style="rounded,filled" fillcolor="#fff9db" color="#f08c00" fontcolor="#e8590c"\n']
+        out += ["  " + line for line in tree.get((k, None), [])]
+        for top in sorted(children.get((k, None), ())):
+            out += emit(k, top, "    ")
+        out.append("  }\n")
+    for top in sorted(children.get((None, None), ())):
+        out += emit(None, top, "  ")
+    return out

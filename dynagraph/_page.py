@@ -1,0 +1,194 @@
+"""The HTML of every view's Jupyter output: the picture, its data for the page's
+script (``assets/view.js``, whose data format is ``assets/DATA.md``), the step list
+that needs no script, and a diff's table."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from functools import cache
+from html import escape
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from . import _dot, _picture, memory, render
+from ._dot import Overlay, StepText
+from ._records import Node
+
+if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle at run time)
+    from .graph import Graph
+
+__all__ = ["FILL", "LISTED_STEPS", "MAX_BYTES", "PLACEHOLDER", "bundle", "diff_table", "page"]
+
+# An output (picture, data and script) over this many bytes is drawn again with more
+# of its middle folded: notebooks stay small and quick to open.
+MAX_BYTES = 300_000
+# Steps listed in the no-JavaScript list under a stepper.
+LISTED_STEPS = 40
+# Steps a stepper plays, at most: the first and last halves of a longer recording
+# (80,000 steps would be ~650 KB of step data); the page says what it left out.
+MAX_STEPS = 20_000
+# Where a step text's varying part (its module's name) goes: loops over many
+# modules of one class then share one text (see _dot.StepText).
+FILL = "\x00"
+# What a live view shows before its first picture.
+PLACEHOLDER = {"text/plain": "dynagraph: recording..."}
+
+
+def bundle(graph: Graph, text: str, overlay: Overlay | None = None, *, caption: str = "") -> dict[str, str]:
+    """The Jupyter output of any view: ``text/plain`` and a ``text/html`` whose picture
+    is an ``<img>`` (shows in untrusted notebooks and without JavaScript) that the
+    page's script upgrades in place to inline SVG with zoom, hover and a stepper.
+    """
+    overlay = overlay or Overlay()
+    html, drawn = _html(graph, overlay, text, caption)
+    if len(html) > MAX_BYTES:  # rare: a big graph with no repeats; fold more, once
+        budget = max(2, int(drawn * MAX_BYTES / len(html) * 0.8))
+        smaller = _picture.variant(graph, graph.nodes, graph.edges, blocks=graph.blocks, max_nodes=budget)
+        smaller.memory = getattr(graph, "memory", None)  # same node ids: the same memory
+        html, _ = _html(smaller, overlay, text, caption)
+    return {"text/plain": text, "text/html": html}
+
+
+def _html(graph: Graph, overlay: Overlay, text: str, caption: str) -> tuple[str, int]:
+    """The output's HTML, and how many nodes its picture draws."""
+    pic, dot, series = _picture.drawing(graph, overlay)
+    drawn = pic.graph
+    svg = render.compact_svg(render.pipe(dot, "svg"))
+    data: dict[str, Any] = {"frames": _dot.frames(drawn.nodes, drawn.edges, drawn.blocks),
+                            "info": _info(drawn, pic, overlay.info)}
+    if overlay.steps:
+        data.update(_steps(pic, overlay))
+    if series:
+        data["norms"] = series
+    return page(svg, data, text, caption, overlay.steps, overlay.totals), len(drawn.nodes)
+
+
+def _info(drawn: Graph, pic: _picture.Picture, extra: dict[int, str]) -> dict[int, str]:
+    """Hover text of each drawn node: name, kind, module, tensor, saved, source."""
+    repeats = {nid: block.repeats for block in drawn.blocks for nid in block.nodes}
+    notes: dict[int, str] = {}
+    for old, text in extra.items():
+        notes.setdefault(pic.mapping.get(old, old), text)
+    return {n.id: _describe(n, repeats.get(n.id), notes.get(n.id)) for n in drawn.nodes}
+
+
+def _describe(node: Node, repeats: int | None, note: str | None) -> str:
+    lines = [f"{node.name} ({node.kind})"]
+    if node.label != node.name:
+        lines.append(node.label)
+    if node.module:
+        lines.append(f"module: {node.module}")
+    if node.shape is not None:
+        lines.append(f"tensor: {tuple(node.shape)} {node.dtype} {node.device}")
+    lines += [f"saved {k}: {v}" for k, v in node.saved]
+    if repeats:
+        lines.append(f"drawn once for {repeats:,} iterations")
+    if note:
+        lines.append(note)
+    return "\n".join(lines)
+
+
+def _steps(pic: _picture.Picture, overlay: Overlay) -> dict[str, Any]:
+    """The stepper's data in drawn ids (keys ``mode texts kinds s k blocks``, and
+    ``fills f`` and ``mem`` when used): the format is ``assets/DATA.md``."""
+    texts: dict[str, int] = {}
+    fills: dict[str, int] = {}
+    kinds: dict[tuple[int, tuple[int, ...], int], int] = {}
+    s: list[int] = []
+    k: list[int] = []
+    f: list[int] = []
+    kept, gap = _kept(len(overlay.steps))
+    for i in kept:
+        text, ids = overlay.steps[i]
+        template, fill = text if isinstance(text, tuple) else (text, None)
+        drawn = tuple(dict.fromkeys(pic.mapping[i] for i in ids if i in pic.mapping))
+        block, it = next((pic.iteration[i] for i in ids if i in pic.iteration), (-1, -1))
+        kind = (texts.setdefault(template, len(texts)), drawn, block)
+        s.append(kinds.setdefault(kind, len(kinds)))
+        k.append(it)
+        f.append(-1 if fill is None else fills.setdefault(fill, len(fills)))
+    data: dict[str, Any]
+    data = {"mode": overlay.mode, "texts": list(texts), "kinds": [[t, list(n), b] for t, n, b in kinds],
+            "s": s, "k": k, "blocks": [block.repeats for block in pic.graph.blocks]}
+    if fills:
+        data.update(fills=list(fills), f=f)
+    if overlay.totals:  # the running total of saved bytes, shown beside the step number
+        data["mem"] = [overlay.totals[i] for i in kept]
+    if gap:
+        data["gap"] = gap
+    return data
+
+
+def _kept(n: int) -> tuple[range | list[int], list[int]]:
+    """The indices of the steps the stepper plays (all, or the first and last halves of
+    :data:`MAX_STEPS`), and ``[where, how many]`` were left out (empty: none)."""
+    if n <= MAX_STEPS:
+        return range(n), []
+    head = MAX_STEPS // 2
+    return [*range(head), *range(n - (MAX_STEPS - head), n)], [head, n - MAX_STEPS]
+
+
+def page(svg: str, data: dict[str, Any], alt: str, caption: str,
+         steps: Sequence[tuple[StepText, list[int]]], totals: Sequence[int] = ()) -> str:
+    """The HTML of one output (see :func:`bundle`)."""
+    uri = "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
+    listing = _listing(steps, totals, data.get("gap")) if steps else ""
+    head = f"<b>{escape(caption)}</b>" if caption else ""
+    hint = (f'<div class="dg-hint">To step through the {len(steps):,} steps, run the cell, '
+            "or trust the notebook.</div>") if steps else ""
+    return (
+        f'<div class="dg-out{" dg-stepper" if steps else ""}"><style>{_asset("view.css")}</style>{head}'
+        # The script builds the controls (they work only where it runs) and shows
+        # them; the inline style is kept by JupyterLab's sanitizer, unlike `hidden`.
+        '<div class="dg-bar" style="display:none"></div>'
+        + ('<div class="dg-now" style="display:none"></div>' if steps else "")
+        + '<div class="dg-canvas" style="overflow:auto;max-height:70vh">'
+        f'<img class="dg-pic" style="max-width:none" alt="{escape(alt[:300])}" src="{uri}"></div>'
+        f"{hint}{listing}"
+        f'<script type="application/json" class="dg-data">{_json_for_script(data)}</script>'
+        f"<script>{_asset('view.js')}</script></div>"
+    )
+
+
+def _listing(steps: Sequence[tuple[StepText, list[int]]], totals: Sequence[int] = (),
+             gap: list[int] | None = None) -> str:
+    """The steps as a list that needs no script (the first :data:`LISTED_STEPS`), each
+    with the bytes the graph keeps after it when ``totals`` are given."""
+    kept = [f" \u00b7 the graph keeps {memory.fmt_bytes(t)} for backward" for t in totals]
+    items = "".join(f"<li>{escape(_filled(text) + (kept[i] if kept else ''))}</li>"
+                    for i, (text, _) in enumerate(steps[:LISTED_STEPS]))
+    more = len(steps) - LISTED_STEPS
+    plays = ("the stepper plays them all" if not gap else
+             f"the stepper plays the first {gap[0]:,} and the last {len(steps) - gap[0] - gap[1]:,}, "
+             f"so that the output stays small")
+    tail = f"<p>\u2026 and {more:,} more steps ({plays})</p>" if more > 0 else ""
+    return f"<details><summary>{len(steps):,} steps</summary><ol>{items}</ol>{tail}</details>"
+
+
+def _filled(text: StepText) -> str:
+    """A step text: a plain string, or ``(template, fill)`` with one :data:`FILL` mark."""
+    return text[0].replace(FILL, text[1]) if isinstance(text, tuple) else text
+
+
+def diff_table(rows: Sequence[tuple[str, int, int]], labels: Sequence[str], total: tuple[int, int]) -> str:
+    """A diff's node counts as an HTML table: ``(name, count in a, count in b)`` per row."""
+    la, lb = map(escape, labels)
+    head = f"<tr><th>node</th><th>{la}</th><th>{lb}</th><th>change</th></tr>"
+    body = "".join(f"<tr><td>{escape(n)}</td><td>{x}</td><td>{y}</td><td>{y - x:+d}</td></tr>"
+                   for n, x, y in rows)
+    ta, tb = total
+    foot = f"<tr><th>total</th><th>{ta}</th><th>{tb}</th><th>{tb - ta:+d}</th></tr>"
+    return f'<table class="dg-diff">{head}{body}{foot}</table>'
+
+
+@cache
+def _asset(name: str) -> str:
+    return resources.files("dynagraph").joinpath("assets").joinpath(name).read_text()  # 3.10: one per call
+
+
+def _json_for_script(data: dict[str, Any]) -> str:
+    """JSON safe inside a <script> element (no ``</script>`` or ``<!--`` can close it)."""
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -1,0 +1,174 @@
+"""What is drawn, and the one route from a graph to DOT.
+
+The size policy (roll repeats, fold what is still too big) makes the picture of a
+graph; :func:`drawing` maps a view's :class:`~dynagraph._dot.Overlay` onto it and
+writes its DOT. ``Graph.to_dot``, every view and the page all draw through
+:func:`drawing`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from . import _dot, _roll, memory
+from ._dot import Overlay
+from ._records import Node
+
+if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle at run time)
+    from ._roll import Block
+    from .graph import Graph
+
+__all__ = ["MAX_NODES", "ROLL_ABOVE", "Picture", "check_policy", "drawing", "picture", "sparkline"]
+
+# Graphs with more nodes than this draw repeated structure once, labelled ×N; smaller
+# ones are drawn in full, so that a learner sees every op of a short example.
+ROLL_ABOVE = 40
+# After rolling, a graph still bigger than this folds its middle into one node (the
+# last resort): it keeps layout under a second or two and the output under 300 KB.
+MAX_NODES = 400
+# Per-iteration gradient norms sent to the page, at most (the rest is summarised).
+MAX_SERIES_VALUES = 20_000
+_SPARK = "\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588"
+Series = dict[str, list[float | None]]  # "src-dst" (drawn ids) -> norm per iteration
+
+
+@dataclass
+class Picture:
+    """What is drawn for a graph, and where each of its nodes went.
+
+    Attributes:
+        graph: The drawn :class:`dynagraph.Graph` (rolled and folded as needed).
+        mapping: ``{original id: drawn id}`` for every original node.
+        iteration: ``{original id: (block index, iteration)}`` for nodes inside a
+            rolled block.
+    """
+
+    graph: Graph
+    mapping: dict[int, int]
+    iteration: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    def edge(self, edge: tuple[int, int]) -> tuple[int, int]:
+        return self.mapping[edge[0]], self.mapping[edge[1]]
+
+
+def check_policy(roll: object, max_nodes: object, depth: object = None) -> None:
+    """Raise ``ValueError`` naming a bad ``roll``, ``max_nodes`` or ``depth`` (the one
+    place they are checked)."""
+    if depth is not None and (not isinstance(depth, int) or depth < 1):
+        raise ValueError(f"depth must be an int >= 1 (1 collapses top-level submodules); got {depth!r}")
+    if roll not in ("auto", True, False):
+        raise ValueError(f"roll must be 'auto', True or False; got {roll!r}")
+    if max_nodes is not None and (not isinstance(max_nodes, int) or max_nodes < 2):
+        raise ValueError(f"max_nodes must be an int >= 2 or None (draw everything); got {max_nodes!r}")
+
+
+def picture(graph: Graph, *, roll: str | bool = "auto", max_nodes: int | None = MAX_NODES) -> Picture:
+    """Apply the size policy: roll repeats (graphs over :data:`ROLL_ABOVE` nodes when
+    ``roll="auto"``), then fold the middle of what is still over ``max_nodes``.
+
+    ``roll=False`` and ``max_nodes=None`` draw every node.
+    """
+    check_policy(roll, max_nodes)
+    pic = Picture(graph, {n.id: n.id for n in graph.nodes})
+    if roll is True or (roll == "auto" and len(graph.nodes) > ROLL_ABOVE):
+        rolled = _roll.roll(graph.nodes, graph.edges, module_types=graph.module_types)
+        if rolled.blocks:
+            pic = Picture(variant(graph, rolled.nodes, rolled.edges, blocks=rolled.blocks,
+                                  max_nodes=graph.max_nodes),
+                          rolled.mapping, rolled.iteration)
+    if max_nodes is not None and len(pic.graph.nodes) > max_nodes:
+        folded, fmap = pic.graph.folded(max_nodes)
+        iteration = pic.iteration if len(folded.blocks) == len(pic.graph.blocks) else {}
+        pic = Picture(folded, {old: fmap.get(new, new) for old, new in pic.mapping.items()}, iteration)
+    return pic
+
+
+def variant(graph: Graph, nodes: list[Node], edges: list[tuple[int, int]], *, blocks: list[Block],
+            max_nodes: int | None) -> Graph:
+    """A graph like ``graph`` (its class, module types, title, roll) with other records and
+    size limit, made by the public constructor (so without ``graph``'s memory)."""
+    return type(graph)(nodes, edges, graph.module_types, graph.title, blocks=blocks, roll=graph.roll,
+                       max_nodes=max_nodes)
+
+
+def drawing(graph: Graph, overlay: Overlay | None = None, *,
+            full: bool = False) -> tuple[Picture, str, Series]:
+    """The picture of ``graph`` under its size policy (``full=True``: every node), its
+    DOT with ``overlay`` (in ``graph``'s ids), and the per-iteration gradient norms of
+    rolled edges (for the page's script).
+
+    Saved bytes are drawn on nodes and title when ``graph`` was drawn with ``memory=True``.
+    """
+    pic = picture(graph, roll=False if full else graph.roll, max_nodes=None if full else graph.max_nodes)
+    drawn, series = _mapped(pic, overlay or Overlay())
+    g = pic.graph
+    title = g.title
+    saved = getattr(graph, "memory", None)
+    if saved is not None:
+        repeats = {nid: block.repeats for block in g.blocks for nid in block.nodes}
+        title = memory.decorate(drawn, saved, pic.mapping, repeats, title)
+    dot = _dot.to_dot(g.nodes, g.edges, g.module_types, title=title, overlay=drawn, blocks=g.blocks)
+    return pic, dot, series
+
+
+def _mapped(pic: Picture, overlay: Overlay) -> tuple[Overlay, Series]:
+    """The DOT part of ``overlay`` in drawn ids, and per-iteration norms of rolled edges."""
+    out = Overlay(highlight={pic.mapping[i] for i in overlay.highlight if i in pic.mapping})
+    for nid, badge in overlay.badges.items():
+        out.badges.setdefault(pic.mapping[nid], badge)
+    by_edge: dict[tuple[int, int], dict[int, float]] = {}
+    for edge, v in overlay.edge_norms.items():
+        new = pic.edge(edge)
+        if new[0] == new[1] and not _is_loop(pic, new):
+            continue
+        k = pic.iteration.get(edge[0], pic.iteration.get(edge[1], (None, 0)))[1]
+        by_edge.setdefault(new, {})[k] = v
+    series: dict[tuple[int, int], list[float | None]] = {}
+    for edge, values in by_edge.items():
+        finite = [v for v in values.values() if math.isfinite(v)]
+        out.edge_norms[edge] = max(finite) if finite else math.inf
+        if len(values) > 1:
+            series[edge] = [values.get(k) for k in range(max(values) + 1)]
+    out.block_notes = _sparklines(pic, series)
+    if sum(map(len, series.values())) > MAX_SERIES_VALUES:
+        loops = {e for b in pic.graph.blocks for e in b.loops}
+        series = {e: s for e, s in series.items() if e in loops}
+    return out, {f"{a}-{b}": [_round(v) for v in s] for (a, b), s in series.items()}
+
+
+def _is_loop(pic: Picture, edge: tuple[int, int]) -> bool:
+    return any(edge in b.loops for b in pic.graph.blocks)
+
+
+def _round(v: float | None) -> float | None:
+    """3 significant digits for the page; ``None`` (JSON null) for inf and nan."""
+    return float(f"{v:.3g}") if v is not None and math.isfinite(v) else None
+
+
+def _sparklines(pic: Picture, series: dict[tuple[int, int], list[float | None]]) -> dict[int, str]:
+    """Per rolled block, the gradient norm along its loop edges by iteration, as text."""
+    notes = {}
+    for k, block in enumerate(pic.graph.blocks):
+        rows = [series[e] for e in block.loops if e in series]
+        if not rows:
+            continue
+        n = max(map(len, rows))
+        per_it = [math.sqrt(sum((r[i] or 0.0) ** 2 for r in rows if i < len(r))) for i in range(n)]
+        notes[k] = f"\u2016grad\u2016 along the loop, iteration 1\u2192{n}: {sparkline(per_it)}"
+    return notes
+
+
+def sparkline(values: list[float], width: int = 32) -> str:
+    """``values`` as a bar of block characters on a log scale, binned to ``width``,
+    with the first and last values: ``▇▆▅▃▂▁ 0.31→2.1e-05``."""
+    if not values:
+        return ""
+    bins = [values[i * len(values) // width:(i + 1) * len(values) // width]
+            or [values[i * len(values) // width]]
+            for i in range(min(width, len(values)))]
+    logs = [math.log10(max(sum(b) / len(b), 1e-30)) for b in bins]
+    lo, hi = min(logs), max(logs)
+    bar = "".join(_SPARK[int((v - lo) / (hi - lo) * 7.999) if hi > lo else 3] for v in logs)
+    return f"{bar} {values[0]:.2g}\u2192{values[-1]:.2g}"

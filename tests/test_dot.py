@@ -1,0 +1,193 @@
+"""_dot: DOT text (golden files), labels, quoting and escaping.
+
+Golden DOT files live in tests/golden/; after an intended change to the DOT output,
+rewrite them with ``DYNAGRAPH_UPDATE_GOLDEN=1 python3 dev.py test tests/test_dot.py``
+and review the diff.
+"""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import dynagraph as dg
+from dynagraph import _dot, render
+from dynagraph._records import KINDS, Node
+
+from _helpers import Square, pictures, svg_texts
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+UPDATE = os.environ.get("DYNAGRAPH_UPDATE_GOLDEN") == "1"
+
+
+def check_golden(name: str, text: str) -> None:
+    path = GOLDEN / f"{name}.dot"
+    if UPDATE:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no golden file {path}: run with DYNAGRAPH_UPDATE_GOLDEN=1 to create it"
+    assert text == path.read_text(), (
+        f"DOT differs from {path}; if the change is intended, rerun with DYNAGRAPH_UPDATE_GOLDEN=1"
+    )
+
+
+# Golden DOT text.
+
+def test_golden_two_x_plus_one():
+    x = torch.tensor([1.0], requires_grad=True)
+    check_golden("two_x_plus_one", dg.draw(2 * x + 1, params={"x": x}).to_dot())
+
+
+def test_golden_two_layer_mlp():
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    loss = model(torch.zeros(5, 3)).sum()
+    check_golden("mlp2", dg.draw(loss, params=model, title="2-layer MLP").to_dot())
+
+
+def test_golden_custom_function_show_saved():
+    x = torch.ones(3, requires_grad=True)
+    y = (Square.apply(x) * x).sum()  # x feeds two ops: drawn as two copies
+    check_golden("custom_saved", dg.draw(y, params={"x": x}, show_saved=True).to_dot())
+
+
+# DOT text from hand-made records.
+
+def _records():
+    nodes = [
+        Node(id=0, name="output", kind="output", label="loss", shape=(), dtype="float32", device="cpu"),
+        Node(id=1, name="AddmmBackward0", kind="op", label="AddmmBackward0", shape=(2, 4),
+             dtype="float32", device="cpu", module="enc.layer", seq=1),
+        Node(id=2, name="AccumulateGrad", kind="parameter", label="enc.layer.weight", shape=(4, 4),
+             dtype="float32", device="cpu", module="enc.layer"),
+        Node(id=3, name="MulBackward0", kind="op", label="MulBackward0", shape=(2, 4),
+             dtype="float32", device="cpu", seq=2),
+    ]
+    edges = [(2, 1), (1, 3), (2, 3), (3, 0)]
+    return nodes, edges
+
+
+def test_to_dot_nests_module_clusters_with_class_names():
+    nodes, edges = _records()
+    dot = _dot.to_dot(nodes, edges, {"enc": "Encoder", "enc.layer": "Linear"})
+    outer = dot.index('subgraph "cluster_enc" {')
+    inner = dot.index('subgraph "cluster_enc.layer" {')
+    assert outer < inner
+    assert 'label="enc: Encoder"' in dot and 'label="enc.layer: Linear"' in dot
+    assert dot.index("n1 [") > inner  # the op sits in its module's frame
+
+
+def test_to_dot_splits_a_shared_leaf_per_consumer():
+    nodes, edges = _records()
+    dot = _dot.to_dot(nodes, edges, split_leaves=1)
+    assert "n2_0 [" in dot and "n2_1 [" in dot and "  n2 [" not in dot
+    assert "n2_0 -> n1" in dot and "n2_1 -> n3" in dot
+    single = _dot.to_dot(nodes, edges, split_leaves=None)
+    assert "  n2 [" in single and "n2_0" not in single
+
+
+def test_to_dot_keeps_a_leaf_with_few_consumers_whole():
+    nodes, edges = _records()  # n2 feeds two ops: under the default threshold
+    dot = _dot.to_dot(nodes, edges)
+    assert "  n2 [" in dot and "n2_0" not in dot
+
+
+def test_to_dot_splits_an_rnn_weight_used_at_every_step():
+    cell = nn.RNNCell(2, 3)
+    h = torch.zeros(1, 3)
+    for _ in range(5):
+        h = cell(torch.ones(1, 2), h)
+    dot = dg.draw(h.sum(), params=cell).to_dot()
+    copies = [line for line in dot.splitlines() if 'label="weight_hh' in line]
+    assert len(copies) == 5
+
+
+def test_to_dot_overlay_and_title():
+    nodes, edges = _records()
+    overlay = _dot.Overlay(badges={3: "#1 <a&b>"}, highlight={1}, edge_norms={(3, 0): 0.5, (1, 3): 2.0})
+    dot = _dot.to_dot(nodes, edges, title="my graph", overlay=overlay)
+    assert 'label="my graph"' in dot
+
+    def line(start: str) -> str:
+        return next(ln for ln in dot.splitlines() if ln.strip().startswith(start))
+
+    assert '<FONT COLOR="#c92a2a">#1 &lt;a&amp;b&gt;</FONT>' in line("n3 [")
+    assert 'color="#e03131" penwidth=2.5' in line("n1 [")
+    assert 'label="0.5"' in line("n3 -> n0") and "dir=back" in line("n3 -> n0")
+    thin, thick = (float(re.search(r"penwidth=([\d.]+)", line(e))[1]) for e in ("n3 -> n0", "n1 -> n3"))
+    assert thin < thick  # width grows with the norm
+
+
+def test_every_kind_has_a_style():
+    assert set(_dot.STYLE) == set(KINDS)
+
+
+def test_quote_shows_text_literally():
+    assert _dot.quote('a"b') == r'"a\"b"'
+    assert _dot.quote("\\N") == r'"\\N"'  # not Graphviz's node-name escape
+    assert _dot.quote("one\ntwo\r") == r'"one\ntwo"'
+
+
+def test_quote_writes_ampersand_as_an_entity():
+    assert _dot.quote("a &lt; b & c") == '"a &amp;lt; b &amp; c"'  # Graphviz reads entities
+
+
+@pytest.mark.parametrize("text, shown", [("a\x00b", r"a\x00b"), ("\ud800", r"\ud800"), ("\uffff", r"\uffff"),
+                                         ("tab\t", r"tab\x09"), ("\x7f\x85", r"\x7f\x85")])
+def test_quote_and_html_text_escape_what_cannot_be_drawn(text, shown):
+    assert _dot.quote(text) == _dot.quote(shown)  # the escape's backslash shown, not read
+    assert _dot._html_text(text) == _dot._html_text(shown)
+
+
+# Every character a Python string can hold, as far as a picture goes: all of
+# Latin-1 and beyond, controls, lone surrogates, XML's forbidden U+FFFE/U+FFFF, an
+# emoji, entities and Graphviz escapes (a newline or CR would split or drop the line).
+ODD = ("".join(chr(i) for i in range(0x200) if chr(i) not in "\n\r")
+       + "\ud800\udfff\ufffe\uffff\U0001f600 a &lt; b &#60; &amp; \\N \\G \\")
+
+
+def test_labels_with_any_character_render_literally():
+    nodes = [Node(id=0, name="output", kind="output", label=ODD),
+             Node(id=1, name="MulBackward0", kind="op", label=ODD, seq=0)]
+    dot = _dot.to_dot(nodes, [(1, 0)], {}, title=ODD, overlay=_dot.Overlay(badges={1: ODD}))
+    shown = _dot._visible(ODD)  # controls and surrogates as \x00, \ud800
+    assert "\\x00" in shown and "\\ud800" in shown and "a &lt; b" in shown
+    assert svg_texts(render.pipe(dot, "svg").decode()) == [shown] * 4  # title, 2 labels, badge
+
+
+def test_html_entities_in_names_are_shown_not_interpreted():
+    x = torch.ones(2, requires_grad=True)
+    graph = dg.draw((2 * x).sum(), params={"a &lt; b": x}, title="&amp;")
+    texts = svg_texts(graph.svg())
+    assert "a &lt; b" in texts and "&amp;" in texts and "a < b" not in texts
+
+
+def test_node_label_lists_label_meta_and_saved():
+    node = Node(id=1, name="SquareBackward", kind="custom", label="Square", shape=(3,), dtype="float64",
+                device="cuda:0", saved=[("tensors[0]", "(3,) float64")])
+    assert _dot.node_label(node) == (
+        "Square\n(custom Function)\n(3,) float64 cuda:0\nsaved tensors[0]: (3,) float64"
+    )
+    plain = Node(id=2, name="MulBackward0", kind="op", label="MulBackward0", shape=(2, 2),
+                 dtype="float32", device="cpu")
+    assert _dot.node_label(plain) == "MulBackward0\n(2, 2)"  # float32/cpu go unsaid
+    module = Node(id=3, name="Linear", kind="module", label="fc: Linear\n3 ops", shape=(2, 2),
+                  dtype="float32", device="cpu")
+    assert _dot.node_label(module) == "fc: Linear\n3 ops"
+
+
+def test_special_characters_render_literally_and_svg_parses():
+    weird = '<b>&"\\N'
+    model = nn.Sequential()
+    model.add_module(weird, nn.Linear(2, 2))
+    with dg.track_modules(model):
+        loss = model(torch.ones(1, 2)).sum()
+    graph = dg.draw(loss, params=model, title=weird)
+    texts = svg_texts(render.pipe(graph.to_dot(), "svg").decode())
+    assert weird in texts  # the title: \N not replaced by a node name
+    assert f"{weird}: Linear" in texts  # the module frame
+    assert f"{weird}.weight" in texts and f"{weird}.bias" in texts
+    (svg,) = pictures(graph._repr_html_())
+    assert weird in svg_texts(svg)
