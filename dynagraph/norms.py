@@ -62,7 +62,7 @@ def named_tensors(source: NamedTensors) -> list[tuple[str, torch.Tensor]]:
     for item in pairs:
         if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], torch.Tensor)):
             raise TypeError(f"expected (name, tensor) pairs; got {item!r:.80}")
-    return pairs
+    return [(n if isinstance(n, str) else str(n), t) for n, t in pairs]  # names are text: {0: w} is "0"
 
 
 def stack_on_host(values: list[torch.Tensor]) -> list[Any]:

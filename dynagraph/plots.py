@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # history.py imports this module (types only: no import circl
 __all__ = ["plot_grad_history", "plot_grad_norms"]
 
 MAX_SHOWN = 60  # bars or rows; more are unreadable, and tick labels make drawing slow
+LABEL_CHARS = 40  # a longer name is shown as its start and end: a 100k-character name stays one line
 
 
 def _axes(ax: Axes | None, size: tuple[float, float]) -> Axes:
@@ -28,6 +29,15 @@ def _axes(ax: Axes | None, size: tuple[float, float]) -> Axes:
         return ax
     import matplotlib.pyplot as plt
     return plt.subplots(figsize=size, layout="constrained")[1]
+
+
+def _shown(name: str) -> str:
+    """``name`` as a label matplotlib draws literally (``$`` would start maths) and at
+    most :data:`LABEL_CHARS` long (its middle cut out)."""
+    if len(name) > LABEL_CHARS:
+        half = (LABEL_CHARS - 1) // 2
+        name = f"{name[:half]}\u2026{name[-half:]}"
+    return name.replace("$", r"\$")
 
 
 def _pick(values: dict[str, float], limit: int = MAX_SHOWN) -> list[str]:
@@ -111,7 +121,7 @@ def plot_grad_norms(source: NamedTensors | Mapping[str, float], *, per: str = "m
     ax = _axes(ax, (min(12.0, max(4.0, 0.3 * len(names) + 1.5)), 3.2))  # capped: PNGs stay small
     _bars(ax, values, stats)
     _mark_problems(ax, values, norms)
-    ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=8)
+    ax.set_xticks(range(len(names)), [_shown(n) for n in names], rotation=60, ha="right", fontsize=8)
     if len(names) < len(every):
         ax.set_xlabel(_shown_note(len(names), len(every), per), fontsize=8)
     ax.set_ylabel("gradient norm (log)")
@@ -211,7 +221,7 @@ def plot_grad_history(history: GradHistory, *, kind: str = "lines", ax: Axes | N
 def _lines(steps: list[int], norms: dict[str, list[float]], ax: Axes | None) -> Axes:
     ax = _axes(ax, (6.0, 3.2))
     for name, series in norms.items():
-        ax.plot(steps, series, label=name)
+        ax.plot(steps, series, label=_shown(name))
     ax.set_yscale("log")
     ax.set_ylabel("gradient norm (log)")
     if len(norms) <= 12:
@@ -225,6 +235,6 @@ def _heatmap(steps: list[int], norms: dict[str, list[float]], ax: Axes | None) -
             for s in norms.values()]
     image = ax.imshow(grid, aspect="auto", cmap="viridis", interpolation="nearest",
                       extent=(steps[0] - 0.5, steps[-1] + 0.5, len(grid) - 0.5, -0.5))
-    ax.set_yticks(range(len(norms)), list(norms), fontsize=7)
+    ax.set_yticks(range(len(norms)), [_shown(n) for n in norms], fontsize=7)
     ax.figure.colorbar(image, ax=ax, label="log10 gradient norm")
     return ax

@@ -228,3 +228,47 @@ def test_heatmap_with_10k_parameters_is_bounded():
     assert ax.figure.get_size_inches()[1] <= 0.25 * plots.MAX_SHOWN + 1.5
     assert len(tick_labels(ax, "y")) == plots.MAX_SHOWN
     assert "60 of 10,000 parameters shown" in ax.get_ylabel()
+
+
+def test_plot_grad_norms_takes_what_grad_norms_takes_int_names():
+    lin = nn.Linear(3, 2)
+    lin(torch.randn(4, 3)).sum().backward()
+    source = dict(enumerate(lin.parameters()))  # {0: weight, 1: bias}
+    assert set(dg.grad_norms(source)) == {"0", "1"}
+    ax = dg.plot_grad_norms(source, per="parameter")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1"]
+    plt.close(ax.figure)
+
+
+def _named_model(names):
+    params = {n: nn.Parameter(torch.ones(2) * (k + 1)) for k, n in enumerate(names)}
+    sum((p * p).sum() for p in params.values()).backward()
+    return params
+
+
+@pytest.mark.parametrize("name", ["a$$b", "w$^$", "p$_$q", "cost $5 and $6", "$\\frac$"])
+def test_a_name_with_dollar_signs_is_drawn_literally(name):
+    params = _named_model([name, "w"])
+    ax = dg.plot_grad_norms(params, per="parameter")
+    ax.figure.canvas.draw()  # mathtext raised ValueError here on "a$$b" before the fix
+    assert ax.get_xticklabels()[0].get_text() == name.replace("$", r"\$")
+    history = dg.GradHistory(params)
+    history.record()
+    for kind in ("lines", "heatmap"):
+        ax2 = dg.plot_grad_history(history, kind=kind)
+        ax2.figure.canvas.draw()
+        plt.close(ax2.figure)
+    plt.close(ax.figure)
+
+
+def test_a_100k_character_name_gives_a_small_picture():
+    import io
+    long_name = "layer" + "x" * 100_000
+    params = _named_model([long_name, "w"])
+    ax = dg.plot_grad_norms(params, per="parameter")
+    label = ax.get_xticklabels()[0].get_text()
+    assert len(label) <= plots.LABEL_CHARS and label.startswith("layer") and "\u2026" in label
+    buf = io.BytesIO()
+    ax.figure.savefig(buf, format="png", bbox_inches="tight")  # as Jupyter's inline backend does
+    assert buf.tell() < 300_000
+    plt.close(ax.figure)
