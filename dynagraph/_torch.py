@@ -14,6 +14,7 @@ from types import FrameType
 from typing import Any, TypeGuard
 
 import torch
+from torch.autograd.graph import GradientEdge
 from torch.overrides import TorchFunctionMode
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "hold_deep_graph",
     "is_custom",
     "is_saved_output",
+    "lifted_saved",
     "longest_chain",
     "metadata",
     "no_torch_function",
@@ -78,6 +80,7 @@ FEATURES = {
     "get_gradient_edge": "a leaf root's node is found through a view of it instead",
     "_foreach_norm": "gradient norms are computed one tensor at a time",
     "Function.apply": "live() records a custom Function's inner ops, not one apply step",
+    "compiled_autograd": "memory=True does not count what an in-place op on a view (CopySlices) saved",
 }
 MISSING: set[str] = set()  # features this torch lacks, found so far (each warned about once)
 FREED = object()  # a saved tensor that backward() released
@@ -505,3 +508,61 @@ def storage_of(tensor: torch.Tensor) -> tuple[tuple[str, int], int]:
         return (str(tensor.device), storage.data_ptr()), storage.nbytes()
     except (RuntimeError, NotImplementedError, TypeError):
         return (str(tensor.device), -id(tensor)), tensor.numel() * tensor.element_size()
+
+
+class _Stop(Exception):
+    """Ends the backward :func:`lifted_saved` starts, before any node runs."""
+
+
+class _Lifter:
+    """A stand-in compiled-autograd compiler: it keeps the tensors autograd lifts out of
+    the nodes it would run (their saved tensors) and stops the backward."""
+
+    def __init__(self) -> None:
+        self.inputs: list[torch.Tensor] = []
+
+    def begin_capture(self, inputs: list[torch.Tensor], *_: object) -> None:
+        self.inputs = list(inputs)
+        raise _Stop
+
+    def close(self) -> None:  # torch calls it as the stopped backward unwinds
+        pass
+
+
+def lifted_saved(fn: object) -> list[torch.Tensor] | None:
+    """The tensors node ``fn`` keeps that torch shows on no attribute (a ``CopySlices``
+    node's wrapped op), or ``None`` where they cannot be read (no compiled autograd in
+    this torch, or no edge to stop at).
+
+    A compiled-autograd backward from ``fn`` to its inputs lifts the saved tensors of
+    ``fn`` alone (the inputs' nodes are not needed); it is stopped at once, so no node
+    runs, nothing is accumulated and the graph is kept. Packed values of
+    ``saved_tensors_hooks`` are not lifted then, so they are not counted.
+
+    Raises:
+        RuntimeError: backward() already freed what ``fn`` saved.
+    """
+    compiled = getattr(getattr(torch._C, "_dynamo", None), "compiled_autograd", None)
+    ends = [GradientEdge(f, i) for f, i in getattr(fn, "next_functions", ()) if f is not None]
+    if compiled is None or not hasattr(compiled, "set_autograd_compiler"):
+        _missing("compiled_autograd")
+        return None
+    if not ends:
+        return None
+    seeds = [torch.empty_strided(m.shape, [0] * len(m.shape), dtype=m.dtype, device=m.device)
+             for m in fn._input_metadata]  # type: ignore[attr-defined]  # one element each
+    lifter = _Lifter()
+    previous = compiled.set_autograd_compiler(lambda: lifter, False)
+    try:
+        torch.autograd.grad([GradientEdge(fn, i) for i in range(len(seeds))],  # type: ignore[arg-type]
+                            ends, seeds, retain_graph=True, allow_unused=True)
+    except _Stop:
+        pass
+    except RuntimeError as e:
+        if "second time" in str(e):
+            raise
+        return None
+    finally:
+        compiled.set_autograd_compiler(*previous)
+    ours = {t.untyped_storage().data_ptr() for t in seeds}
+    return [t for t in lifter.inputs if t.untyped_storage().data_ptr() not in ours]

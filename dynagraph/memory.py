@@ -16,13 +16,28 @@ reads them, as autograd holds them, without unpacking, copying or moving any dat
 - a non-reentrant ``torch.utils.checkpoint`` region's nodes keep placeholders
   (recomputed in backward) and the region keeps its inputs, counted once; a
   reentrant one is its own ``CheckpointFunctionBackward`` node keeping its inputs;
-- after ``backward()`` the saved tensors are gone: they show as ``freed``.
+- after ``backward()`` the saved tensors are gone: they show as ``freed``;
+- a tensor weighs what it holds: its storage; a sparse tensor its indices (and row or
+  column pointers) and values; a tensor subclass that wraps others (a jagged nested
+  tensor: values and offsets) what it wraps. A ``meta`` tensor weighs its size as if
+  it were real, and storages at data pointer 0 (meta, empty) are told apart by the
+  storage itself, never merged by that pointer;
+- an in-place op on a view (``base[:5].mul_(w)``, ``Dropout(inplace=True)`` after
+  ``flatten``) is a ``CopySlices`` node that keeps the op's node inside it, which
+  torch shows on no attribute. dynagraph reads what that node saved by starting a
+  compiled-autograd backward of the ``CopySlices`` node alone and stopping it before
+  anything runs (:func:`dynagraph._torch.lifted_saved`). Under ``saved_tensors_hooks`` that backward
+  does not show the packed values, so there they are not counted; the summary says
+  so where other saved tensors of the graph were packed (a graph with no other hooked
+  tensor gives no sign of it).
 
-Two edges of the rule: a Python number that autograd wraps into a 0-dim tensor (the
+Three edges of the rule: a Python number that autograd wraps into a 0-dim tensor (the
 ``2`` in ``x * 2``) is kept by its node and counted with the inputs (8 bytes), though
 ``saved_tensors_hooks`` never sees it; and a hooked tensor is an activation unless its
 storage is a leaf's of this graph (a hook that returns a data batch as it is counts
-the batch as an activation).
+the batch as an activation); and while dynagraph reads a ``CopySlices`` node (some
+100 µs), a ``backward()`` in another thread would fail (torch keeps one compiled-autograd
+setting for all threads).
 
 Example:
     >>> x = torch.ones(1000, requires_grad=True)
@@ -43,10 +58,10 @@ from ._dot import Overlay
 from ._records import Node
 from .capture import Params, Roots, named_roots, param_names_of, walk
 
-__all__ = ["SavedMemory", "SavedTensor", "capture_with_memory", "decorate", "fmt_bytes", "measure",
-           "measure_into", "node_fill", "running_totals"]
+__all__ = ["SavedMemory", "SavedTensor", "capture_with_memory", "decorate", "fmt_bytes", "leaf_storages",
+           "measure", "measure_into", "node_fill", "running_totals", "storages_of"]
 
-StorageKey = tuple[str, int]  # (device, data pointer)
+StorageKey = tuple[str, int]  # (device, data pointer; the storage's own address at pointer 0)
 
 # Fill colours of op nodes by their share of the graph's saved bytes (white canvas,
 # black text stays readable on each); nodes that save nothing keep their grey.
@@ -54,6 +69,14 @@ SHARE_FILLS = ((0.40, "#ff8787"), (0.15, "#ffa94d"), (0.05, "#ffd8a8"), (0.0, "#
 RECOMPUTED_FILL = "#e3fafc"  # nodes of a non-reentrant checkpoint region: they keep nothing
 FREED_TEXT = "freed"
 RECOMPUTED = "recomputed in backward (checkpoint)"
+UNREAD = "in-place op on a view: nothing it saved could be read"
+WRAPPERS = frozenset({"CopySlices"})  # node classes that hold another node (torch's functions/tensor.h)
+# What a tensor of each sparse layout holds, as the methods that return each part.
+SPARSE_PARTS = {torch.sparse_coo: ("_indices", "_values"),
+                torch.sparse_csr: ("crow_indices", "col_indices", "values"),
+                torch.sparse_bsr: ("crow_indices", "col_indices", "values"),
+                torch.sparse_csc: ("ccol_indices", "row_indices", "values"),
+                torch.sparse_bsc: ("ccol_indices", "row_indices", "values")}
 
 
 @dataclass(frozen=True)
@@ -137,10 +160,20 @@ class SavedMemory:
         if self.freed:
             return "saved tensors freed by backward(): the graph keeps nothing alive"
         act, leaf = self.bytes_of()
-        again = sum(map(self.recomputed, self.saved))
+        again, unread = sum(map(self.recomputed, self.saved)), len(self.unread())
         return (f"keeps {fmt_bytes(act + leaf)} alive for backward "
                 f"({fmt_bytes(act)} activations, {fmt_bytes(leaf)} parameters and inputs"
-                + (f"; {again:,} checkpointed nodes recomputed in backward" if again else "") + ")")
+                + (f"; {again:,} checkpointed nodes recomputed in backward" if again else "")
+                + (f"; not counted: what {unread:,} in-place ops on views saved under "
+                   "saved_tensors_hooks" if unread else "") + ")")
+
+    def unread(self) -> list[int]:
+        """Ids of the ``CopySlices`` nodes (in-place ops on views) whose saved tensors could
+        not be read, in a graph drawn under ``saved_tensors_hooks`` (torch does not show
+        the packed values of a wrapped op; without hooks such a node saved nothing)."""
+        if not any(s.note.startswith("packed:") for lst in self.saved.values() for s in lst):
+            return []
+        return [nid for nid, lst in self.saved.items() if any(s.note == UNREAD for s in lst)]
 
     def recomputed(self, nid: int) -> bool:
         """Whether node ``nid`` is in a non-reentrant checkpoint region (it keeps
@@ -169,6 +202,8 @@ class SavedMemory:
             return "saved: freed"
         if self.recomputed(nid):  # inside a non-reentrant checkpoint: its inputs are in the title
             return "keeps nothing: recomputed in backward"
+        if all(s.note == UNREAD for s in entries):
+            return "saved: not readable (hooks)" if nid in self.unread() else ""
         act, leaf = self.bytes_of([nid])
         if not act:
             text = f"saves {fmt_bytes(leaf)} of params/inputs"
@@ -204,7 +239,21 @@ def measure(fn: object) -> list[SavedTensor]:
                 out += _one(fn, f"{name}[{i}]", item)
         else:
             out += _one(fn, name, raw)
+    if type(fn).__name__ in WRAPPERS:
+        out += _wrapped(fn)
     return out
+
+
+def _wrapped(fn: object) -> list[SavedTensor]:
+    """What the node inside wrapper ``fn`` (a ``CopySlices``) saved, one entry per storage;
+    one ``UNREAD`` entry when nothing could be read (freed: one ``freed`` entry)."""
+    try:
+        tensors = _torch.lifted_saved(fn)
+    except RuntimeError:  # "backward through the graph a second time": backward() freed them
+        return [SavedTensor("wrapped op", None, 0, False, FREED_TEXT)]
+    out = [e for i, t in enumerate(tensors or ()) for e in
+           _entries(f"wrapped op [{i}]", t, t.grad_fn is None, "saved by the in-place op")]
+    return out or [SavedTensor("wrapped op", None, 0, False, UNREAD)]
 
 
 def _one(fn: object, name: str, raw: object) -> list[SavedTensor]:
@@ -218,26 +267,49 @@ def _one(fn: object, name: str, raw: object) -> list[SavedTensor]:
     if not hooked:
         if not isinstance(packed, torch.Tensor):
             return []
-        return [_entry(name, packed, _is_leaf(fn, name, packed))]
+        return _entries(name, packed, _is_leaf(fn, name, packed))
     inputs = _torch.checkpoint_inputs(packed, getattr(raw, "unpack_hook", None))
     if inputs is not None:
         out = [SavedTensor(name, None, 0, False, RECOMPUTED)]
         for i, arg in enumerate(inputs):
             _, t = _torch.packed_of(arg)
             if isinstance(t, torch.Tensor):  # kept as given: a leaf unless autograd made it
-                out.append(_entry(f"checkpoint input {i}", t, t.grad_fn is None, "checkpoint input"))
+                out += _entries(f"checkpoint input {i}", t, t.grad_fn is None, "checkpoint input")
         return out
     tensors = [packed] if isinstance(packed, torch.Tensor) else \
         [t for t in packed if isinstance(t, torch.Tensor)] if isinstance(packed, (tuple, list)) else []
     if not tensors:
         return [SavedTensor(name, None, 0, False, f"packed: {type(packed).__name__}")]
-    return [_entry(name, t, False, f"packed: {str(t.dtype).removeprefix('torch.')} {t.device}")
-            for t in tensors]
+    return [e for t in tensors
+            for e in _entries(name, t, False, f"packed: {str(t.dtype).removeprefix('torch.')} {t.device}")]
 
 
-def _entry(name: str, tensor: torch.Tensor, leaf: bool, note: str = "") -> SavedTensor:
-    key, nbytes = _torch.storage_of(tensor)
-    return SavedTensor(name, key, nbytes, leaf, note)
+def _entries(name: str, tensor: torch.Tensor, leaf: bool, note: str = "") -> list[SavedTensor]:
+    """One :class:`SavedTensor` per storage ``tensor`` holds (a sparse one: indices, values)."""
+    return [SavedTensor(name, key, nbytes, leaf, note) for key, nbytes in storages_of(tensor)]
+
+
+def storages_of(tensor: torch.Tensor, depth: int = 0) -> list[tuple[StorageKey, int]]:
+    """``[(storage key, bytes), ...]`` of what ``tensor`` holds, read without touching data.
+
+    A strided tensor (also meta, quantized, nested) holds its storage; a sparse one its
+    indices and values (:data:`SPARSE_PARTS`); a subclass that wraps tensors (a jagged
+    nested tensor) the tensors it wraps. A storage at data pointer 0 (meta, empty) is
+    keyed by its own address. A tensor with no readable storage is keyed by itself and
+    weighs its elements.
+    """
+    parts = SPARSE_PARTS.get(tensor.layout)
+    if parts is not None:
+        return [s for part in parts for s in storages_of(getattr(tensor, part)(), depth + 1)]
+    flatten = getattr(tensor, "__tensor_flatten__", None)
+    if flatten is not None and depth < 8:  # a wrapper subclass: what it wraps
+        inner = [getattr(tensor, name, None) for name in flatten()[0]]
+        return [s for t in inner if isinstance(t, torch.Tensor) for s in storages_of(t, depth + 1)]
+    try:
+        storage = tensor.untyped_storage()
+        return [((str(tensor.device), storage.data_ptr() or storage._cdata), storage.nbytes())]
+    except (RuntimeError, NotImplementedError, TypeError, AttributeError):
+        return [((str(tensor.device), -id(tensor)), tensor.numel() * tensor.element_size())]
 
 
 def _is_leaf(fn: object, name: str, tensor: torch.Tensor) -> bool:
@@ -251,19 +323,17 @@ def _is_leaf(fn: object, name: str, tensor: torch.Tensor) -> bool:
     return not _torch.is_saved_output(fn, name)
 
 
-def leaf_storage(fn: object) -> StorageKey | None:
-    """The storage of the leaf behind an ``AccumulateGrad`` node, else ``None``."""
+def leaf_storages(fn: object) -> list[StorageKey]:
+    """The storages of the leaf behind an ``AccumulateGrad`` node (none for other nodes)."""
     var = getattr(fn, "variable", None)
-    return _torch.storage_of(var)[0] if isinstance(var, torch.Tensor) else None
+    return [key for key, _ in storages_of(var)] if isinstance(var, torch.Tensor) else []
 
 
 def measure_into(memory: SavedMemory, nid: int, name: str, fn: object) -> None:
     """Add what autograd node ``fn`` (record ``nid`` named ``name``) saved to ``memory``
     (for an ``AccumulateGrad``, its leaf's storage)."""
     if name == "AccumulateGrad":
-        key = leaf_storage(fn)
-        if key is not None:
-            memory.leaves.add(key)
+        memory.leaves.update(leaf_storages(fn))
         return
     entries = measure(fn)
     if entries:

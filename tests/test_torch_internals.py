@@ -111,6 +111,23 @@ def test_internal_function_apply_is_a_patchable_classmethod():  # live.py swaps 
     assert _torch.has_patchable_apply()
 
 
+def _view_op():
+    x = torch.randn(100, requires_grad=True)
+    base = x * 1.0
+    noise = torch.rand(50)
+    base[:50].mul_(noise)  # a CopySlices node wrapping the mul's node, which keeps `noise`
+    return base.grad_fn, noise
+
+
+def test_internal_compiled_autograd_lifts_what_copyslices_keeps_and_runs_nothing():  # memory.py
+    fn, noise = _view_op()
+    assert fn.name().rpartition(":")[2] == "CopySlices"
+    lifted = _torch.lifted_saved(fn)
+    assert [t.untyped_storage().data_ptr() for t in lifted] == [noise.untyped_storage().data_ptr()]
+    x = fn.next_functions[0][0].next_functions[0][0].variable
+    assert x.grad is None  # no node ran
+
+
 def test_nothing_is_missing_on_this_torch():
     dg.draw(Square.apply(_x() * 2).sum(), show_saved=True)
     assert _torch.MISSING == set()
@@ -195,6 +212,13 @@ def test_without_foreach_norm_the_check_says_so(monkeypatch):
     monkeypatch.delattr(torch, "_foreach_norm")
     with _warns("_foreach_norm"):
         assert not _torch.has_foreach_norm()
+
+
+def test_without_compiled_autograd_copyslices_is_not_read_and_says_so(monkeypatch):
+    fn, _ = _view_op()
+    monkeypatch.delattr(torch._C._dynamo.compiled_autograd, "set_autograd_compiler")
+    with _warns("compiled_autograd"):
+        assert _torch.lifted_saved(fn) is None
 
 
 def test_without_patchable_apply_the_check_says_so(monkeypatch):
