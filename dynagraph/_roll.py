@@ -24,9 +24,12 @@ class Block:
     """One rolled region: its representative iteration, drawn once and labelled ×N.
 
     Attributes:
-        label: The iterations' module span and class (``"layers.0–layers.5:
-            TransformerEncoderLayer"``) when ops carry module tags, else the names
-            of the representative's first and last ops (``"TBackward0 … TanhBackward0"``).
+        label: Which layers or steps the block stands for, and their classes:
+            ``"layers.0–5: TransformerEncoderLayer"`` (from module tags or, without
+            them, from the parameters' names), ``"layers.0–11: Foo ×2, Bar ×10"``
+            (two classes with the same ops), ``"cell: LSTMCell, step 1–50"`` (one
+            module or shared weights at every step), else the names of the
+            representative's first and last ops (``"TBackward0 … TanhBackward0"``).
         repeats: N, the number of iterations.
         nodes: Ids of the representative's nodes (iteration 0), kept in the rolled graph:
             its ops in creation order, then the leaves it owns.
@@ -88,6 +91,9 @@ class _Seq:
     indeg: list[int]  # number of op producers of each op
     before: list[str | None]  # module of the nearest op before i that has one
     after: list[str | None]  # module of the nearest op at i or later that has one
+    feeds: list[list[int]]  # ids of the leaves each op reads, one per edge
+    spans: dict[int, tuple[int, int, int]]  # leaf id -> (first, last op position it touches, key)
+    leaves: dict[int, Node]  # every node that is neither op nor output
 
 
 def roll(
@@ -105,8 +111,11 @@ def roll(
     only from k to k + 1, at the same places each time. Iteration 0 stands for all:
     the others map onto it, their edges to and from the rest of the graph become
     edges of iteration 0, and the state passed from k to k + 1 becomes a loop edge.
-    A leaf used by every iteration stays one node; leaves each used by one iteration
-    (per-layer parameters) roll with it. Outputs never roll.
+    Iterations must read matching leaves too: the same leaf at the same ops (a
+    weight every step shares: it stays one node), or each its own leaf of one kind,
+    shape and dtype (per-layer parameters: they roll with their iteration, and a
+    name like ``h.{0…11}.attn.weight`` stands for theirs). Only the first iteration
+    may read more, where the others read the loop state. Outputs never roll.
 
     Args:
         nodes: The graph's nodes (ids unique, in any order).
@@ -125,7 +134,7 @@ def roll(
         >>> nodes, edges, types = capture(out, params=model)
         >>> rolled = roll(nodes, edges, module_types=types)
         >>> [(b.label, b.repeats) for b in rolled.blocks]
-        [('cell: LSTMCell', 500)]
+        [('cell: LSTMCell, step 1–500', 500)]
     """
     if isinstance(min_repeats, bool) or not isinstance(min_repeats, int) or min_repeats < 2:
         raise ValueError(f"min_repeats must be an integer >= 2 (3 rolls a region seen three "
@@ -150,19 +159,39 @@ def _sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]]) -> _Seq:
     interned: dict[tuple, int] = {}
     keys = [interned.setdefault(_key(n), len(interned)) for n in ops]
     pos = {n.id: i for i, n in enumerate(ops)}
-    params = {n.id: owner(n.label) for n in nodes if n.kind == "parameter"}
+    leaves = {n.id: n for n in nodes if n.id not in pos and n.kind != "output"}
     out: list[list[int]] = [[] for _ in ops]
     indeg = [0] * len(ops)
-    owners: dict[int, list[str | None]] = defaultdict(list)  # op position -> its parameters' owners
     for src, dst in edges:
         i, j = pos.get(src), pos.get(dst)
         if i is not None and j is not None:
             out[i].append(j)
             indeg[j] += 1
-        elif j is not None and src in params:
-            owners[j].append(params[src])
-    hints = [n.module or (_common(owners[i]) if i in owners else None) for i, n in enumerate(ops)]
-    return _Seq(ops, keys, out, indeg, *_nearest(hints))
+    feeds, spans = _leaf_uses(edges, pos, leaves, interned)
+    hints = [n.module or _common(owner(leaves[x].label) for x in feeds[i] if leaves[x].kind == "parameter")
+             for i, n in enumerate(ops)]  # a parameter's name says which module reads it
+    return _Seq(ops, keys, out, indeg, *_nearest(hints), feeds, spans, leaves)
+
+
+def _leaf_uses(edges: Iterable[tuple[int, int]], pos: Mapping[int, int], leaves: Mapping[int, Node],
+               interned: dict[tuple, int]) -> tuple[list[list[int]], dict[int, tuple[int, int, int]]]:
+    """Per op position, the leaves it reads; per leaf, the first and last op it touches and its key.
+
+    A leaf that also touches a node that is not an op (an output) gets ``(-1, -1)``: it
+    can belong to no iteration.
+    """
+    feeds: list[list[int]] = [[] for _ in pos]
+    touched: dict[int, list[int]] = defaultdict(list)
+    for src, dst in edges:
+        if src in leaves:
+            touched[src].append(pos.get(dst, -1))
+            if dst in pos:
+                feeds[pos[dst]].append(src)
+        if dst in leaves:
+            touched[dst].append(pos.get(src, -1))
+    spans = {leaf: ((min(at), max(at)) if min(at) >= 0 else (-1, -1))
+             + (interned.setdefault(_key(leaves[leaf]), len(interned)),) for leaf, at in touched.items()}
+    return feeds, spans
 
 
 def _nearest(hints: list[str | None]) -> tuple[list[str | None], list[str | None]]:
@@ -329,17 +358,20 @@ def _verified(seq: _Seq, run: _Run, min_repeats: int) -> _Run | None:
     """The longest part of ``run`` whose iterations have the same edges, or ``None``.
 
     Same edges: the same edges inside each iteration (as offset pairs), the same
-    edges from each iteration to the next, and none that skip an iteration. Copies
-    that pass no state along (no such edges) must also feed the same ops outside
-    and cover at least ``_LOOSE_MIN`` ops: per-step work gathered by one stack rolls;
-    the query, key and value projections, whose results go different ways, do not.
+    edges from each iteration to the next, and none that skip an iteration; and the
+    same leaves (:func:`_leaf_signatures`). Copies that pass no state along (no such
+    edges) must also feed the same ops outside and cover at least ``_LOOSE_MIN`` ops:
+    per-step work gathered by one stack rolls; the query, key and value projections,
+    whose results go different ways, do not.
     """
-    inner, cross, broken = _edge_signatures(seq, run)
-    first, repeats = _longest_group(inner, cross, broken)
+    inputs = [tuple(seq.indeg[i] + len(seq.feeds[i]) for i in range(first, first + run.period))
+              for first in range(run.start, run.stop, run.period)]
+    sigs = _Signatures(*_edge_signatures(seq, run), _leaf_signatures(seq, run), inputs)
+    first, repeats = _longest_group(sigs, run.period)
     if repeats < min_repeats:
         return None
     found = _Run(run.start + first * run.period, run.period, repeats)
-    if not cross[first] and (found.covered < _LOOSE_MIN or not _same_consumers(seq, found)):
+    if not sigs.cross[first] and (found.covered < _LOOSE_MIN or not _same_consumers(seq, found)):
         return None
     return found
 
@@ -377,16 +409,75 @@ def _edge_signatures(seq: _Seq, run: _Run) -> tuple[list[tuple], list[tuple], li
     return [tuple(sorted(x)) for x in inner], [tuple(sorted(x)) for x in cross], broken
 
 
-def _longest_group(inner: list[tuple], cross: list[tuple], broken: list[bool]) -> tuple[int, int]:
-    """``(first, count)`` of the longest stretch of iterations with equal edge signatures."""
+def _leaf_signatures(seq: _Seq, run: _Run) -> list[tuple]:
+    """Per iteration k: the leaves its ops read, as a sorted tuple of entries.
+
+    A leaf that only iteration k touches is k's own (a per-layer weight): one entry
+    ``(0, key, offsets it feeds)``, so that the iterations' own leaves must match in
+    kind, shape and dtype. Any other leaf (a weight every step shares) is
+    ``(1, offset, leaf id)`` for each op it feeds: the same leaf, at the same places.
+    """
+    sigs: list[list[tuple]] = [[] for _ in range(run.repeats)]
+    own: dict[int, set[int]] = defaultdict(set)
+    for i in range(run.start, run.stop):
+        k, o = divmod(i - run.start, run.period)
+        for leaf in seq.feeds[i]:
+            lo, hi, _ = seq.spans[leaf]
+            if run.start <= lo and hi < run.start + (k + 1) * run.period and lo >= i - o:
+                own[leaf].add(o)
+            else:
+                sigs[k].append((1, o, leaf))
+    for leaf, offsets in own.items():
+        lo, _, key = seq.spans[leaf]
+        sigs[(lo - run.start) // run.period].append((0, key, tuple(sorted(offsets))))
+    return [tuple(sorted(sig)) for sig in sigs]
+
+
+@dataclass
+class _Signatures:
+    """Per iteration of a run: what must match for iterations to be equal."""
+
+    inner: list[tuple]  # edges inside the iteration
+    cross: list[tuple]  # edges into the next iteration
+    broken: list[bool]  # an edge skips past the next iteration
+    leaves: list[tuple]  # the leaves it reads (:func:`_leaf_signatures`)
+    inputs: list[tuple[int, ...]]  # per op: how many ops and leaves feed it
+
+
+def _longest_group(sigs: _Signatures, period: int) -> tuple[int, int]:
+    """``(first, count)`` of the longest stretch of iterations with equal signatures."""
     best_first, best_len, first = 0, 1, 0
-    for k in range(1, len(inner)):
-        linked = inner[k] == inner[k - 1] and not broken[k - 1]
-        if not (linked and (k - 1 == first or cross[k - 1] == cross[first])):
-            first = k - 1 if linked else k
+    for k in range(1, len(sigs.inner)):
+        if not _joins(sigs, first, k, period):
+            first = k - 1 if _joins(sigs, k - 1, k, period) else k
         if k - first + 1 > best_len:
             best_first, best_len = first, k - first + 1
     return best_first, best_len
+
+
+def _joins(sigs: _Signatures, first: int, k: int, period: int) -> bool:
+    """Whether iteration ``k`` extends the group of iterations ``first .. k - 1``.
+
+    The group's first iteration may read more leaves than the others, but only at ops
+    that later iterations feed with the loop state, and with no more inputs there in
+    all: leaves that stand in for the state (an initial state that needs grad).
+    """
+    if sigs.inner[k] != sigs.inner[k - 1] or sigs.broken[k - 1]:
+        return False
+    if k - 1 > first:
+        return sigs.cross[k - 1] == sigs.cross[first] and sigs.leaves[k] == sigs.leaves[k - 1]
+    head, rest = Counter(sigs.leaves[first]), Counter(sigs.leaves[k])
+    if rest - head:
+        return False  # the first iteration lacks a leaf the others read
+    fed = Counter(code % period for code in sigs.cross[first])  # ops the state feeds, by offset
+    extra: Counter[int] = Counter()
+    for entry, n in (head - rest).items():
+        if entry in rest:
+            return False  # which of the like leaves stands for the state is unknown: keep it apart
+        for offset in (entry[2] if entry[0] == 0 else (entry[1],)):
+            extra[offset] += n
+    return all(n <= fed[offset] and sigs.inputs[first][offset] <= sigs.inputs[k][offset]
+               for offset, n in extra.items())
 
 
 def _build(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], seq: _Seq,
@@ -404,8 +495,10 @@ def _build(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], seq: _Seq,
     iteration = {nid: (b, k) for nid, (b, k, _) in where.items()}
     iteration.update({nid: (b, k) for nid, (b, k) in owned.items()})
     new_edges, loops = _rolled_edges(edges, mapping, iteration)
-    blocks = [_block(seq, run, b, owned, loops[b], module_types) for b, run in enumerate(runs)]
-    return Rolled(_kept(nodes, mapping), new_edges, blocks, mapping, iteration)
+    ranges = _ranges(seq, owned, mapping)
+    blocks = [_block(seq, run, b, owned, loops[b], module_types, ranges) for b, run in enumerate(runs)]
+    labels = {rep: _range_label(*split) for rep, split in ranges.items()}
+    return Rolled(_kept(nodes, mapping, labels), new_edges, blocks, mapping, iteration)
 
 
 def _roll_leaves(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
@@ -484,37 +577,143 @@ def _rolled_edges(edges: Iterable[tuple[int, int]], mapping: Mapping[int, int],
 
 
 def _block(seq: _Seq, run: _Run, b: int, owned: Mapping[int, tuple[int, int]],
-           loops: list[tuple[int, int]], module_types: Mapping[str, str]) -> Block:
+           loops: list[tuple[int, int]], module_types: Mapping[str, str],
+           ranges: Mapping[int, _Range]) -> Block:
     """The :class:`Block` record of run ``b``."""
     iters = [seq.ops[run.start + k * run.period: run.start + (k + 1) * run.period]
              for k in range(run.repeats)]
     leaves = [nid for nid, (blk, k) in owned.items() if blk == b and k == 0]
     heads = [_common(n.module for n in ops) for ops in iters]
-    return Block(_label(iters, heads, module_types), run.repeats,
-                 [n.id for n in iters[0]] + leaves, loops,
+    label = _label(iters, heads, module_types, [ranges[r] for r in leaves if r in ranges], _shared(seq, run))
+    return Block(label, run.repeats, [n.id for n in iters[0]] + leaves, loops,
                  _common(heads) if all(heads) else None)
 
 
-def _label(iters: Sequence[Sequence[Node]], heads: Sequence[str | None],
-           module_types: Mapping[str, str]) -> str:
-    """What a block is called: its modules and their classes, else its first and last ops.
+def _shared(seq: _Seq, run: _Run) -> list[str]:
+    """Names of the parameters both the first and the last iteration read: weights every
+    iteration shares (the iterations' leaves match), as a recurrence's do."""
+    first, last = (set(itertools.chain.from_iterable(seq.feeds[i:i + run.period]))
+                   for i in (run.start, run.stop - run.period))
+    return sorted(seq.leaves[x].label for x in first & last if seq.leaves[x].kind == "parameter")
 
-    ``"cell: LSTMCell"`` (one module called N times), ``"layers.0–layers.5:
-    TransformerEncoderLayer"`` (N sibling modules), ``"0–1999: Linear, Tanh"`` (each
-    iteration spans several siblings), else ``"TBackward0 … TanhBackward0"``.
+
+def _label(iters: Sequence[Sequence[Node]], heads: Sequence[str | None], module_types: Mapping[str, str],
+           ranges: Sequence[_Range], shared: Sequence[str]) -> str:
+    """What a block is called: which layers or steps it stands for, and their classes.
+
+    ``"layers.0–5: TransformerEncoderLayer"`` (N sibling modules, found by module tags
+    or, without tags, by the one index that differs in the names of the iterations'
+    parameters), ``"0–1999: Linear, Tanh"`` (each iteration spans several siblings),
+    ``"cell: LSTMCell, step 1–500"`` (one module, or weights every step shares, used
+    at each step), else the first and last op: ``"step 1–50: TBackward0 … MulBackward0"``
+    with shared weights, ``"TBackward0 … TanhBackward0"`` without.
     """
-    named = [h for h in heads if h]
-    if len(named) == len(heads):  # every iteration has a module
-        span = named[0] if named[0] == named[-1] else f"{named[0]}\u2013{named[-1]}"
-        kind = module_types.get(named[0])
-        return f"{span}: {kind}" if kind else span
-    tagged = [[n.module for n in ops if n.module] for ops in iters]
-    if all(tagged):
-        kinds = ", ".join(dict.fromkeys(module_types[m] for m in tagged[0] if m in module_types))
-        span = f"{tagged[0][0]}\u2013{tagged[-1][-1]}"
-        return f"{span}: {kinds}" if kinds else span
+    span = _tagged_span(iters, heads, module_types) or _param_span(ranges, module_types)
+    if span is not None:
+        return span
     rep = iters[0]
-    return rep[0].name if len(rep) == 1 else f"{rep[0].name} \u2026 {rep[-1].name}"
+    ops = rep[0].name if len(rep) == 1 else f"{rep[0].name} \u2026 {rep[-1].name}"
+    owners = [owner(name) for name in shared]
+    one = heads[0] if heads[0] is not None and len(set(heads)) == 1 else None
+    home = one or (_common(owners) if owners and None not in owners else None)
+    steps = f"step 1\u2013{len(iters):,}" if shared else None
+    if home is None:
+        return f"{steps}: {ops}" if steps else ops
+    kind = module_types.get(home)
+    where = f"{home}: {kind}" if kind else home
+    return f"{where}, {steps}" if steps else where
+
+
+def _tagged_span(iters: Sequence[Sequence[Node]], heads: Sequence[str | None],
+                 module_types: Mapping[str, str]) -> str | None:
+    """By module tags: ``"layers.0–5: Foo"`` for iterations in sibling modules, ``"0–1999:
+    Linear, Tanh"`` for iterations each spanning several; ``None`` for one module or no tags."""
+    named = [h for h in heads if h]
+    if len(named) == len(heads):
+        one = len(set(named)) == 1  # one module called each time: not a span
+        return None if one else _named_span(named[0], named[-1], map(module_types.get, named))
+    tagged = [[n.module for n in ops if n.module] for ops in iters]
+    if not all(tagged):
+        return None
+    kinds = [", ".join(dict.fromkeys(module_types[m] for m in t if m in module_types)) for t in tagged]
+    return _named_span(tagged[0][0], tagged[-1][-1], kinds)
+
+
+def _param_span(ranges: Sequence[_Range], module_types: Mapping[str, str]) -> str | None:
+    """By parameter names: ``"transformer.h.0–11: GPT2Block"`` when the parameters each
+    iteration owns differ in one index, the same for all of them; else ``None``."""
+    if not ranges or len({(before, tuple(indices)) for before, _, indices in ranges}) != 1:
+        return None
+    before, _, indices = ranges[0]
+    span = _span(indices, "\u2013")
+    kinds = _counted(module_types.get(f"{before}.{i}" if before else str(i)) for i in indices)
+    where = f"{before}.{span}" if before else span
+    return f"{where}: {kinds}" if kinds else where
+
+
+def _named_span(first: str, last: str, kinds: Iterable[str | None]) -> str:
+    """``"first–last: kinds"``, the dotted parts the two names share written once (``layers.0–5``)."""
+    a, b = first.split("."), last.split(".")
+    if first == last:
+        span = first
+    else:
+        span = f"{first}\u2013{b[-1] if a[:-1] == b[:-1] else last}"
+    text = _counted(kinds)
+    return f"{span}: {text}" if text else span
+
+
+def _counted(kinds: Iterable[str | None]) -> str | None:
+    """``"Foo"`` when every iteration is of one class, ``"Foo ×2, Bar ×10"`` when they differ."""
+    counts = Counter(kind for kind in kinds if kind)
+    if len(counts) <= 1:
+        return next(iter(counts), None)
+    return ", ".join(f"({kind}) \u00d7{n}" if ", " in kind else f"{kind} \u00d7{n}"
+                     for kind, n in counts.items())
+
+
+# A name split at the index where the iterations' names differ: (before it, after it, the indices).
+_Range = tuple[str, str, list[int]]
+
+
+def _ranges(seq: _Seq, owned: Mapping[int, tuple[int, int]], mapping: Mapping[int, int]) -> dict[int, _Range]:
+    """Rolled parameter id -> its iterations' names, split at the one index where they differ."""
+    names: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    for nid, (_, k) in owned.items():
+        if seq.leaves[nid].kind == "parameter":
+            names[mapping[nid]].append((k, seq.leaves[nid].label))
+    out = {}
+    for rep, pairs in names.items():
+        split = _split_index([name for _, name in sorted(pairs)])
+        if split is not None:
+            out[rep] = split
+    return out
+
+
+def _split_index(names: Sequence[str]) -> _Range | None:
+    """``("h", "ln_1.weight", [0, 1])`` for ``h.0.ln_1.weight`` and ``h.1.ln_1.weight``:
+    names that differ in one dotted part, a number; ``None`` for any other names."""
+    parts = [name.split(".") for name in names]
+    if len({len(p) for p in parts}) != 1:
+        return None
+    differ = [i for i in range(len(parts[0])) if len({p[i] for p in parts}) > 1]
+    if len(differ) != 1 or not all(p[differ[0]].isdigit() for p in parts):
+        return None
+    i = differ[0]
+    return ".".join(parts[0][:i]), ".".join(parts[0][i + 1:]), [int(p[i]) for p in parts]
+
+
+def _range_label(before: str, after: str, indices: list[int]) -> str:
+    """``"h.{0…11}.ln_1.weight"``: one name standing for every iteration's."""
+    return ".".join(part for part in (before, "{" + _span(indices, "\u2026") + "}", after) if part)
+
+
+def _span(indices: Sequence[int], dash: str) -> str:
+    """``"0–11"`` for consecutive indices (``dash`` between), else ``"0,2,…,22"``."""
+    if all(b - a == 1 for a, b in itertools.pairwise(indices)):
+        return f"{indices[0]}{dash}{indices[-1]}"
+    if len(indices) <= 3:
+        return ",".join(map(str, indices))
+    return f"{indices[0]},{indices[1]},\u2026,{indices[-1]}"
 
 
 def _common(modules: Iterable[str | None]) -> str | None:
@@ -534,11 +733,18 @@ def _common(modules: Iterable[str | None]) -> str | None:
     return ".".join(prefix) if prefix else None
 
 
-def _kept(nodes: Sequence[Node], mapping: Mapping[int, int]) -> list[Node]:
-    """The nodes that stay, each representative's ``count`` summed over its iterations."""
+def _kept(nodes: Sequence[Node], mapping: Mapping[int, int], labels: Mapping[int, str]) -> list[Node]:
+    """The nodes that stay, each representative's ``count`` summed over its iterations and
+    its ``label`` from ``labels`` where given (copies: callers keep their records)."""
     counts: Counter[int] = Counter()
     for node in nodes:
         counts[mapping[node.id]] += node.count
-    return [node if counts[node.id] == node.count
-            else dataclasses.replace(node, count=counts[node.id])  # a copy: callers keep theirs
-            for node in nodes if mapping[node.id] == node.id]
+    kept = []
+    for node in nodes:
+        if mapping[node.id] != node.id:
+            continue
+        changed: dict = {"count": counts[node.id]} if counts[node.id] != node.count else {}
+        if node.id in labels:
+            changed["label"] = labels[node.id]
+        kept.append(dataclasses.replace(node, **changed) if changed else node)
+    return kept

@@ -4,6 +4,8 @@ For each example: ``draw`` captures exactly the graph an independent ``grad_fn``
 finds; a ``live()`` recording of the same program builds the same graph; a backward
 replay's edge norms agree with the ``.grad`` PyTorch computes; and nothing dynagraph
 changed in the process (modes, hooks, the ``Function.apply`` patch) is left behind.
+Random loops whose steps read shared, per-step, alternating or optional weights roll
+only steps that read the same leaves, as the program itself says.
 
 The default run keeps each property to ``DYNAGRAPH_PROPERTY_EXAMPLES`` examples (20:
 well under a minute in all); the ``long`` marker runs 10x as many
@@ -20,10 +22,13 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_roll_leaves import check as check_rolled_leaves
 from torch import nn
 from torch.autograd.function import Function
 
 import dynagraph as dg
+from dynagraph._roll import roll
+from dynagraph.capture import capture
 
 EXAMPLES = int(os.environ.get("DYNAGRAPH_PROPERTY_EXAMPLES", "20"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
@@ -207,3 +212,101 @@ def test_random_models_capture_record_and_replay_like_torch(spec):
 @given(models())
 def test_random_models_long_run(spec):
     check_model(spec)
+
+
+# -- random loop programs with leaf variations (rolling) -------------------------------------
+
+# Per loop step, each weight slot reads: one weight all steps share, a fresh weight of one
+# shape, fresh weights of shapes that vary by step, two weights in turn, or one weight that
+# only some steps read (the others scale by a constant).
+SLOT_MODES = ("shared", "own", "own_shapes", "alternate", "some")
+LEAF_OPS = {"mul": lambda h, w: h * w, "add": lambda h, w: h + w, "mm": lambda h, w: h @ w}
+CONSTANT = {"mul": lambda h: h * 2.0, "add": lambda h: h + 1.0, "mm": lambda h: h @ torch.eye(3)}
+SHAPES = {"mul": [(3, 3), (3,), (1, 3)], "add": [(3, 3), (3,), (1, 3)], "mm": [(3, 3)]}
+
+
+@st.composite
+def loop_programs(draw):
+    """``(steps, body)``: body ops ``(op, uses)`` where ``uses[t]`` is what step t reads:
+    ``None`` (no weight), ``("name", i, shape)`` (weight i of the slot) or ``("fresh", shape)``."""
+    steps = draw(st.integers(3, 8))
+    body = []
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["tanh", "mul", "add", "mm"]))
+        if op == "tanh":
+            body.append((op, [None] * steps))
+            continue
+        mode, shape = draw(st.sampled_from(SLOT_MODES)), draw(st.sampled_from(SHAPES[op]))
+        if mode == "shared":
+            uses = [("name", 0, shape)] * steps
+        elif mode == "own":
+            uses = [("fresh", shape)] * steps
+        elif mode == "own_shapes":
+            uses = [("fresh", draw(st.sampled_from(SHAPES[op]))) for _ in range(steps)]
+        elif mode == "alternate":
+            uses = [("name", t % 2, shape) for t in range(steps)]
+        else:
+            read = draw(st.lists(st.booleans(), min_size=steps, max_size=steps))
+            uses = [("name", 0, shape) if r else None for r in read]
+        body.append((op, uses))
+    return steps, body
+
+
+def run_loop(program):
+    """Run the loop; returns the result, its weights by name, and per op (by autograd's
+    counter) what the program knows it reads: ``("none",)``, ``("own", shape)`` for a
+    weight no other op reads, or ``("shared", name)``."""
+    steps, body = program
+    torch.manual_seed(0)
+    uses = Counter(f"w{j}_{u[1]}" for j, (_, us) in enumerate(body) for u in us if u and u[0] == "name")
+    h = torch.randn(3, 3, requires_grad=True)
+    weights, truth = {}, {}
+    for t in range(steps):
+        for j, (op, us) in enumerate(body):
+            use = us[t]
+            if use is None:
+                h = torch.tanh(h) if op == "tanh" else CONSTANT[op](h)
+                truth[h.grad_fn._sequence_nr()] = ("none",)
+                continue
+            name = f"w{j}_{use[1]}" if use[0] == "name" else f"w{j}_t{t}"
+            shape = use[-1]
+            if name not in weights:
+                weights[name] = nn.Parameter(torch.randn(shape))
+            h = LEAF_OPS[op](h, weights[name])
+            truth[h.grad_fn._sequence_nr()] = (("shared", name) if uses[name] > 1 else ("own", shape))
+    return h.sum(), weights, truth
+
+
+def check_loop(program):
+    """The rolled loop keeps the graph's invariants, draws no leaf where it does not feed
+    every iteration (:func:`test_roll_leaves.check`), rolls onto one op only ops that read
+    the same by the program's account, and rolls the whole loop when every step does."""
+    y, weights, truth = run_loop(program)
+    nodes, edges, types = capture(y, params=weights)
+    rolled = roll(nodes, edges, module_types=types)
+    check_rolled_leaves(nodes, edges, rolled)
+    by_id = {n.id: n for n in nodes}
+    reads: dict = {}  # (block, drawn op) -> what each iteration's op reads, by the program
+    for nid, (b, _) in rolled.iteration.items():
+        if by_id[nid].seq in truth:
+            reads.setdefault((b, rolled.mapping[nid]), set()).add(truth[by_id[nid].seq])
+    for (b, op), seen in reads.items():
+        assert len(seen) == 1, f"block {b} rolls ops that read {sorted(seen)} onto {op}"
+    per = len(program[1])  # ops per step, in creation order
+    reads_in_order = [truth[s] for s in sorted(truth)]
+    if len({tuple(reads_in_order[t * per:(t + 1) * per]) for t in range(program[0])}) == 1:
+        loop_ops = [n.id for n in nodes if n.seq in truth]  # every step reads the same: all of it rolls
+        assert {rolled.iteration.get(i, (None,))[0] for i in loop_ops} == {0}
+
+
+@SETTINGS
+@given(loop_programs())
+def test_random_loops_roll_only_steps_that_read_the_same_leaves(program):
+    check_loop(program)
+
+
+@pytest.mark.long
+@LONG
+@given(loop_programs())
+def test_random_loops_long_run(program):
+    check_loop(program)

@@ -145,7 +145,7 @@ def test_roll_lstm_cell_loop_keeps_one_step_with_h_and_c_loops(steps):
     check_rolled(nodes, edges, rolled)
     (block,) = rolled.blocks
     assert block.repeats == steps  # iteration 0 (zero state) has the same ops as the rest
-    assert block.label == "cell: LSTMCell" and block.module == "cell"
+    assert block.label == f"cell: LSTMCell, step 1\u2013{steps}" and block.module == "cell"
     assert len(block.nodes) == 15 and len(rolled.nodes) < 25
     # h feeds the next step's hidden addmm, c the next step's forget-gate product
     assert sorted(names(rolled, [s for s, _ in block.loops])) == ["AddBackward0", "MulBackward0"]
@@ -168,7 +168,7 @@ def test_roll_lstm_without_initial_state_or_module_tags():
     check_rolled(nodes, edges, rolled)
     (block,) = rolled.blocks
     assert block.repeats == 50 and len(block.loops) == 2
-    assert block.label == "TBackward0 \u2026 MulBackward0" and block.module is None
+    assert block.label == "step 1\u201350: TBackward0 \u2026 MulBackward0" and block.module is None
 
 
 def test_roll_gru_cell_loop():
@@ -176,7 +176,7 @@ def test_roll_gru_cell_loop():
     rolled = _rolled(graph)
     check_rolled(nodes, edges, rolled)
     (block,) = rolled.blocks
-    assert (block.label, block.repeats) == ("cell: GRUCell", 100)
+    assert (block.label, block.repeats) == ("cell: GRUCell, step 1\u2013100", 100)
     assert len(rolled.nodes) < 30
     assert {d for _, d in block.loops} != set() and len({s for s, _ in block.loops}) == 1  # h only
 
@@ -240,7 +240,7 @@ def test_roll_transformer_layers_with_input_needing_grad():
     check_rolled(nodes, edges, rolled)
     (block,) = rolled.blocks
     assert block.repeats == 6
-    assert block.label == "layers.0\u2013layers.5: TransformerEncoderLayer"
+    assert block.label == "layers.0\u20135: TransformerEncoderLayer"
     assert block.module == "layers"
     for n in nodes:  # each layer is its own iteration; its parameters roll with it
         if n.id in rolled.iteration:
@@ -256,7 +256,7 @@ def test_roll_transformer_first_layer_without_input_grad_stays_unrolled():
     (block,) = rolled.blocks
     # layer 0 lacks the ops on the input (it needs no grad), so only layers 1-5 match
     assert block.repeats == 5
-    assert block.label == "layers.1\u2013layers.5: TransformerEncoderLayer"
+    assert block.label == "layers.1\u20135: TransformerEncoderLayer"
     first = {n.id for n in nodes if (n.module or "").split(".")[:2] == ["layers", "0"]}
     assert first and all(rolled.mapping[i] == i and i not in rolled.iteration for i in first)
 
@@ -276,12 +276,24 @@ def test_roll_deep_mlp_keeps_one_layer():
             assert rolled.iteration[n.id] == (0, int(n.module) // 2)
 
 
-def test_roll_deep_mlp_without_module_tags_labels_with_op_names():
+def test_roll_deep_mlp_without_module_tags_labels_with_parameter_names():
     nodes, edges, types, _ = deep_mlp(30, tagged=False)
+    rolled = roll(nodes, edges, module_types=types)
+    check_rolled(nodes, edges, rolled)
+    # the Linear layers are modules 0, 2, ..., 58 of the Sequential (the Tanhs own no parameters)
+    assert [(b.label, b.repeats, b.module) for b in rolled.blocks] == [("0,2,\u2026,58: Linear", 30, None)]
+    assert {n.label for n in rolled.nodes if n.kind == "parameter"} == {"{0,2,\u2026,58}.weight",
+                                                                        "{0,2,\u2026,58}.bias"}
+
+
+def test_roll_without_names_or_module_tags_labels_with_op_names():
+    x = torch.randn(2, 8, requires_grad=True)
+    for _ in range(30):
+        x = torch.tanh(x * 2 + 1)  # nothing names the steps, and no weight is shared
+    nodes, edges, _ = capture(x.sum())
     rolled = roll(nodes, edges)
     check_rolled(nodes, edges, rolled)
-    assert [(b.label, b.repeats, b.module) for b in rolled.blocks] == [
-        ("TBackward0 \u2026 TanhBackward0", 30, None)]
+    assert [(b.label, b.repeats) for b in rolled.blocks] == [("MulBackward0 \u2026 TanhBackward0", 30)]
 
 
 # ---- small graphs, options and records
