@@ -1,23 +1,36 @@
-"""Torch patching for live(): a function mode per thread, the Function.apply patch and the module hooks."""
+"""Torch patching for live(): a function mode per thread, the Function.apply patch and the module hooks.
+
+Install and removal survive an interrupt (KeyboardInterrupt) at any line. What is
+installed follows the set of open blocks (state, not a count); each step of the undo
+is safe to repeat; a block is remembered before anything changes for it; callers run
+the undo in ``finally`` and once more in an outer ``finally`` (the first line of a
+``finally`` can be interrupted before it runs). No ``with`` statement is used on these
+paths: an interrupt can land on its last line, just before it exits (:func:`guarded`).
+"""
 
 from __future__ import annotations
 
 import sys
 import threading
 from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 from torch import nn
 from torch.autograd.function import Function
 from torch.overrides import TorchFunctionMode
+from torch.utils.hooks import RemovableHandle
 
 from . import _source, _torch
 
 if TYPE_CHECKING:
     from .live import Recording
 
-__all__ = ["close_block", "open_block"]
+__all__ = ["close_block", "guarded", "open_block", "remove_hooks"]
+
+T = TypeVar("T")
 
 _RENAME = {"rmul": "mul", "radd": "add"}  # 2 * x is a mul, as the node says
 
@@ -47,140 +60,220 @@ class _Mode(TorchFunctionMode):
         out = func(*args, **kwargs)
         if isinstance(out, _NOT_TENSORS):  # x.dim(), x.shape, x.item(): no step, so no bookkeeping
             return out
-        recs = [r for r in _here.recs if not r._inside_apply]  # ops inside a Function are its step
+        recs = [b.rec for b in _local.thread.blocks if not b.inside_apply]  # a Function's inner ops: its step
         if not recs:
             return out
-        with _torch.no_torch_function():  # no mode or subclass sees our bookkeeping
-            caller = sys._getframe(1).f_code
-            if caller.co_filename.startswith(_source.PACKAGE_DIR):
-                return out  # dynagraph's own bookkeeping (e.g. track_modules' probe)
-            name = _op_name(func)
-            target = args[0] if (name.endswith("_") or name == "setitem") and args and \
-                isinstance(args[0], torch.Tensor) else None
-            frame = _source.user_frame(sys._getframe(1))
-            for rec in recs:
-                rec._on_op(name, args, kwargs, out, frame, target)
+        frame = sys._getframe(1)
+        if frame.f_code.co_filename.startswith(_source.PACKAGE_DIR):
+            return out  # dynagraph's own bookkeeping (e.g. track_modules' probe)
+        name = _op_name(func)
+        target = args[0] if (name.endswith("_") or name == "setitem") and args and \
+            isinstance(args[0], torch.Tensor) else None
+        guarded(_torch.no_torch_function(), _give, recs, name, args, kwargs, out, frame, target)
         return out
+
+
+def _give(recs: list[Recording], op: str, args: Sequence[Any], kwargs: dict[str, Any], out: object,
+          frame: FrameType, target: torch.Tensor | None) -> None:
+    """Hand op ``op``, run from ``frame``, to each of ``recs`` (with torch function off, so
+    that no mode or subclass sees our bookkeeping)."""
+    where = _source.user_frame(frame)
+    for rec in recs:
+        rec.on_op(op, args, kwargs, out, where, target)
 
 
 # -- what open blocks change in torch: a mode per thread; one patch and two hooks in all --
 # torch keeps TorchFunctionMode stacks per thread, so the mode sees only its own thread;
-# Function.apply and the global module hooks are process-wide, so they are installed once,
-# counted under a lock, and route each call to the open recordings of the calling thread.
+# Function.apply and the global module hooks are process-wide: they are there while any
+# block is open, in any thread, and route each call to the open blocks of the calling thread.
 
-class _Thread(threading.local):
-    """This thread's open recordings (in the order they opened) and the mode feeding them."""
+class _Thread:
+    """One thread's open blocks (in the order they opened) and the mode feeding them."""
 
     def __init__(self) -> None:
-        self.recs: list[Recording] = []
+        self.blocks: list[_Block] = []
         self.mode: _Mode | None = None
 
 
-_here = _Thread()
-_lock = threading.Lock()  # guards _installed: blocks open and close in any thread
-_installed: dict = {}  # while any block is open: "blocks" (count), "hooks", "patched"
-_original_apply: Any = Function.__dict__.get("apply")  # kept after the last block: a thread may be mid-call
+class _Local(threading.local):
+    def __init__(self) -> None:
+        self.thread = _Thread()  # a plain object, so that a block closed elsewhere reaches it
+
+
+class _Block:
+    """One open block: its recording, the thread that opened it, and how many custom
+    Functions of that thread are running (their inner ops are the Function's step)."""
+
+    __slots__ = ("inside_apply", "rec", "thread")
+
+    def __init__(self, rec: Recording, thread: _Thread) -> None:
+        self.rec, self.thread, self.inside_apply = rec, thread, 0
+
+
+_local = _Local()
+_lock = threading.Lock()  # guards _open, _hooks and the patch: blocks open and close in any thread
+_open: dict[Recording, _Block] = {}  # the open blocks of all threads: torch is patched while there is one
+_hooks: dict[str, RemovableHandle] = {}  # the global module hooks now registered
+# torch's own apply, taken at import: the only one ever put back (never one patched since)
+_TORCH_APPLY: Any = Function.__dict__.get("apply")
+_torch_apply: Any = getattr(_TORCH_APPLY, "__func__", None)
 
 
 def _apply(cls: type[Function], *args: Any, **kwargs: Any) -> Any:
     """``Function.apply`` while any block is open: one step for each of this thread's
     recordings (the mode does not see custom Functions); other threads pass through."""
-    original = _original_apply.__func__
-    if torch.compiler.is_compiling() or not _here.recs:
-        return original(cls, *args, **kwargs)
-    recs = list(_here.recs)  # a block may open or close inside the Function
-    for rec in recs:
-        rec._inside_apply += 1
+    blocks = _local.thread.blocks
+    if torch.compiler.is_compiling() or not blocks:
+        return _torch_apply(cls, *args, **kwargs)
+    blocks = list(blocks)  # a block may open or close inside the Function
+    for block in blocks:
+        block.inside_apply += 1
     try:
-        out = original(cls, *args, **kwargs)
+        out = _torch_apply(cls, *args, **kwargs)
     finally:
-        for rec in recs:
-            rec._inside_apply -= 1
-    outer = [rec for rec in recs if not rec._inside_apply and rec in _here.recs]
+        for block in blocks:
+            block.inside_apply -= 1
+    still = _local.thread.blocks
+    outer = [b.rec for b in blocks if not b.inside_apply and b in still]
     if outer:
-        with _torch.no_torch_function():
-            frame = _source.user_frame(sys._getframe(1))
-            for rec in outer:
-                rec._on_op(f"{cls.__name__}.apply", args, kwargs, out, frame)
+        guarded(_torch.no_torch_function(), _give, outer, f"{cls.__name__}.apply", args, kwargs, out,
+                sys._getframe(1), None)
     return out
+
+
+_PATCH = classmethod(_apply)
 
 
 def _pre_hook(module: nn.Module, args: tuple[Any, ...]) -> None:
     if torch.compiler.is_compiling():  # compiled code calls no hooks: trace none either
         return
-    for rec in _here.recs:
-        rec._enter_module(module)
+    for block in _local.thread.blocks:
+        block.rec.enter_module(module)
 
 
 def _post_hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
     if torch.compiler.is_compiling():
         return
-    for rec in _here.recs:
-        if rec._modules:  # a block opened inside a forward sees its end only
-            rec._modules.pop()
+    for block in _local.thread.blocks:
+        block.rec.exit_module()
 
 
-def _install() -> None:
-    """Patch ``Function.apply`` (where torch lets it be patched) and add the global module
-    hooks, once for all blocks."""
-    global _original_apply
-    with _lock:
-        if not _installed:
-            # without a patchable apply, a custom Function's inner ops are its steps (warned once)
-            _installed["patched"] = _torch.has_patchable_apply()
-            if _installed["patched"]:
-                _original_apply = Function.__dict__["apply"]
-                Function.apply = classmethod(_apply)  # type: ignore[method-assign,assignment]  # the patch itself
-            _installed["hooks"] = [
-                nn.modules.module.register_module_forward_pre_hook(_pre_hook),
-                nn.modules.module.register_module_forward_hook(_post_hook, always_call=True)]
-            _installed["blocks"] = 0
-        _installed["blocks"] += 1
-
-
-def _uninstall() -> None:
-    """Undo :func:`_install` when the last open block, in any thread, ends."""
-    with _lock:
-        _installed["blocks"] -= 1
-        if _installed["blocks"]:
-            return
-        if _installed["patched"]:
-            Function.apply = _original_apply  # type: ignore[method-assign]  # the patch undone
-        for h in _installed["hooks"]:
-            h.remove()
-        _installed.clear()
+def _sync() -> None:
+    """Make torch match :data:`_open` (call it holding :data:`_lock`): ``Function.apply``
+    patched (where torch lets it be) and the module hooks added while any block is open,
+    both as torch ships them when none is. Each change is one statement, made only where
+    it is missing, so a run an interrupt cut short is finished by the next."""
+    if _open:
+        current = Function.__dict__.get("apply")
+        # without a patchable apply, a custom Function's inner ops are its steps (warned once);
+        # an apply some other library patched is left to it
+        if current is not _PATCH and _torch.has_patchable_apply() and current is _TORCH_APPLY:
+            Function.apply = _PATCH  # type: ignore[method-assign,assignment]  # the patch itself
+        if "pre" not in _hooks:
+            _hooks["pre"] = nn.modules.module.register_module_forward_pre_hook(_pre_hook)
+        if "post" not in _hooks:
+            _hooks["post"] = nn.modules.module.register_module_forward_hook(_post_hook, always_call=True)
+        return
+    if Function.__dict__.get("apply") is _PATCH:
+        Function.apply = _TORCH_APPLY  # type: ignore[method-assign]  # the patch undone
+    for name in list(_hooks):
+        _hooks[name].remove()  # (removing twice is harmless: an interrupt may fall before the del)
+        del _hooks[name]
 
 
 def open_block(rec: Recording) -> None:
-    """Start feeding ``rec`` this thread's ops (the first block pushes the mode)."""
-    _install()
-    if _here.mode is None:  # (a mode left by a block closed in another thread is reused)
-        _here.mode = _Mode()
-        _torch.push_mode(_here.mode)
-    _here.recs.append(rec)
-    rec._peers = _here.recs
+    """Start feeding ``rec`` this thread's ops (the thread's first block pushes the mode).
+
+    An interrupt at any point leaves only what :func:`close_block` undoes: open it
+    inside :func:`undo_on_exit` with ``close_block(rec)``.
+    """
+    thread = _local.thread
+    block = _Block(rec, thread)
+    guarded(_lock, _remember, rec, block)
+    thread.blocks.append(block)
+    if thread.mode is None:  # (a mode left by a block closed in another thread is reused)
+        thread.mode = _Mode()  # named before it is pushed: close_block takes off what is named
+        _torch.push_mode(thread.mode)
 
 
 def close_block(rec: Recording) -> None:
-    """Stop feeding ``rec``; the thread's last block takes its mode off the stack even
-    when other modes were pushed above it since (blocks may end in any order)."""
+    """Stop feeding ``rec``; when it was its thread's last block, take the thread's mode
+    off the stack (even when other modes were pushed above it since: blocks may end in
+    any order), and when it was the last open block, put torch back.
+
+    Safe to repeat, and for a block that opened halfway or not at all. A block closed in
+    another thread than the one that opened it (a generator closed elsewhere) cannot
+    reach that thread's mode stack: torch keeps one per thread. The mode stays there,
+    feeding nothing, until that thread opens and closes its next block.
+    """
+    block = _open.get(rec)
+    if block is not None:
+        thread = block.thread
+        if block in thread.blocks:
+            thread.blocks.remove(block)
+        if not thread.blocks and thread is _local.thread and thread.mode is not None:
+            _remove_mode(thread.mode)
+            thread.mode = None
+    guarded(_lock, _forget, rec)
+
+
+def _remember(rec: Recording, block: _Block) -> None:
+    _open[rec] = block  # remembered before anything changes, so close_block undoes it all
+    _sync()
+
+
+def _forget(rec: Recording) -> None:
+    _open.pop(rec, None)
+    _sync()
+
+
+def guarded(context: AbstractContextManager[Any], f: Callable[..., T], *args: Any) -> T:
+    """``f(*args)`` inside ``context`` (a lock, or one of torch's mode guards: they ignore
+    the error), exited whatever instant an interrupt lands.
+
+    A ``with`` statement can be interrupted on its last line, just before it exits
+    (leaving a lock held, or torch function off in this thread), and so can the first
+    line of a ``finally``, or a ``try`` nested in another. So the exit runs in the
+    ``finally`` of :func:`_then` and once more in this one, and ``context`` is entered
+    and noted in one statement.
+    """
+    entered: list[AbstractContextManager[Any]] = []  # context, while entered and not exited
     try:
-        peers = rec._peers
-        peers.remove(rec)
-        if not peers and _here.recs is peers:
-            _remove_mode(_here.mode)
-            _here.mode = None
+        entered.append((context.__enter__(), context)[1])
+        return _then(f, args, entered)
     finally:
-        _uninstall()
+        _exit(entered)
 
 
-def _remove_mode(mode: TorchFunctionMode | None) -> None:
-    """Take ``mode`` off this thread's torch function mode stack, keeping the others."""
-    above: list[TorchFunctionMode] = []
-    while (top := _torch.pop_mode()) is not None:
-        if top is mode:
-            break
-        above.append(top)
-    for m in reversed(above):
-        _torch.push_mode(m)
+def _then(f: Callable[..., T], args: tuple[Any, ...], entered: list[AbstractContextManager[Any]]) -> T:
+    try:
+        return f(*args)
+    finally:
+        _exit(entered)
+
+
+def _exit(entered: list[AbstractContextManager[Any]]) -> None:
+    while entered:
+        entered.pop().__exit__(None, None, None)  # taken out and exited in one statement
+
+
+def _remove_mode(mode: TorchFunctionMode) -> None:
+    """Take ``mode`` off this thread's torch function mode stack, keeping the others in
+    their order (a ``mode`` not on the stack leaves the stack as it was)."""
+    taken: list[TorchFunctionMode | None] = []
+    try:
+        while not taken or (taken[-1] is not None and taken[-1] is not mode):
+            taken.append(_torch.pop_mode())  # straight into the list: never held in a loose name
+    finally:
+        for m in reversed(taken):
+            if m is not None and m is not mode:
+                _torch.push_mode(m)
+
+
+def remove_hooks(handles: list[RemovableHandle]) -> None:
+    """Remove the hooks of ``handles``, emptying the list; a run an interrupt cut short is
+    finished by the next (a handle leaves the list only once its hook is removed)."""
+    while handles:
+        handles[-1].remove()
+        handles.pop()
 

@@ -9,8 +9,9 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.utils.hooks import RemovableHandle
 
-from . import _torch
+from . import _patch, _torch
 from ._walk import reach
 
 __all__ = ["KEY", "active", "current_seq", "module_of", "tag_new_nodes", "tensors_in", "track_modules", "use"]
@@ -82,7 +83,8 @@ def track_modules(model: nn.Module, prefix: str = "") -> Iterator[nn.Module]:
 
     Inside the block every forward call of a submodule tags the nodes it created
     (``node.metadata["dynagraph.module"]``), so that :func:`dynagraph.draw` can group
-    and collapse them by module. Hooks are removed on exit, even if the body raises.
+    and collapse them by module. Hooks are removed on exit, even if the body raises
+    or an interrupt (Ctrl-C) lands while they are added or removed.
 
     Args:
         model: The module whose submodules are tracked.
@@ -97,26 +99,29 @@ def track_modules(model: nn.Module, prefix: str = "") -> Iterator[nn.Module]:
         raise TypeError(f"track_modules needs an nn.Module; got {type(model).__name__}")
     use()
     starts: list[int | None] = []
-    handles = []
+    handles: list[RemovableHandle] = []
 
     def pre(module: nn.Module, args: tuple[Any, ...]) -> None:
         starts.append(current_seq())
 
     def post_for(name: str) -> Callable[[nn.Module, tuple[Any, ...], Any], None]:
         def post(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
-            start = starts.pop()
-            if start is not None:
+            start = starts.pop() if starts else None  # (none: the block opened inside this forward)
+            if start is not None:  # output is None when the forward raised
                 tag_new_nodes(output, name, start)
         return post
 
     try:
-        for name, module in model.named_modules():
-            full = ".".join(p for p in (prefix, name) if p)
-            if not full:  # ops of the top-level forward belong to no submodule
-                continue
-            handles.append(module.register_forward_pre_hook(pre))
-            handles.append(module.register_forward_hook(post_for(full)))
-        yield model
+        try:
+            for name, module in model.named_modules():
+                full = ".".join(p for p in (prefix, name) if p)
+                if not full:  # ops of the top-level forward belong to no submodule
+                    continue
+                handles.append(module.register_forward_pre_hook(pre))  # noted as made: no interrupt between
+                # always_call: a forward that raises still ends, so a caller that catches it keeps its start
+                handles.append(module.register_forward_hook(post_for(full), always_call=True))
+            yield model
+        finally:
+            _patch.remove_hooks(handles)
     finally:
-        for h in handles:
-            h.remove()
+        _patch.remove_hooks(handles)  # again: it finishes a first run that an interrupt cut short

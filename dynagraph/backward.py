@@ -7,8 +7,9 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 
 import torch
+from torch.utils.hooks import RemovableHandle
 
-from . import _page, _picture
+from . import _page, _patch, _picture
 from ._dot import Overlay
 from ._records import Node
 from .capture import Params, Roots, named_roots, param_names_of, walk
@@ -101,7 +102,8 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
     Hooks every autograd node of the graph with one post-hook: it notes that the
     node ran and takes the norm of each gradient the node sends to its inputs (on
     the device, no synchronisation). On exit the hooks are removed, even if the
-    block raises, and all norms are read with one synchronisation.
+    block raises or an interrupt (Ctrl-C) lands while they are added or removed,
+    and all norms are read with one synchronisation.
 
     Args:
         roots: The tensor(s) you will call ``backward()`` on (as for :func:`draw`).
@@ -127,18 +129,19 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
     outputs = {n.id for n in nodes if n.kind == "output"}
     roots_of = {src: dst for src, dst in edges if dst in outputs}
     pending: _Norms = []
-    handles = []
+    handles: list[RemovableHandle] = []
     try:
-        for nid, fn in enumerate(fns):
-            if fn is not None:
-                handles.append(fn.register_hook(_hook(nid, slots[nid], roots_of.get(nid), trace.order,
-                                                      pending)))
-        del fn, slots  # the hooks hold the graph only until removed
-        yield trace
+        try:
+            for nid, fn in enumerate(fns):
+                if fn is not None:  # each handle noted as it is made: no interrupt falls between
+                    handles.append(fn.register_hook(_hook(nid, slots[nid], roots_of.get(nid), trace.order,
+                                                          pending)))
+            del fn, slots  # the hooks hold the graph only until removed
+            yield trace
+        finally:
+            _patch.remove_hooks(handles)
     finally:
-        for h in handles:
-            h.remove()
-        handles.clear()
+        _patch.remove_hooks(handles)  # again: it finishes a first run that an interrupt cut short
         fns.clear()
         _read(pending, trace)
     if not trace.order:  # the block finished without running any hooked node

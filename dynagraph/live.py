@@ -97,10 +97,8 @@ class Recording:
         self._key = f"dynagraph.live.{_serial[0]}"
         _serial[0] += 1
         self._start: int | None = None
-        self._modules: list[str | None] = []
-        self._inside_apply = 0  # depth of custom Function calls running (their ops are one step)
+        self._modules: list[str | None] = []  # the modules whose forward is running, innermost last
         self._graph_frame: FrameType | None = None  # the compiled graph whose ops the last step gathers
-        self._peers: list[Recording] = []  # the open recordings of the thread that opened this one
         self._view: _View | None = None
         self._lines: dict = {}  # (filename, lineno) -> (where, code): loops repeat lines
         # Steps whose autograd nodes are not walked yet, with their outputs' nodes: the
@@ -188,16 +186,25 @@ class Recording:
         return _page.bundle(self.graph(), repr(self), self._overlays(),
                                caption=f"{len(self.steps):,} steps")
 
-    # -- recording ---------------------------------------------------------------
+    # -- recording: what dynagraph's torch patching (_patch) calls while the block runs --
 
-    def _enter_module(self, module: nn.Module) -> None:
+    def enter_module(self, module: nn.Module) -> None:
+        """A module's forward starts: its ops are its steps until :meth:`exit_module`.
+        (For dynagraph's torch patching, not for users.)"""
         name = self._module_names.get(id(module))
         if name is None:  # torch.compile(model) runs the model under a wrapper
             name = self._module_names.get(id(_torch.original_module(module)), type(module).__name__)
         self._modules.append(name or None)  # "" is the model itself: its ops are in no module
 
-    def _on_op(self, op: str, args: Sequence[Any], kwargs: Mapping[str, Any], out: object,
-               frame: FrameType | None, inplace_target: torch.Tensor | None = None) -> None:
+    def exit_module(self) -> None:
+        """The innermost running module's forward ended (or raised)."""
+        if self._modules:  # a block opened inside a forward sees its end only
+            self._modules.pop()
+
+    def on_op(self, op: str, args: Sequence[Any], kwargs: Mapping[str, Any], out: object,
+              frame: FrameType | None, inplace_target: torch.Tensor | None = None) -> None:
+        """Op ``op`` ran at ``frame`` and returned ``out``: note it as a step (an in-place
+        op's ``inplace_target`` is among its outputs). (For dynagraph's torch patching.)"""
         outs = tensors_in(out, [])
         if inplace_target is not None and not any(t is inplace_target for t in outs):
             outs.append(inplace_target)  # setitem returns None; mul_ returns its target
@@ -270,16 +277,19 @@ class Recording:
         if not self._todo:
             return
         todo, self._todo = self._todo, []
-        with _torch.no_torch_function():  # no mode or subclass sees our bookkeeping
-            for step, fns in todo:
-                new = self._tag(fns, step.module)
-                if new:
-                    step.nodes = sorted(step.nodes + new) if step.nodes else new
-                    step.note = ""
-                elif not step.nodes and not step.note:
-                    step.note = "no new node"
+        _patch.guarded(_torch.no_torch_function(), self._credit, todo)  # no mode or subclass sees it
         while todo:  # newest first, so no long chain is freed in one recursive go
             todo.pop()
+
+    def _credit(self, todo: list[tuple[Step, list]]) -> None:
+        """Give each step of ``todo`` the new nodes its outputs lead to (see :meth:`_flush`)."""
+        for step, fns in todo:
+            new = self._tag(fns, step.module)
+            if new:
+                step.nodes = sorted(step.nodes + new) if step.nodes else new
+                step.note = ""
+            elif not step.nodes and not step.note:
+                step.note = "no new node"
 
     def _tag(self, fns: list[_torch.GradFn], module: str | None) -> list[int]:
         """Record the autograd nodes not seen before that lead to ``fns``."""
@@ -328,8 +338,7 @@ class Recording:
         self._flush()
         held, self._held = self._held, []
         if len(held) >= _torch.SAFE_DEPTH:
-            with _torch.no_torch_function():
-                self._hold(held)
+            _patch.guarded(_torch.no_torch_function(), self._hold, held)
         self._roots = []
         while held:  # newest first, so no long chain is freed in one recursive go
             held.pop()
@@ -440,10 +449,14 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
         stays in memory until the block ends; ``backward()`` still frees the tensors
         they saved). On exit (even when the block raises) no tensor or autograd node
         is kept, and when the last open block ends the mode, hooks and patch are
-        removed.
+        removed. This holds even when an interrupt (Ctrl-C) lands while the block
+        opens or closes.
 
     Blocks may nest and overlap and end in any order, in any number of threads; each
-    records only the thread that opened it. Code made by ``torch.compile`` runs as it
+    records only the thread that opened it. A block that ends in another thread (a
+    generator closed there) stops recording at once, but its mode stays, doing
+    nothing, on the opening thread's stack until that thread's next block ends:
+    torch lets no thread change another's modes. Code made by ``torch.compile`` runs as it
     would outside, and each call of one of its graphs is one ``compiled`` step (a
     backend with autograd, like the default, shows as ``CompiledFunction.apply``).
 
@@ -474,15 +487,19 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
         rec.memory = SavedMemory()
     if model is not None:
         _tags.use()  # capture (dg.draw) reads the module tags this recording writes
-    with _torch.no_torch_function(), torch.enable_grad():  # a user's mode sees no probe
-        rec._start = _tags.current_seq()
+    # a user's mode sees no probe, and grad is on for it (guarded: a `with` can be interrupted as it exits)
+    rec._start = _patch.guarded(_torch.no_torch_function(), _patch.guarded, torch.enable_grad(),
+                                _tags.current_seq)
     if view:
         rec._view = _View(interval)
-    _patch.open_block(rec)
     try:
-        yield rec
+        try:
+            _patch.open_block(rec)
+            yield rec
+        finally:
+            _patch.close_block(rec)
     finally:
-        _patch.close_block(rec)
+        _patch.close_block(rec)  # again: it finishes a first close that an interrupt cut short
         try:
             rec._finish()
             if rec._view is not None:

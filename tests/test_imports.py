@@ -70,3 +70,50 @@ def test_every_module_imports_and_adds_no_gc_hook():
 def test_class_attribute_cache_is_bounded():
     _torch = importlib.import_module("dynagraph._torch")
     assert _torch._class_attrs.cache_info().maxsize is not None
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_names_defined(tree: ast.AST) -> set[str]:
+    """The private names a module defines: its functions, classes and globals, and the
+    attributes its classes set on themselves (``self._x = ...``)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
+                isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+            found.add(node.attr)
+    return {n for n in found if _is_private(n)}
+
+
+def private_names_crossing(trees: dict[str, ast.AST]) -> list[str]:
+    """``module:line name`` for each private name a module reads, writes or imports that
+    another dynagraph module defines and this one does not (``rec._on_op`` in _patch,
+    ``_tags._used = True``, ``from .norms import _norm``)."""
+    defined = {m: private_names_defined(tree) for m, tree in trees.items()}
+    found = []
+    for module, tree in trees.items():
+        others = set().union(*(d for m, d in defined.items() if m != module)) - defined[module]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in others:
+                found.append(f"{module}:{node.lineno} {ast.unparse(node)}")
+            elif isinstance(node, ast.ImportFrom) and node.level == 1:
+                found += [f"{module}:{node.lineno} import {a.name}" for a in node.names
+                          if _is_private(a.name) and a.name not in MODULES]
+    return sorted(found)
+
+
+def test_private_names_crossing_finds_each_form():
+    trees = {"a": ast.parse("class R:\n    def __init__(self):\n        self._n = 0\n_flag = 1"),
+             "b": ast.parse("from .a import _flag\nimport a\na._flag = 2\ndef f(r):\n    r._n += 1")}
+    assert private_names_crossing(trees) == ["b:1 import _flag", "b:3 a._flag", "b:5 r._n"]
+
+
+def test_no_private_name_crosses_modules():
+    trees = {m: ast.parse((PACKAGE / f"{m}.py").read_text()) for m in MODULES}
+    assert private_names_crossing(trees) == []

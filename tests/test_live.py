@@ -348,7 +348,7 @@ def test_exit_restores_torch_even_when_the_block_raises(where):
             raise RuntimeError("boom in body")
     assert hooks_state() == before
     assert hooks_state()[:4] == (0, 0, 0, 0)
-    assert rec._modules == [] and rec._inside_apply == 0
+    assert rec._modules == []
     x = torch.ones(1, requires_grad=True)
     (x * 2).sum()  # not recorded any more
     ran = ["ones", "linear"] + (["Square.apply"] if where == "body" else [])
@@ -628,7 +628,7 @@ def test_a_failing_walk_at_the_end_still_lets_everything_go(monkeypatch):
             y = (x * 2).sum()
     monkeypatch.undo()
     assert rec._todo == [] and rec._held == [] and rec._roots == []
-    assert torch.autograd.Function.apply.__func__ is patch_module._original_apply.__func__
+    assert Function.__dict__["apply"] is patch_module._TORCH_APPLY
     assert torch._C._len_torch_function_stack() == 0
     assert y.grad_fn is not None
 

@@ -100,7 +100,7 @@ def test_live_in_one_thread_ignores_ops_of_another(clean):
         finish(thread, errors)
         z.sum()
     assert ops(rec) == [("mul", None), ("Square.apply", None), ("sum", None)]
-    assert rec._modules == [] and rec._inside_apply == 0
+    assert rec._modules == []
 
 
 def test_each_thread_records_its_own_ops(clean):
@@ -218,6 +218,31 @@ def test_generators_interleaving_blocks_restore_torch(clean):
     assert [s.op for s in rec_one.steps] == [s.op for s in rec_two.steps] == ["mul", "mul"]
 
 
+def test_generator_closed_in_another_thread_stops_its_block(clean):
+    """The block ends in the closing thread: it records nothing more and torch's patch and
+    hooks go. Its mode cannot leave the opening thread's stack from there (torch keeps one
+    stack per thread); it feeds nothing, and the opening thread's next block takes it off."""
+    x = torch.ones(2, requires_grad=True)
+
+    def recorder():
+        with dg.live() as rec:
+            yield rec
+
+    gen = recorder()
+    rec = next(gen)
+    x * 2
+    finish(*run_in_thread(gen.close))
+    x * 3
+    Square.apply(x)
+    assert [s.op for s in rec.steps] == ["mul"]
+    assert hooks_state()[1:] == clean[1:]  # no global hook, torch's own apply
+    with dg.live() as again:
+        x * 4
+        Square.apply(x)
+    assert [s.op for s in again.steps] == ["mul", "Square.apply"]
+    assert hooks_state() == clean
+
+
 def test_exit_stack_with_a_user_mode_between_blocks(clean):
     class Count(torch.overrides.TorchFunctionMode):
         def __init__(self):
@@ -249,4 +274,4 @@ def test_exception_in_overlapping_blocks_restores_torch(clean):
             Square.apply(x)
             raise RuntimeError("boom")
     assert [s.op for s in outer.steps] == [s.op for s in inner.steps] == ["Square.apply"]
-    assert outer._inside_apply == inner._inside_apply == 0
+    assert outer._modules == inner._modules == []

@@ -64,6 +64,50 @@ def test_nested_modules_tag_their_own_ops():
     assert dot.index('subgraph "cluster_block" {') < dot.index('subgraph "cluster_block.lin" {')
 
 
+class Picky(nn.Module):
+    """Raises when told to, after an op of its own (its caller catches the error)."""
+
+    def __init__(self, fails):
+        super().__init__()
+        self.fails = fails
+
+    def forward(self, x):
+        y = x * 3
+        if self.fails:
+            raise ValueError("picky")
+        return y
+
+
+class Catches(nn.Module):
+    """An op of its own, then a child that may raise (caught here), then another op."""
+
+    def __init__(self, fails):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.child = Picky(fails)
+
+    def forward(self, x):
+        h = torch.tanh(self.lin(x))  # the block's own op, made before the child runs
+        try:
+            self.child(h)
+        except ValueError:
+            pass
+        return h.exp()
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_child_that_raises_and_is_caught_changes_no_tag(wrapped):
+    """The parent's ops keep the parent's tag whether or not its child raised (the oracle:
+    the same forward with a child that does not raise)."""
+    def tags(fails):
+        model = nn.Sequential(Catches(fails)) if wrapped else Catches(fails)
+        with dg.track_modules(model):
+            out = model(torch.ones(1, 3))
+        return sorted((n.name, n.module) for n in dg.draw(out, params=model).nodes if n.kind == "op")
+
+    assert tags(fails=True) == tags(fails=False)
+
+
 def test_prefix_is_prepended():
     model = nn.Sequential(nn.Linear(2, 2))
     with dg.track_modules(model, prefix="net"):

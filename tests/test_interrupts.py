@@ -1,0 +1,237 @@
+"""An interrupt at any line of a block's entry or exit leaves torch as it was.
+
+A tracer (``sys.settrace``) raises ``KeyboardInterrupt`` at the N-th line that runs in
+dynagraph's own files, for N = 1, 2, ... until the entry or exit finishes before the
+N-th line. After each one: ``Function.apply`` is torch's, no global or model hook and
+no torch function mode is left, torch function and grad mode are as they were, and
+the next block records as a clean one does.
+"""
+
+import importlib
+import os
+import sys
+
+import pytest
+import torch
+from torch import nn
+from torch.autograd.function import Function
+
+import dynagraph as dg
+
+PACKAGE = os.path.dirname(dg.__file__) + os.sep
+backward_module = importlib.import_module("dynagraph.backward")
+GLOBAL_HOOKS = ("_global_forward_pre_hooks", "_global_forward_hooks", "_global_forward_hooks_always_called",
+                "_global_backward_pre_hooks", "_global_backward_hooks")
+MODEL_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_forward_hooks_always_called",
+               "_backward_pre_hooks", "_backward_hooks")
+
+
+class Square(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad
+
+
+class Squares(nn.Module):
+    def forward(self, x):
+        return Square.apply(x)
+
+
+def tiny():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(2, 2), Squares())
+
+
+class Interrupt:
+    """A trace function that raises KeyboardInterrupt at the ``n``-th 'line' event in
+    dynagraph's files (then torch unsets it, as it does any tracer that raises)."""
+
+    def __init__(self, n):
+        self.n, self.seen, self.where = n, 0, None
+
+    def __call__(self, frame, event, arg):
+        return self.line if frame.f_code.co_filename.startswith(PACKAGE) else None
+
+    def line(self, frame, event, arg):
+        if event == "line":
+            self.seen += 1
+            if self.seen == self.n:
+                self.where = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+                raise KeyboardInterrupt(f"injected at {self.where}")
+        return self.line
+
+
+def traced(n, action):
+    """Run ``action(on)``, where ``on(f, *args)`` calls ``f`` with an interrupt due at the
+    ``n``-th line (counted over all its calls); return where it landed (``None``: none did)."""
+    tracer = Interrupt(n)
+
+    def on(f, *args):
+        before = sys.gettrace()
+        sys.settrace(tracer)
+        try:
+            return f(*args)
+        finally:
+            sys.settrace(before)
+
+    try:
+        action(on)
+    except KeyboardInterrupt:
+        assert tracer.where is not None, "a KeyboardInterrupt that the test did not inject"
+    return tracer.where
+
+
+def torch_state(model):
+    """What a block may change in torch and in ``model``, as comparable values."""
+    m = nn.modules.module
+    apply = Function.__dict__["apply"]
+    return {"apply": (type(apply).__name__, apply.__func__.__module__, apply.__func__.__qualname__),
+            "modes": torch.overrides._get_current_function_mode_stack(),
+            "torch function on": torch._C._is_torch_function_enabled(),
+            "grad on": torch.is_grad_enabled(), "inference mode": torch.is_inference_mode_enabled(),
+            "global hooks": [list(getattr(m, name)) for name in GLOBAL_HOOKS],
+            "model hooks": [list(getattr(mod, name)) for mod in model.modules() for name in MODEL_HOOKS]}
+
+
+def phases(block, body):
+    """Entry, body, exit, and exit with an exception in flight: each an action whose
+    part named by the phase runs traced (the rest as a ``with`` statement runs it)."""
+    def entry(on):
+        on(block().__enter__)  # an interrupted entry runs no exit: the block must undo itself
+
+    def inside(on):
+        cm = block()
+        value = cm.__enter__()
+        try:
+            on(body, value)
+        except KeyboardInterrupt as e:  # Ctrl-C in the user's loop: the with statement exits
+            cm.__exit__(type(e), e, None)
+            raise
+        cm.__exit__(None, None, None)
+
+    def exit_(error):
+        def run(on):
+            cm = block()
+            body(cm.__enter__())
+            on(cm.__exit__, *((type(error), error, None) if error else (None, None, None)))
+        return run
+
+    return {"entry": entry, "body": inside, "exit": exit_(None),
+            "exit while raising": exit_(RuntimeError("boom"))}
+
+
+def interrupt_everywhere(block, body, model, then):
+    """Interrupt each phase of ``block`` at every line; after each, check that torch and
+    ``model`` are as before and call ``then()`` (the next block must work)."""
+    before = torch_state(model)
+    assert before["apply"] == ("classmethod", "torch.autograd.function", "Function.apply")
+    assert before["modes"] == []
+    landed = {}
+    for phase, action in phases(block, body).items():
+        n = 0
+        while (where := traced(n := n + 1, action)) is not None:
+            assert torch_state(model) == before, f"{phase}: interrupt at {where} left something behind"
+            then()
+        landed[phase] = n - 1
+    assert all(landed.values()), landed
+    return landed
+
+
+def custom_function_works():
+    x = torch.tensor([1.0, -2.0], requires_grad=True)
+    y = Square.apply(x)
+    y.sum().backward()
+    assert torch.equal(y, x.detach() ** 2) and torch.equal(x.grad, 2 * x.detach())
+
+
+def test_an_interrupt_anywhere_in_live_leaves_nothing_behind():
+    model = tiny()
+
+    def record():
+        with dg.live(model) as rec:
+            model(torch.ones(1, 2)).sum()
+        return [(s.op, s.module) for s in rec.steps]
+
+    expected = record()
+    assert ("Square.apply", "1") in expected  # the custom Function is one step
+
+    def then():
+        assert record() == expected
+        custom_function_works()
+
+    def body(rec):
+        model(torch.ones(1, 2)).sum()
+
+    interrupt_everywhere(lambda: dg.live(model), body, model, then)
+
+
+def module_tags(model):
+    with dg.track_modules(model):
+        out = model(torch.ones(1, 2)).sum()
+    return sorted((n.name, n.module) for n in dg.draw(out, params=model).nodes)
+
+
+def test_an_interrupt_anywhere_in_track_modules_leaves_nothing_behind():
+    model = tiny()
+    expected = module_tags(model)
+    assert ("AddmmBackward0", "0") in expected
+
+    def then():
+        assert module_tags(model) == expected
+        custom_function_works()
+
+    interrupt_everywhere(lambda: dg.track_modules(model), lambda m: m(torch.ones(1, 2)), model, then)
+
+
+def test_an_interrupt_anywhere_in_trace_backward_leaves_no_hook_that_fires(monkeypatch):
+    model = tiny()
+    loss = model(torch.ones(1, 2)).sum()
+    fired = []
+    hook = backward_module._hook
+
+    def counted(*args):  # every hook trace_backward adds, counted as it fires
+        inner = hook(*args)
+
+        def run(grad_inputs, grad_outputs):
+            fired.append(1)
+            return inner(grad_inputs, grad_outputs)
+        return run
+
+    monkeypatch.setattr(backward_module, "_hook", counted)
+
+    def traced_backward():
+        with dg.trace_backward(loss, params=model) as bt:
+            loss.backward(retain_graph=True)
+        return bt.order, bt.edge_norms
+
+    expected = traced_backward()
+    assert expected[0] and expected[1]
+
+    def then():
+        fired.clear()
+        loss.backward(retain_graph=True)  # no hook of an interrupted block may still run
+        assert fired == []
+        assert traced_backward() == expected
+        custom_function_works()
+
+    interrupt_everywhere(lambda: dg.trace_backward(loss, params=model),
+                         lambda bt: loss.backward(retain_graph=True), model, then)
+
+
+@pytest.mark.parametrize("phase", ["entry", "exit"])
+def test_the_injection_reaches_the_patch(phase):
+    """The tracer does interrupt live() where it patches torch (else the test above
+    could pass without ever landing there)."""
+    model = tiny()
+    action = phases(lambda: dg.live(model), lambda rec: None)[phase]
+    landed = set()
+    n = 0
+    while (where := traced(n := n + 1, action)) is not None:
+        landed.add(where.split(":")[0])
+    assert "_patch.py" in landed and "live.py" in landed
