@@ -500,13 +500,15 @@ def checkpoint_inputs(packed: object, unpack_hook: Any) -> list | None:
 
 
 def storage_of(tensor: torch.Tensor) -> tuple[tuple[str, int], int]:
-    """``((device, data pointer), bytes)`` of the storage under ``tensor`` (a view shares
-    its base's), read without touching the data; tensors without one storage (sparse,
-    nested) are keyed by identity and weigh their elements."""
+    """``((device, key), bytes)`` of the storage under ``tensor`` (a view shares its
+    base's), read without touching the data. The key is the data pointer, or for a
+    storage at data pointer 0 (meta, empty) the storage object's own address
+    (``_cdata``), so that such storages are never merged. A tensor without a readable
+    storage is keyed by identity and weighs its elements."""
     try:
         storage = tensor.untyped_storage()
-        return (str(tensor.device), storage.data_ptr()), storage.nbytes()
-    except (RuntimeError, NotImplementedError, TypeError):
+        return (str(tensor.device), storage.data_ptr() or storage._cdata), storage.nbytes()
+    except (RuntimeError, NotImplementedError, TypeError, AttributeError):
         return (str(tensor.device), -id(tensor)), tensor.numel() * tensor.element_size()
 
 

@@ -305,11 +305,7 @@ def storages_of(tensor: torch.Tensor, depth: int = 0) -> list[tuple[StorageKey, 
     if flatten is not None and depth < 8:  # a wrapper subclass: what it wraps
         inner = [getattr(tensor, name, None) for name in flatten()[0]]
         return [s for t in inner if isinstance(t, torch.Tensor) for s in storages_of(t, depth + 1)]
-    try:
-        storage = tensor.untyped_storage()
-        return [((str(tensor.device), storage.data_ptr() or storage._cdata), storage.nbytes())]
-    except (RuntimeError, NotImplementedError, TypeError, AttributeError):
-        return [((str(tensor.device), -id(tensor)), tensor.numel() * tensor.element_size())]
+    return [_torch.storage_of(tensor)]
 
 
 def _is_leaf(fn: object, name: str, tensor: torch.Tensor) -> bool:

@@ -18,24 +18,14 @@ from torch.autograd.function import Function
 
 import dynagraph as dg
 
+from _helpers import Square
+
 PACKAGE = os.path.dirname(dg.__file__) + os.sep
 backward_module = importlib.import_module("dynagraph.backward")
 GLOBAL_HOOKS = ("_global_forward_pre_hooks", "_global_forward_hooks", "_global_forward_hooks_always_called",
                 "_global_backward_pre_hooks", "_global_backward_hooks")
 MODEL_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_forward_hooks_always_called",
                "_backward_pre_hooks", "_backward_hooks")
-
-
-class Square(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return 2 * x * grad
 
 
 class Squares(nn.Module):

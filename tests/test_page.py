@@ -307,6 +307,19 @@ def test_failing_renderer_message_is_bounded(fresh_renderer, tmp_path):
     assert len(str(info.value)) < 2100
 
 
+def page_file(path, *outputs: str):
+    """``path`` written as an HTML page holding ``outputs``, one after the other."""
+    path.write_text("<!doctype html><html><head><meta charset='utf-8'></head><body>"
+                    + "".join(outputs) + "</body></html>")
+    return path
+
+
+def step_to(page, k: int) -> None:
+    """Move the page's (first) stepper slider to step index ``k``, as a drag would."""
+    page.evaluate("k => { const s = document.querySelector('input[type=range]'); s.value = k;"
+                  " s.dispatchEvent(new Event('input')); }", k)
+
+
 @pytest.mark.browser
 def test_outputs_sharing_a_page_each_step_on_their_own(tmp_path):
     from _chromium import Watch, check_stepper, chromium
@@ -315,10 +328,8 @@ def test_outputs_sharing_a_page_each_step_on_their_own(tmp_path):
     with dg.live() as other:
         torch.tanh(x * 2).sum()
     html = rec._repr_mimebundle_()["text/html"]
-    path = tmp_path / "page.html"
-    path.write_text("<!doctype html><html><head><meta charset='utf-8'></head><body>"
-                    + html + html + other._repr_mimebundle_()["text/html"]
-                    + dg.draw((x * 3).sum())._repr_html_() + "</body></html>")
+    path = page_file(tmp_path / "page.html", html, html, other._repr_mimebundle_()["text/html"],
+                     dg.draw((x * 3).sum())._repr_html_())
     with chromium() as browser:
         watch = Watch(browser)
         page = watch.new_page()
@@ -356,15 +367,12 @@ def test_rolled_stepper_counts_iterations_in_the_page(lstm200, tmp_path):
     rec = lstm200["live"]
     data = page_data(rec._repr_mimebundle_()["text/html"])
     middle = next(i for i, k in enumerate(data["k"]) if k == 137)  # a step of iteration 138
-    path = tmp_path / "rolled.html"
-    path.write_text("<!doctype html><html><head><meta charset='utf-8'></head><body>"
-                    + rec._repr_mimebundle_()["text/html"] + "</body></html>")
+    path = page_file(tmp_path / "rolled.html", rec._repr_mimebundle_()["text/html"])
     with chromium() as browser:
         watch = Watch(browser)
         page = watch.new_page()
         page.goto(path.as_uri())
-        page.evaluate("k => { const s = document.querySelector('input[type=range]'); s.value = k;"
-                      " s.dispatchEvent(new Event('input')); }", middle)
+        step_to(page, middle)
         info = page.locator(".dg-info").text_content()
         lit = page.locator("g.node.dg-lit").count()
         watch.close()
@@ -421,9 +429,7 @@ def test_the_script_builds_the_controls_removes_the_hint_and_numbers_steps_acros
     from _chromium import Watch, chromium
     monkeypatch.setattr(_page, "MAX_STEPS", 10)
     rec = _long_recording(50)
-    path = tmp_path / "gap.html"
-    path.write_text("<!doctype html><html><head><meta charset='utf-8'></head><body>"
-                    + rec._repr_mimebundle_()["text/html"] + "</body></html>")
+    path = page_file(tmp_path / "gap.html", rec._repr_mimebundle_()["text/html"])
     with chromium() as browser:
         watch = Watch(browser)
         page = watch.new_page()
@@ -432,8 +438,7 @@ def test_the_script_builds_the_controls_removes_the_hint_and_numbers_steps_acros
         acts = page.evaluate("() => [...document.querySelectorAll('button[data-act]')].map(b => b.dataset.act)")
         infos = []
         for k in (4, 5, 9):
-            page.evaluate("k => { const s = document.querySelector('input[type=range]'); s.value = k;"
-                          " s.dispatchEvent(new Event('input')); }", k)
+            step_to(page, k)
             infos.append(page.locator(".dg-info").text_content())
         watch.close()
     assert hints == 0
