@@ -21,6 +21,10 @@
 # Last, the cost of ``dg.live(view=True)``: a 600-step LSTMCell forward loop plain, inside
 # ``dg.live(cell)`` and inside ``dg.live(cell, view=True)`` under an IPython shell whose
 # display output is captured (the view only draws in IPython), interleaved, median of 3.
+#
+# Then long recordings: a ``dg.live(memory=True)`` recording of a loop of 80,000 and
+# 300,000 small ops (``y = y * 1.0``), displayed in a child like the views; each must stay
+# under the same time and size targets (the stepper keeps the first and last steps).
 
 from __future__ import annotations
 
@@ -553,6 +557,39 @@ def overhead_lines(steps: int, result: dict) -> tuple[list[str], bool]:
 
 # -- main ----------------------------------------------------------------------------------
 
+LONG_STEPS = (80_000, 300_000)  # steps of the long recordings (``--quick``: 2,000)
+
+
+def long_recording_display(steps: int) -> dict:
+    """Seconds and KB to display a ``live(memory=True)`` recording of ``steps`` small ops
+    (recording it is not timed)."""
+    x = torch.ones(1, requires_grad=True)
+    with dg.live(memory=True) as rec:
+        y = x
+        for _ in range(steps):
+            y = y * 1.0
+    rec.steps  # noqa: B018 - the walk that a read triggers is recording, not display
+    start = time.perf_counter()
+    bundle = rec._repr_mimebundle_()
+    return {"s": time.perf_counter() - start, "kb": len(json.dumps(bundle).encode()) / 1e3}
+
+
+def long_lines(results: dict) -> tuple[list[str], bool]:
+    """Markdown rows for the long recordings, and whether all met the targets."""
+    lines = ["| recording | display | size | verdict |", "|---|---:|---:|---|"]
+    passed = True
+    for steps, result in results.items():
+        if not isinstance(result, dict):
+            lines.append(f"| {steps:,} steps | {result} | - | FAIL |")
+            passed = False
+            continue
+        ok = result["s"] <= TIME_TARGET and result["kb"] <= SIZE_TARGET
+        passed = passed and ok
+        lines.append(f"| {steps:,} steps | {seconds_text(result['s'])} | {result['kb']:.0f} KB | "
+                     f"{'PASS' if ok else 'FAIL'} (<= {TIME_TARGET:g} s, <= {SIZE_TARGET:g} KB) |")
+    return lines, passed
+
+
 def version(dist: str) -> str | None:
     try:
         return importlib.metadata.version(dist)
@@ -639,10 +676,15 @@ def main(argv=None) -> dict:
     overhead = view_overhead(args.loop_steps, args.timeout, 1 if args.quick else 3)
     lines, view_passed = overhead_lines(args.loop_steps, overhead)
     print("\n".join(lines))
+    long = {n: measure(long_recording_display, (n,), args.timeout, args.repeats)
+            for n in ((2_000,) if args.quick else LONG_STEPS)}
+    lines, long_passed = long_lines(long)
+    print("\n" + "\n".join(lines))
     passed = sum(verdict(r) == "PASS" for r in ours)
     print(f"\nviews: {passed} PASS, {len(ours) - passed} FAIL; live(view=True): "
-          f"{'PASS' if view_passed else 'FAIL'}; total {time.perf_counter() - start:.0f} s")
-    return {"views": ours, "overhead": overhead}
+          f"{'PASS' if view_passed else 'FAIL'}; long recordings: {'PASS' if long_passed else 'FAIL'}; "
+          f"total {time.perf_counter() - start:.0f} s")
+    return {"views": ours, "overhead": overhead, "long": long}
 
 
 if __name__ == "__main__":

@@ -35,7 +35,22 @@ T = TypeVar("T")
 _RENAME = {"rmul": "mul", "radd": "add"}  # 2 * x is a mul, as the node says
 
 
+_NAMES: dict[object, str] = {}  # func -> its op name: a loop calls the same few funcs
+
+
 def _op_name(func: object) -> str:
+    try:
+        name = _NAMES.get(func)
+    except TypeError:  # an unhashable callable
+        return _name_of(func)
+    if name is None:
+        if len(_NAMES) >= 4096:  # (functions made on the fly: keep it small)
+            _NAMES.clear()
+        name = _NAMES[func] = _name_of(func)
+    return name
+
+
+def _name_of(func: object) -> str:
     name = getattr(func, "__name__", None) or str(func)
     if name == "__get__":  # a property read (x.T, x.grad): name the property
         name = getattr(getattr(func, "__self__", None), "__name__", name)
@@ -48,6 +63,9 @@ def _op_name(func: object) -> str:
 _NOT_TENSORS = (bool, int, float, complex, str, torch.Size, torch.dtype, torch.device)
 
 
+_is_compiling = torch.compiler.is_compiling  # asked once per op
+
+
 class _Mode(TorchFunctionMode):
     """One per thread with open blocks: hands each user-level tensor op to that
     thread's recordings (nested calls inside an op are not re-seen)."""
@@ -55,7 +73,7 @@ class _Mode(TorchFunctionMode):
     def __torch_function__(self, func: Callable[..., Any], types: Collection[type], args: Sequence[Any] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
-        if torch.compiler.is_compiling():  # dynamo traces this: the graph gets the op alone
+        if _is_compiling():  # dynamo traces this: the graph gets the op alone
             return func(*args, **kwargs)
         out = func(*args, **kwargs)
         if isinstance(out, _NOT_TENSORS):  # x.dim(), x.shape, x.item(): no step, so no bookkeeping

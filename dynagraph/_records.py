@@ -15,7 +15,7 @@ def owner(name: str) -> str | None:
     return name.rpartition(".")[0] or None
 
 
-@dataclass(kw_only=True)  # many fields: name each one where a record is made
+@dataclass(kw_only=True, slots=True)  # many fields: name each one; slots: one record per autograd node
 class Node:
     """One node of a captured graph, holding no reference to torch objects.
 

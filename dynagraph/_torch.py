@@ -46,6 +46,7 @@ __all__ = [
     "saved_values",
     "sequence_nr",
     "shape_of",
+    "shapes_of",
     "storage_of",
 ]
 
@@ -143,10 +144,11 @@ def output_meta(fn: GradFn) -> tuple[tuple[int, ...] | None, torch.dtype, torch.
         return None
     if not meta:
         return None
+    first = meta[0]
     try:
-        return tuple(meta[0].shape), meta[0].dtype, meta[0].device
+        return tuple(first.shape), first.dtype, first.device
     except RuntimeError:  # a nested tensor's output has no single shape
-        return None, meta[0].dtype, meta[0].device
+        return None, first.dtype, first.device
 
 
 def shape_of(tensor: torch.Tensor) -> tuple[int, ...] | None:
@@ -155,6 +157,14 @@ def shape_of(tensor: torch.Tensor) -> tuple[int, ...] | None:
         return tuple(tensor.shape)
     except RuntimeError:  # NestedTensorImpl doesn't support sizes
         return None
+
+
+def shapes_of(tensors: list[torch.Tensor]) -> list[tuple[int, ...] | None]:
+    """:func:`shape_of` of each tensor (one ``try`` for the list: this runs once per op)."""
+    try:
+        return [tuple(t.shape) for t in tensors]
+    except RuntimeError:  # a nested tensor among them
+        return [shape_of(t) for t in tensors]
 
 
 def sequence_nr(fn: GradFn) -> int | None:

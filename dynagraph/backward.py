@@ -175,9 +175,8 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
     input came from, or ``None``. Autograd runs one node at a time per device, so
     post-hooks fire in the order the nodes ran.
     """
-    sent = [(s[0], nid) if s is not None else None for s in slots]  # the edge of each input
-    real = [e for e in sent if e is not None] if len(sent) > 1 else sent
-    shared = len(real) > 1 and len(set(real)) < len(real)
+    sent = [(k, (s[0], nid)) for k, s in enumerate(slots) if s is not None]  # (input number, its edge)
+    shared = len(sent) > 1 and len({edge for _, edge in sent}) < len(sent)
     out_edge = (nid, output_id) if output_id is not None else None
 
     def hook(grad_inputs: _Grads, grad_outputs: _Grads) -> None:
@@ -190,15 +189,16 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
                 return
             last: torch.Tensor | None = None  # an add sends one tensor to both inputs: one norm
             norm: torch.Tensor | str = ""
-            for edge, grad in zip(sent, grad_inputs):
-                if edge is not None and grad is not None:
+            for k, edge in sent:
+                grad = grad_inputs[k]
+                if grad is not None:
                     if grad is not last:
                         last, norm = grad, norm_of(grad)
                     pending.append((edge, norm))
         except Exception as e:  # noqa: BLE001 - never abort the user's backward()
             note = f"no norm: {type(e).__name__}: {str(e)[:120]}"
-            pending.extend((edge, note) for edge in [e for e in sent if e is not None] +
-                           ([out_edge] if out_edge else []))
+            edges = [edge for _, edge in sent] + ([out_edge] if out_edge else [])
+            pending.extend((edge, note) for edge in edges)
     return hook
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -175,19 +174,24 @@ def _meta_of(tensor: torch.Tensor) -> dict[str, Any]:
     return {"shape": _torch.shape_of(tensor), "dtype": _text(tensor.dtype), "device": _text(tensor.device)}
 
 
-def _output_meta(fn: _torch.GradFn) -> dict[str, Any]:
-    """``shape``, ``dtype`` and ``device`` of the node's first forward output (``None``
-    each if unknown), as :class:`Node` fields."""
+def _output_meta(fn: _torch.GradFn) -> tuple[tuple[int, ...] | None, str | None, str | None]:
+    """``(shape, dtype, device)`` of the node's first forward output (``None`` each if
+    unknown), as :class:`Node` fields (a tuple: this runs once per node)."""
     meta = _torch.output_meta(fn)
     if meta is None:
-        return {}
-    return {"shape": meta[0], "dtype": _text(meta[1]), "device": _text(meta[2])}
+        return None, None, None
+    return meta[0], _text(meta[1]), _text(meta[2])
 
 
-@functools.cache  # few distinct dtypes and devices, asked for per node
+_TEXTS: dict[torch.dtype | torch.device, str] = {}  # few distinct dtypes and devices, asked for per node
+
+
 def _text(dtype_or_device: torch.dtype | torch.device) -> str:
     """``float32`` for ``torch.float32``, ``cuda:0`` for a device."""
-    return str(dtype_or_device).removeprefix("torch.")
+    text = _TEXTS.get(dtype_or_device)
+    if text is None:
+        text = _TEXTS[dtype_or_device] = str(dtype_or_device).removeprefix("torch.")
+    return text
 
 
 _KINDS: dict[type, tuple[str, str, str]] = {}  # node class -> (name, kind, label), where fixed
@@ -225,7 +229,8 @@ def record(fn: _torch.GradFn, nid: int, param_names: Mapping[int, str], show_sav
     seq = _torch.sequence_nr(fn)
     if seq is None:  # no creation counter: discovery order (found later, made earlier)
         seq = -nid
-    node = Node(id=nid, name=name, kind=kind, label=label, seq=seq, **_output_meta(fn))
+    shape, dtype, device = _output_meta(fn)
+    node = Node(id=nid, name=name, kind=kind, label=label, seq=seq, shape=shape, dtype=dtype, device=device)
     if tags and _tags.active():
         node.module = _tags.module_of(fn)
     if show_saved:

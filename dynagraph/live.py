@@ -29,7 +29,7 @@ _ROOTS = 64  # weak references kept to the newest steps' outputs (a deep graph's
 REPR_STEPS = 30  # steps listed by repr(); longer recordings show the first and last ones
 
 
-@dataclass
+@dataclass(slots=True)  # one per recorded op
 class Step:
     """One recorded operation.
 
@@ -205,7 +205,7 @@ class Recording:
               frame: FrameType | None, inplace_target: torch.Tensor | None = None) -> None:
         """Op ``op`` ran at ``frame`` and returned ``out``: note it as a step (an in-place
         op's ``inplace_target`` is among its outputs). (For dynagraph's torch patching.)"""
-        outs = tensors_in(out, [])
+        outs = [out] if isinstance(out, torch.Tensor) else tensors_in(out, [])
         if inplace_target is not None and not any(t is inplace_target for t in outs):
             outs.append(inplace_target)  # setitem returns None; mul_ returns its target
         if _torch.compiled_graph_frame(frame):
@@ -213,7 +213,15 @@ class Recording:
             return
         self._graph_frame = None
         if outs:
-            self._add_step(op, frame, tensors_in(kwargs, tensors_in(args, [])), outs)
+            ins: list[torch.Tensor] = []
+            for arg in args:  # (most arguments are tensors or numbers: no call for them)
+                if isinstance(arg, torch.Tensor):
+                    ins.append(arg)
+                elif isinstance(arg, (tuple, list, dict)):
+                    tensors_in(arg, ins)
+            if kwargs:
+                tensors_in(kwargs, ins)
+            self._add_step(op, frame, ins, outs)
 
     def _on_compiled_op(self, frame: FrameType, outs: list[torch.Tensor]) -> None:
         """An op of a compiled graph: all of one call's ops are one step."""
@@ -224,7 +232,7 @@ class Recording:
             self._add_step("compiled", _source.caller_of_graph(frame), ins, outs)
             return
         step = self._steps[-1]
-        step.outputs = [_torch.shape_of(t) for t in outs]
+        step.outputs = _torch.shapes_of(outs)
         fns = self._made(outs)
         if fns:
             step.note = ""
@@ -258,8 +266,7 @@ class Recording:
         where, code = described
         module = self._modules[-1] if self._modules else None
         fns = self._made(outs)
-        step = Step(len(self._steps), op, where, code, module,
-                    [_torch.shape_of(t) for t in ins], [_torch.shape_of(t) for t in outs],
+        step = Step(len(self._steps), op, where, code, module, _torch.shapes_of(ins), _torch.shapes_of(outs),
                     [], "" if fns else _why_no_node(ins, outs))
         self._steps.append(step)
         if fns:
@@ -282,55 +289,54 @@ class Recording:
             todo.pop()
 
     def _credit(self, todo: list[tuple[Step, list]]) -> None:
-        """Give each step of ``todo`` the new nodes its outputs lead to (see :meth:`_flush`)."""
-        for step, fns in todo:
-            new = self._tag(fns, step.module)
-            if new:
-                step.nodes = sorted(step.nodes + new) if step.nodes else new
-                step.note = ""
-            elif not step.nodes and not step.note:
-                step.note = "no new node"
-
-    def _tag(self, fns: list[_torch.GradFn], module: str | None) -> list[int]:
-        """Record the autograd nodes not seen before that lead to ``fns``."""
-        key, nodes = self._key, self._nodes
-        new: list[int] = []
+        """Give each step of ``todo`` the new nodes its outputs lead to (see :meth:`_flush`):
+        one walk per step, in step order, with one ``enter`` for them all (a loop of
+        small ops makes thousands of steps between two reads)."""
+        key, nodes, held, edges = self._key, self._nodes, self._held, self._edges
+        params, start, measured = self._param_names, self._start, self.memory
+        named = bool(self._module_names)
+        metadata, module_key = _torch.metadata, _tags.KEY
+        new: list[int] = []  # the current step's new node ids
         pending: list[tuple[_torch.GradFn, int]] = []  # (input, id of the node it feeds)
-        params, start = self._param_names, self._start
-        named = module is not None and bool(self._module_names)
-        ids: dict = {}  # node -> id for the nodes met in this walk
+        module: str | None = None  # the current step's module
 
         def enter(fn: _torch.GradFn) -> bool:
-            meta = _torch.metadata(fn)
-            nid = meta.get(key)
-            if nid is not None:  # recorded by an earlier step: its inputs too
-                ids[fn] = nid
+            meta = metadata(fn)
+            if key in meta:  # recorded by an earlier step: its inputs too
                 return False
-            nid = len(nodes)
-            ids[fn] = meta[key] = nid
+            nid = meta[key] = len(nodes)
             node = record(fn, nid, params, tags=False)  # we set the module
-            if self.memory is not None:  # measured now: backward() may free them before long
-                memory.measure_into(self.memory, nid, node.name, fn)
+            if measured is not None:  # measured now: backward() may free them before long
+                memory.measure_into(measured, nid, node.name, fn)
             nodes.append(node)
-            self._held.append(fn)
-            if node.seq is not None and start is not None and node.seq < start:
+            held.append(fn)
+            seq = node.seq
+            if seq is not None and start is not None and seq < start:
                 node.label += "\n(before live)"  # built before the block: drawn, not credited
                 return False
             new.append(nid)
             if node.kind == "parameter":
                 node.module = owner(node.label)
-            elif named:
+            elif named and module is not None:
                 node.module = module
-                meta.setdefault(_tags.KEY, module)
-            pending.extend((child, nid) for child, _ in fn.next_functions if child is not None)
+                meta.setdefault(module_key, module)
+            for child, _ in fn.next_functions:
+                if child is not None:
+                    pending.append((child, nid))
             return True
 
-        reach(fns, enter)
-        edges = self._edges
-        for child, nid in pending:
-            edges.append((ids[child], nid))
-        new.sort()
-        return new
+        for step, fns in todo:
+            module = step.module
+            reach(fns, enter)
+            if new:
+                new.sort()
+                step.nodes = sorted(step.nodes + new) if step.nodes else new
+                step.note = ""
+                new = []
+            elif not step.nodes and not step.note:
+                step.note = "no new node"
+        for child, nid in pending:  # every input is recorded by now, by this walk or an earlier one
+            edges.append((metadata(child)[key], nid))
 
     def _finish(self) -> None:
         """The block ended: walk what is left, let the graph go, and if it is deep

@@ -78,6 +78,9 @@ def stack_on_host(values: list[torch.Tensor]) -> list[Any]:
 
 
 _HALF = (torch.float16, torch.bfloat16)  # summed in float32: the square of 256 overflows fp16
+_PLAIN = (torch.float32, torch.float64)
+_STRIDED = torch.strided
+_vector_norm = torch.linalg.vector_norm
 _COMPRESSED = (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
 META_NOTE = ("on the meta device: it has a shape but no values to take a norm of "
              "(materialise the model, e.g. model.to_empty(device='cpu'), load weights, then run backward)")
@@ -108,10 +111,12 @@ def norm_of(g: torch.Tensor) -> torch.Tensor | str:
     Never raises: it runs inside autograd hooks, where an exception would abort the
     user's ``backward()``.
     """
-    if g.is_meta:
-        return META_NOTE
     try:
-        if g.layout == torch.strided and not g.is_nested and g.dtype not in _HALF:  # the usual case
+        if g.layout is _STRIDED and g.dtype in _PLAIN and not (g.is_nested or g.is_meta or g.requires_grad):
+            return _vector_norm(g)  # the usual case: a plain gradient (this runs once per gradient)
+        if g.is_meta:
+            return META_NOTE
+        if g.layout == torch.strided and not g.is_nested and g.dtype not in _HALF:
             return torch.linalg.vector_norm(g.detach() if g.requires_grad else g)
         flat = _flat(g.detach())
         return torch.linalg.vector_norm(flat, dtype=torch.float32 if flat.dtype in _HALF else None)

@@ -84,6 +84,21 @@ def test_views_quick_run_prints_both_tables(views, capsys):
     assert set(result["overhead"]) == set(views.LOOP_VARIANTS)
     assert "whole `with` block timed (final redraw included)" in out
     assert "target <= 1.5x the live loop" in out and "live(view=True): " in out.splitlines()[-1]
+    # the long recording (2,000 steps with --quick): timed, sized, judged
+    assert set(result["long"]) == {2_000} and result["long"][2_000]["kb"] > 0
+    assert any(line.startswith("| 2,000 steps | ") and "(<= 2 s, <= 300 KB)" in line for line in rows)
+    assert "long recordings: " in out.splitlines()[-1]
+
+
+def test_long_lines_fail_a_recording_over_either_target(views):
+    lines, passed = views.long_lines({80_000: {"s": 1.0, "kb": 200.0}})
+    assert passed and "PASS" in lines[-1]
+    lines, passed = views.long_lines({80_000: {"s": 1.0, "kb": 301.0}})
+    assert not passed and "FAIL" in lines[-1]
+    lines, passed = views.long_lines({300_000: {"s": 2.5, "kb": 100.0}, 80_000: {"s": 1.0, "kb": 1.0}})
+    assert not passed and "| 300,000 steps | 2.50 | 100 KB | FAIL" in lines[2]
+    lines, passed = views.long_lines({80_000: "> 30 s"})
+    assert not passed and lines[-1] == "| 80,000 steps | > 30 s | - | FAIL |"
 
 
 @pytest.mark.parametrize("own_session", [False, True])  # dynagraph's renderer runs in its own

@@ -618,13 +618,13 @@ def test_a_step_in_a_jupyter_cell_names_the_cell_by_its_first_line():
 def test_a_failing_walk_at_the_end_still_lets_everything_go(monkeypatch):
     """The nodes are walked when the block ends: if that walk fails, the error is
     raised, and the recording still holds no node or tensor, and torch is restored."""
-    def broken(self, fns, module):
+    def broken(self, todo):
         raise RuntimeError("walk failed")
 
     x = torch.ones(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="walk failed"):
         with dg.live(params={"x": x}) as rec:
-            monkeypatch.setattr(live_module.Recording, "_tag", broken)
+            monkeypatch.setattr(live_module.Recording, "_credit", broken)
             y = (x * 2).sum()
     monkeypatch.undo()
     assert rec._todo == [] and rec._held == [] and rec._roots == []
