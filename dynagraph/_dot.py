@@ -228,18 +228,16 @@ def _places(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], blocks: Seq
             split_leaves: int | None) -> tuple[list[_Place], dict[tuple[int, int], str]]:
     """Where each drawn node goes: ``[((block, module), node, DOT name)]`` and the
     DOT name of each copy of a split leaf, by ``(leaf, consumer)``."""
-    consumers: dict[int, list[int]] = {}
+    consumers: dict[int, dict[int, None]] = {}  # producer -> its consumers, in edge order, once each
     for src, dst in edges:
-        users = consumers.setdefault(src, [])
-        if dst not in users:
-            users.append(dst)
+        consumers.setdefault(src, {})[dst] = None  # (a dict: a weight a 500-step loop reads has 500)
     by_id = {node.id: node for node in nodes}
     in_block = {nid: k for k, block in enumerate(blocks) for nid in block.nodes}
     places: list[_Place]
     copies: dict[tuple[int, int], str]
     places, copies = [], {}
     for node in nodes:
-        users = consumers.get(node.id, [])
+        users = consumers.get(node.id, {})
         if split_leaves is not None and node.kind in ("parameter", "input") and len(users) > split_leaves:
             for k, user in enumerate(users):
                 name = copies[(node.id, user)] = f"n{node.id}_{k}"

@@ -12,7 +12,7 @@ from html import escape
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from . import _dot, _picture, memory, render
+from . import _dot, _patch, _picture, memory, render
 from ._dot import Overlay, StepText
 from ._records import Node
 
@@ -41,7 +41,10 @@ def bundle(graph: Graph, text: str, overlay: Overlay | None = None, *, caption: 
     is an ``<img>`` (shows in untrusted notebooks and without JavaScript) that the
     page's script upgrades in place to inline SVG with zoom, hover and a stepper.
     """
-    overlay = overlay or Overlay()
+    return _patch.paused_gc(_bundle, graph, text, overlay or Overlay(), caption)
+
+
+def _bundle(graph: Graph, text: str, overlay: Overlay, caption: str) -> dict[str, str]:
     html, drawn = _html(graph, overlay, text, caption)
     if len(html) > MAX_BYTES:  # rare: a big graph with no repeats; fold more, once
         budget = max(2, int(drawn * MAX_BYTES / len(html) * 0.8))

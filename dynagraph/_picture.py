@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import _dot, _roll, memory
+from . import _dot, _patch, _roll, memory
 from ._dot import Overlay
 from ._records import Node
 
@@ -101,6 +101,10 @@ def drawing(graph: Graph, overlay: Overlay | None = None, *,
 
     Saved bytes are drawn on nodes and title when ``graph`` was drawn with ``memory=True``.
     """
+    return _patch.paused_gc(_drawing, graph, overlay, full)  # one record per node: see paused_gc
+
+
+def _drawing(graph: Graph, overlay: Overlay | None, full: bool) -> tuple[Picture, str, Series]:
     pic = picture(graph, roll=False if full else graph.roll, max_nodes=None if full else graph.max_nodes)
     drawn, series = _mapped(pic, overlay or Overlay())
     g = pic.graph

@@ -132,22 +132,28 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
     handles: list[RemovableHandle] = []
     try:
         try:
-            for nid, fn in enumerate(fns):
-                if fn is not None:  # each handle noted as it is made: no interrupt falls between
-                    handles.append(fn.register_hook(_hook(nid, slots[nid], roots_of.get(nid), trace.order,
-                                                          pending)))
-            del fn, slots  # the hooks hold the graph only until removed
+            _patch.paused_gc(_add_hooks, fns, slots, roots_of, trace.order, pending, handles)
+            del slots  # the hooks hold the graph only until removed
             yield trace
         finally:
             _patch.remove_hooks(handles)
     finally:
         _patch.remove_hooks(handles)  # again: it finishes a first run that an interrupt cut short
         fns.clear()
-        _read(pending, trace)
+        _patch.paused_gc(_read, pending, trace)
     if not trace.order:  # the block finished without running any hooked node
         warnings.warn("trace_backward: no backward ran inside the block (0 node runs); call "
                       "loss.backward() inside the `with` block, on the tensor you passed as roots",
                       stacklevel=3)
+
+
+def _add_hooks(fns: list, slots: dict[int, list], roots_of: dict[int, int], order: list[int],
+               pending: _Norms, handles: list[RemovableHandle]) -> None:
+    """Hook each node of ``fns``, noting each handle in ``handles`` as it is made (no
+    interrupt falls between the two)."""
+    for nid, fn in enumerate(fns):
+        if fn is not None:
+            handles.append(fn.register_hook(_hook(nid, slots[nid], roots_of.get(nid), order, pending)))
 
 
 def _read(pending: _Norms, trace: BackwardTrace) -> None:

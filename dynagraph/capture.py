@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import _tags, _torch
+from . import _patch, _tags, _torch
 from ._records import Node, owner
 from ._walk import reach
 
@@ -61,6 +61,13 @@ def walk(roots: list[tuple[str, torch.Tensor]], param_names: Mapping[int, str], 
     input needs no gradient. ``on_record(node, fn)`` is called as each op or leaf
     record is made (the memory measure, in the same pass).
     """
+    return _patch.paused_gc(_walk, roots, param_names, show_saved, slots, on_record)
+
+
+def _walk(roots: list[tuple[str, torch.Tensor]], param_names: Mapping[int, str], show_saved: bool,
+          slots: dict[int, list[tuple[int, int] | None]] | None,
+          on_record: Callable[[Node, _torch.GradFn], None] | None,
+          ) -> tuple[list[Node], list[tuple[int, int]], list[_torch.GradFn | None]]:
     nodes: list[Node] = []
     edges: list[tuple[int, int]] = []
     fns: list[_torch.GradFn | None] = []

@@ -284,7 +284,8 @@ class Recording:
         if not self._todo:
             return
         todo, self._todo = self._todo, []
-        _patch.guarded(_torch.no_torch_function(), self._credit, todo)  # no mode or subclass sees it
+        # no mode or subclass sees it, and no garbage collection runs among its records
+        _patch.paused_gc(_patch.guarded, _torch.no_torch_function(), self._credit, todo)
         while todo:  # newest first, so no long chain is freed in one recursive go
             todo.pop()
 

@@ -1,6 +1,7 @@
 """benchmarks/bench_draw.py and bench_views.py run end to end on tiny models (no timing assertions)."""
 
 import subprocess
+import sys
 import time
 
 import pytest
@@ -35,13 +36,27 @@ def test_row_on_tiny_mlp(bench, exe):
     assert result["model"] == "MLP depth 2"
     assert result["nodes"] == 11
     for key in ("fwd_bwd", "tv_build", "dg_build", "ratio", "dg_layout",
-                "dg_full_layout", "tv_layout"):
+                "dg_full_layout", "tv_layout", "tv_dot", "dg_full_dot", "dot_ratio"):
         assert isinstance(result[key], float) and result[key] > 0, (key, result[key])
     line = bench.table_line(result)
     assert line.startswith("| MLP depth 2 | 11 |")
     assert line.count("|") == bench.table_header().splitlines()[0].count("|")
     assert [passed for _, passed, _ in bench.verdicts([result])] == [
-        result["dg_build"] <= result["tv_build"], result["dg_layout"] <= bench.LAYOUT_TARGET]
+        result["dg_build"] <= result["tv_build"], result["dg_layout"] <= bench.LAYOUT_TARGET,
+        result["dg_full_dot"] <= result["tv_dot"]]
+
+
+def test_deep_runs_what_the_default_stack_cannot_and_restores_the_limit(bench):
+    def chain(n):
+        return 0 if n == 0 else 1 + chain(n - 1)
+
+    limit = sys.getrecursionlimit()
+    with pytest.raises(RecursionError):
+        chain(50_000)
+    assert bench.deep(lambda: chain(50_000)) == 50_000
+    assert sys.getrecursionlimit() == limit
+    with pytest.raises(ZeroDivisionError):  # an error in the thread reaches the caller
+        bench.deep(lambda: 1 / 0)
 
 
 def test_failures_print_as_text(bench):

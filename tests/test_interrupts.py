@@ -7,6 +7,7 @@ no torch function mode is left, torch function and grad mode are as they were, a
 the next block records as a clean one does.
 """
 
+import gc
 import importlib
 import os
 import sys
@@ -85,6 +86,7 @@ def torch_state(model):
             "modes": torch.overrides._get_current_function_mode_stack(),
             "torch function on": torch._C._is_torch_function_enabled(),
             "grad on": torch.is_grad_enabled(), "inference mode": torch.is_inference_mode_enabled(),
+            "garbage collector on": gc.isenabled(),  # paused while dynagraph walks
             "global hooks": [list(getattr(m, name)) for name in GLOBAL_HOOKS],
             "model hooks": [list(getattr(mod, name)) for mod in model.modules() for name in MODEL_HOOKS]}
 
@@ -225,3 +227,28 @@ def test_the_injection_reaches_the_patch(phase):
     while (where := traced(n := n + 1, action)) is not None:
         landed.add(where.split(":")[0])
     assert "_patch.py" in landed and "live.py" in landed
+
+
+def test_paused_gc_pauses_the_collector_and_puts_it_back_as_it_found_it():
+    from dynagraph import _patch
+    assert gc.isenabled()
+    assert _patch.paused_gc(gc.isenabled) is False
+    assert gc.isenabled()
+    with pytest.raises(ZeroDivisionError):
+        _patch.paused_gc(lambda: 1 / 0)
+    assert gc.isenabled()  # on again after an error
+    assert _patch.paused_gc(_patch.paused_gc, gc.isenabled) is False and gc.isenabled()  # nested
+    gc.disable()
+    try:
+        _patch.paused_gc(lambda: None)
+        assert not gc.isenabled()  # the user's own pause stays
+    finally:
+        gc.enable()
+
+
+def test_an_interrupt_anywhere_in_paused_gc_leaves_the_collector_on():
+    from dynagraph import _patch
+    n = 0
+    while (where := traced(n := n + 1, lambda on: on(_patch.paused_gc, lambda: None))) is not None:
+        assert gc.isenabled(), f"an interrupt at {where} left the garbage collector off"
+    assert n > 3  # it did land inside
