@@ -76,7 +76,7 @@ def picture(graph: Graph, *, roll: str | bool = "auto", max_nodes: int | None = 
         rolled = _roll.roll(graph.nodes, graph.edges, module_types=graph.module_types)
         if rolled.blocks:
             pic = Picture(variant(graph, rolled.nodes, rolled.edges, blocks=rolled.blocks,
-                                  max_nodes=graph.max_nodes),
+                                  max_nodes=graph.max_nodes, module_types=rolled.module_types),
                           rolled.mapping, rolled.iteration)
     if max_nodes is not None and len(pic.graph.nodes) > max_nodes:
         folded, fmap = pic.graph.folded(max_nodes)
@@ -86,10 +86,11 @@ def picture(graph: Graph, *, roll: str | bool = "auto", max_nodes: int | None = 
 
 
 def variant(graph: Graph, nodes: list[Node], edges: list[tuple[int, int]], *, blocks: list[Block],
-            max_nodes: int | None) -> Graph:
-    """A graph like ``graph`` (its class, module types, title, roll) with other records and
-    size limit, made by the public constructor (so without ``graph``'s memory)."""
-    return type(graph)(nodes, edges, graph.module_types, graph.title, blocks=blocks, roll=graph.roll,
+            max_nodes: int | None, module_types: dict[str, str] | None = None) -> Graph:
+    """A graph like ``graph`` (its class, module types unless given, title, roll) with other
+    records and size limit, made by the public constructor (so without ``graph``'s memory)."""
+    types = graph.module_types if module_types is None else module_types
+    return type(graph)(nodes, edges, types, graph.title, blocks=blocks, roll=graph.roll,
                        max_nodes=max_nodes)
 
 

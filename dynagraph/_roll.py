@@ -55,6 +55,9 @@ class Rolled:
         blocks: The rolled regions, in creation order.
         mapping: Every old node id -> its id in the rolled graph (itself when kept).
         iteration: Old id -> ``(block index, iteration k)`` for every node of a block.
+        module_types: The graph's module types, plus the names that modules inside a
+            block get: ``"h.{0…11}.attn"`` for a block over ``h.0`` … ``h.11``, as its
+            parameters are named (the representative's ``"h.0.attn"`` would read as layer 0 only).
     """
 
     nodes: list[Node]
@@ -62,6 +65,7 @@ class Rolled:
     blocks: list[Block]
     mapping: dict[int, int]
     iteration: dict[int, tuple[int, int]]
+    module_types: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,7 @@ def roll(
     seq = _sequence(nodes, edges)
     runs = _find_runs(seq, min_repeats)
     if not runs:
-        return Rolled(list(nodes), list(edges), [], {n.id: n.id for n in nodes}, {})
+        return Rolled(list(nodes), list(edges), [], {n.id: n.id for n in nodes}, {}, dict(module_types or {}))
     return _build(nodes, edges, seq, runs, module_types or {})
 
 
@@ -498,7 +502,36 @@ def _build(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], seq: _Seq,
     ranges = _ranges(seq, owned, mapping)
     blocks = [_block(seq, run, b, owned, loops[b], module_types, ranges) for b, run in enumerate(runs)]
     labels = {rep: _range_label(*split) for rep, split in ranges.items()}
-    return Rolled(_kept(nodes, mapping, labels), new_edges, blocks, mapping, iteration)
+    renamed = _module_ranges(seq, runs, module_types)
+    kept = _kept(nodes, mapping, labels, renamed, {nid for block in blocks for nid in block.nodes})
+    types = dict(module_types)
+    for old, new in renamed.items():
+        if old in module_types:
+            types[new] = module_types[old]
+    return Rolled(kept, new_edges, blocks, mapping, iteration, types)
+
+
+def _module_ranges(seq: _Seq, runs: list[_Run], module_types: Mapping[str, str]) -> dict[str, str]:
+    """Module name -> the name it has inside its block: ``"h.0.attn"`` -> ``"h.{0…11}.attn"``
+    when the block's iterations run in modules whose names differ in one index
+    (``h.0`` … ``h.11``); the representative's modules, and their parents up to the
+    iteration's own module, are renamed."""
+    renamed: dict[str, str] = {}
+    for run in runs:
+        iters = [seq.ops[run.start + k * run.period: run.start + (k + 1) * run.period]
+                 for k in range(run.repeats)]
+        heads = [_common(n.module for n in ops) for ops in iters]
+        if not all(heads) or len(set(heads)) != len(heads):
+            continue  # not one module per iteration (a cell called at every step keeps its name)
+        split = _split_index([h for h in heads if h])
+        if split is None:
+            continue
+        head, name = heads[0] or "", _range_label(*split)
+        names = {n.module for n in iters[0] if n.module} | set(module_types)
+        for m in names:
+            if m == head or m.startswith(head + "."):
+                renamed[m] = name + m[len(head):]
+    return renamed
 
 
 def _roll_leaves(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
@@ -733,9 +766,11 @@ def _common(modules: Iterable[str | None]) -> str | None:
     return ".".join(prefix) if prefix else None
 
 
-def _kept(nodes: Sequence[Node], mapping: Mapping[int, int], labels: Mapping[int, str]) -> list[Node]:
-    """The nodes that stay, each representative's ``count`` summed over its iterations and
-    its ``label`` from ``labels`` where given (copies: callers keep their records)."""
+def _kept(nodes: Sequence[Node], mapping: Mapping[int, int], labels: Mapping[int, str],
+          modules: Mapping[str, str], inside: set[int]) -> list[Node]:
+    """The nodes that stay, each representative's ``count`` summed over its iterations,
+    its ``label`` from ``labels`` and, for the nodes ``inside`` a block, its ``module``
+    from ``modules`` where given (copies: callers keep their records)."""
     counts: Counter[int] = Counter()
     for node in nodes:
         counts[mapping[node.id]] += node.count
@@ -746,5 +781,7 @@ def _kept(nodes: Sequence[Node], mapping: Mapping[int, int], labels: Mapping[int
         changed: dict = {"count": counts[node.id]} if counts[node.id] != node.count else {}
         if node.id in labels:
             changed["label"] = labels[node.id]
+        if node.module is not None and node.module in modules and node.id in inside:
+            changed["module"] = modules[node.module]
         kept.append(dataclasses.replace(node, **changed) if changed else node)
     return kept

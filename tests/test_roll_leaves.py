@@ -270,6 +270,40 @@ def test_roll_gpt2_like_layers_name_their_range_and_class(tagged):
     assert {n.label for n in nodes if n.kind == "parameter"} == {name for name, _ in model.named_parameters()}
 
 
+def test_modules_inside_a_rolled_block_are_named_for_every_layer():
+    """The frames drawn inside the block say h.{0…11}, as its parameters do; the
+    representative's own names (h.0, h.0.attn) would read as layer 0 only."""
+    torch.manual_seed(0)
+    model = GPT2()
+    nodes, edges, types = _capture(model, torch.randn(1, 5, 16), True)
+    rolled = roll(nodes, edges, module_types=types)
+    (block,) = rolled.blocks
+    inside = {n.module for n in rolled.nodes if n.id in set(block.nodes)}
+    assert inside and all(m.startswith("transformer.h.{0\u202611}") for m in inside), inside
+    assert rolled.module_types["transformer.h.{0\u202611}"] == "GPT2Block"
+    assert rolled.module_types["transformer.h.{0\u202611}.attn"] == types["transformer.h.0.attn"]
+    outside = {n.module for n in rolled.nodes if n.id not in set(block.nodes) and n.kind != "output"}
+    assert outside - {None} == {"transformer.ln_f"}  # not rolled: named as it is
+    assert {n.module for n in nodes} >= {"transformer.h.0.attn", "transformer.h.11.attn"}  # records unchanged
+    dot = dg.draw(model(torch.randn(1, 5, 16)).sum(), params=model).to_dot()  # untagged: no frames
+    assert "transformer.h.0:" not in dot
+    with dg.track_modules(model):
+        out = model(torch.randn(1, 5, 16)).sum()
+    dot = dg.draw(out, params=model).to_dot()
+    assert 'label="transformer.h.{0\u202611}.attn: ' in dot and "transformer.h.0." not in dot
+
+
+@pytest.mark.parametrize("tagged", [True, False])
+def test_a_cell_called_at_every_step_keeps_its_name_inside_the_block(tagged):
+    torch.manual_seed(0)
+    model = CellLoop(nn.LSTMCell(4, 6))
+    nodes, edges, types = _capture(model, torch.randn(20, 2, 4), tagged)
+    rolled = roll(nodes, edges, module_types=types)
+    (block,) = rolled.blocks
+    assert {n.module for n in rolled.nodes if n.id in set(block.nodes)} <= {"cell", None}
+    assert rolled.module_types == types
+
+
 class CellLoop(nn.Module):
     def __init__(self, cell):
         super().__init__()
