@@ -19,8 +19,8 @@ layers, hidden 128, 4 heads, intermediate 256) and BERT (4 layers, hidden 128, 4
 heads, intermediate 256). They use ``attn_implementation="sdpa"`` (transformers'
 default, and it runs on CPU; "eager" does too) and no KV cache, as a training step
 does; the loss is on ``.logits`` (GPT-2, Llama) or ``.last_hidden_state`` (BERT).
-``transformers`` is not in requirements.txt: without it these rows are skipped with
-one printed line (``pip install transformers`` to get them).
+``transformers`` is in requirements.txt (the test lane), not in the lab lane: without
+it these rows are skipped with one printed line (``pip install transformers`` to get them).
 
 Per model, one iteration of each variant is
 
@@ -172,8 +172,8 @@ def packed_gru(inputs=32, hidden=64, layers=2, batch=8, shortest=20, longest=100
 
 
 def _transformers():
-    """The ``transformers`` module, or None where it is not importable (it is optional:
-    not in requirements.txt)."""
+    """The ``transformers`` module, or None where it is not importable (the lab lane
+    does not install it)."""
     try:
         import transformers
     except ImportError:
