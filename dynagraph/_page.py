@@ -19,7 +19,7 @@ from ._records import Node
 if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle at run time)
     from .graph import Graph
 
-__all__ = ["FILL", "LISTED_STEPS", "MAX_BYTES", "PLACEHOLDER", "bundle", "diff_table", "page"]
+__all__ = ["FILL", "LISTED_STEPS", "MAX_BYTES", "PLACEHOLDER", "bundle", "diff_table", "page", "stored_bytes"]
 
 # An output (picture, data and script) over this many bytes is drawn again with more
 # of its middle folded: notebooks stay small and quick to open.
@@ -27,7 +27,8 @@ MAX_BYTES = 300_000
 # Steps listed in the no-JavaScript list under a stepper.
 LISTED_STEPS = 40
 # Steps a stepper plays, at most: the first and last halves of a longer recording
-# (80,000 steps would be ~650 KB of step data); the page says what it left out.
+# (80,000 steps would be ~650 KB of step data); the page says what it left out. An
+# output still over MAX_BYTES, with its step data the bigger part, plays fewer.
 MAX_STEPS = 20_000
 # Where a step text's varying part (its module's name) goes: loops over many
 # modules of one class then share one text (see _dot.StepText).
@@ -45,27 +46,47 @@ def bundle(graph: Graph, text: str, overlay: Overlay | None = None, *, caption: 
 
 
 def _bundle(graph: Graph, text: str, overlay: Overlay, caption: str) -> dict[str, str]:
-    html, drawn = _html(graph, overlay, text, caption)
-    if len(html) > MAX_BYTES:  # rare: a big graph with no repeats; fold more, once
-        budget = max(2, int(drawn * MAX_BYTES / len(html) * 0.8))
-        smaller = _picture.variant(graph, graph.nodes, graph.edges, blocks=graph.blocks, max_nodes=budget)
-        smaller.memory = getattr(graph, "memory", None)  # same node ids: the same memory
-        html, _ = _html(smaller, overlay, text, caption)
+    steps = min(len(overlay.steps), MAX_STEPS)
+    html, sizes = _html(graph, overlay, text, caption, steps)
+    for _ in range(4):  # over budget (rare): a big graph with no repeats, or thousands of steps
+        size = stored_bytes({"text/plain": text, "text/html": html})
+        if size <= MAX_BYTES:
+            break
+        can_fold = sizes["nodes"] > _picture.ROLL_ABOVE  # (a small picture is not what makes it big)
+        if steps > 2 and (sizes["steps"] > sizes["picture"] or not can_fold):  # play fewer steps
+            steps = max(2, int(steps * max(0.1, 1 - (size - MAX_BYTES) / sizes["steps"]) * 0.9))
+        elif not can_fold:
+            break
+        else:  # fold more of the picture's middle
+            budget = max(2, int(sizes["nodes"] * MAX_BYTES / size * 0.8))
+            memory = getattr(graph, "memory", None)
+            graph = _picture.variant(graph, graph.nodes, graph.edges, blocks=graph.blocks, max_nodes=budget)
+            graph.memory = memory  # same node ids: the same memory
+        html, sizes = _html(graph, overlay, text, caption, steps)
     return {"text/plain": text, "text/html": html}
 
 
-def _html(graph: Graph, overlay: Overlay, text: str, caption: str) -> tuple[str, int]:
-    """The output's HTML, and how many nodes its picture draws."""
+def stored_bytes(bundle: dict[str, str]) -> int:
+    """Bytes of ``bundle`` as a notebook stores it (JSON; non-ASCII escaped, the larger way)."""
+    return len(json.dumps(bundle))
+
+
+def _html(graph: Graph, overlay: Overlay, text: str, caption: str,
+          max_steps: int) -> tuple[str, dict[str, int]]:
+    """The output's HTML, and the sizes that decide what to shrink when it is too big:
+    ``picture`` and ``steps`` (bytes) and ``nodes`` (how many its picture draws)."""
     pic, dot, series = _picture.drawing(graph, overlay)
     drawn = pic.graph
     svg = render.compact_svg(render.pipe(dot, "svg"))
     data: dict[str, Any] = {"frames": _dot.frames(drawn.nodes, drawn.edges, drawn.blocks),
                             "info": _info(drawn, pic, overlay.info)}
-    if overlay.steps:
-        data.update(_steps(pic, overlay))
+    steps: dict[str, Any] = _steps(pic, overlay, max_steps) if overlay.steps else {}
+    data.update(steps)
     if series:
         data["norms"] = series
-    return page(svg, data, text, caption, overlay.steps, overlay.totals), len(drawn.nodes)
+    html = page(svg, data, text, caption, overlay.steps, overlay.totals)
+    return html, {"picture": len(svg) * 4 // 3, "steps": len(_json_for_script(steps)) if steps else 0,
+                  "nodes": len(drawn.nodes)}
 
 
 def _info(drawn: Graph, pic: _picture.Picture, extra: dict[int, str]) -> dict[int, str]:
@@ -93,16 +114,17 @@ def _describe(node: Node, repeats: int | None, note: str | None) -> str:
     return "\n".join(lines)
 
 
-def _steps(pic: _picture.Picture, overlay: Overlay) -> dict[str, Any]:
+def _steps(pic: _picture.Picture, overlay: Overlay, max_steps: int) -> dict[str, Any]:
     """The stepper's data in drawn ids (keys ``mode texts kinds s k blocks``, and
-    ``fills f`` and ``mem`` when used): the format is ``assets/DATA.md``."""
+    ``fills f`` and ``mem`` when used), for at most ``max_steps`` steps (the first and
+    last halves, and a ``gap`` key saying what is left out): the format is ``assets/DATA.md``."""
     texts: dict[str, int] = {}
     fills: dict[str, int] = {}
     kinds: dict[tuple[int, tuple[int, ...], int], int] = {}
     s: list[int] = []
     k: list[int] = []
     f: list[int] = []
-    kept, gap = _kept(len(overlay.steps))
+    kept, gap = _kept(len(overlay.steps), max_steps)
     for i in kept:
         text, ids = overlay.steps[i]
         template, fill = text if isinstance(text, tuple) else (text, None)
@@ -124,13 +146,13 @@ def _steps(pic: _picture.Picture, overlay: Overlay) -> dict[str, Any]:
     return data
 
 
-def _kept(n: int) -> tuple[range | list[int], list[int]]:
+def _kept(n: int, most: int) -> tuple[range | list[int], list[int]]:
     """The indices of the steps the stepper plays (all, or the first and last halves of
-    :data:`MAX_STEPS`), and ``[where, how many]`` were left out (empty: none)."""
-    if n <= MAX_STEPS:
+    ``most``), and ``[where, how many]`` were left out (empty: none)."""
+    if n <= most:
         return range(n), []
-    head = MAX_STEPS // 2
-    return [*range(head), *range(n - (MAX_STEPS - head), n)], [head, n - MAX_STEPS]
+    head = most // 2
+    return [*range(head), *range(n - (most - head), n)], [head, n - most]
 
 
 def page(svg: str, data: dict[str, Any], alt: str, caption: str,

@@ -27,6 +27,7 @@ __all__ = ["Recording", "Step", "live"]
 _serial = [0]  # each recording tags nodes under its own metadata key
 _ROOTS = 64  # weak references kept to the newest steps' outputs (a deep graph's roots)
 REPR_STEPS = 30  # steps listed by repr(); longer recordings show the first and last ones
+STEP_NODES = 6  # nodes a step's text names; an op that made more (nn.GRU: thousands) says how many
 
 
 @dataclass(slots=True)  # one per recorded op
@@ -60,7 +61,13 @@ class Step:
              module_types: Mapping[str, str] | None = None) -> str:
         """One-step summary: op, source line, shapes, and the nodes it created."""
         shapes = f"{_shapes(self.inputs)} -> {_shapes(self.outputs)}"
-        made = ", ".join(names[i] for i in self.nodes) if names else f"{len(self.nodes)} nodes"
+        if not names:
+            made = f"{len(self.nodes)} nodes"
+        elif len(self.nodes) <= STEP_NODES:
+            made = ", ".join(names[i] for i in self.nodes)
+        else:
+            first = ", ".join(names[i] for i in self.nodes[:STEP_NODES])
+            made = f"{first}, \u2026 ({len(self.nodes):,} nodes)"
         made = f"+ {made}" if self.nodes else f"no node ({self.note})"
         kind = (module_types or {}).get(self.module) if self.module else None
         inside = f" in {self.module}" + (f" ({kind})" if kind else "") if self.module else ""

@@ -466,6 +466,25 @@ def test_step_text_without_names_counts_nodes():
     assert step.text() == "mul  [f.py:1] y = 2 * x\n  (2,) -> (2,)  + 2 nodes"
 
 
+def test_a_step_that_made_many_nodes_names_the_first_and_counts_them():
+    names = [f"N{i}" for i in range(3000)]
+    step = live_module.Step(0, "gru", "f.py:1", "out = rnn(x)", "rnn", [(3, 2)], [(3, 4)], list(range(3000)))
+    assert step.text(names) == ("gru in rnn  [f.py:1] out = rnn(x)\n  (3, 2) -> (3, 4)  "
+                                "+ N0, N1, N2, N3, N4, N5, \u2026 (3,000 nodes)")
+    few = live_module.Step(0, "mul", "f.py:1", "y = 2 * x", None, [(2,)], [(2,)], [3, 7])
+    assert few.text(names).endswith("+ N3, N7")
+
+
+def test_the_repr_of_an_nn_gru_recording_stays_small():
+    torch.manual_seed(0)
+    rnn = nn.GRU(4, 8, num_layers=2)
+    with dg.live(rnn) as rec:
+        rnn(torch.randn(50, 2, 4))[0].sum()
+    (gru,) = [s for s in rec.steps if s.op == "gru"]
+    assert len(gru.nodes) > 200  # one op, hundreds of nodes
+    assert len(repr(rec)) < 2_000
+
+
 # -- torch.compile inside a block ------------------------------------------------------
 
 class CountGraphs:

@@ -415,6 +415,29 @@ def test_a_recording_over_the_step_budget_keeps_its_first_and_last_steps_and_say
     assert "the stepper plays the first 5 and the last 5, so that the output stays small" in html
 
 
+def test_an_output_whose_step_data_is_over_the_budget_plays_fewer_steps_and_says_so(monkeypatch):
+    """Thousands of steps with texts all different (a backward's norms): the stepper
+    keeps its first and last steps, the picture is not folded, the whole output fits."""
+    monkeypatch.setattr(_page, "MAX_BYTES", 25_000)
+    torch.manual_seed(0)
+    x = torch.randn(4, requires_grad=True)
+    y = x
+    for _ in range(300):
+        y = torch.sin(y) * 1.5
+    loss = y.sum()
+    with dg.trace_backward(loss, params={"x": x}) as bt:
+        loss.backward()
+    bundle = bt._repr_mimebundle_()
+    data = page_data(bundle["text/html"])
+    assert _page.stored_bytes(bundle) <= 25_000
+    head, left_out = data["gap"]
+    assert left_out > 0 and len(data["s"]) == len(bt.order) - left_out
+    assert f"the stepper plays the first {head:,} and the last {len(bt.order) - head - left_out:,}" \
+        in bundle["text/html"]
+    (svg,) = pictures(bundle["text/html"])
+    assert not any("nodes folded" in t for t in svg_texts(svg))  # the steps shrank, not the picture
+
+
 @pytest.mark.slow
 def test_an_80k_step_recording_stays_under_the_output_budget():
     rec = _long_recording(80_000)

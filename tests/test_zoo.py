@@ -85,8 +85,6 @@ def test_every_view_is_at_most_300_kb(name):
 
 
 @pytest.mark.slow  # about 2 s each
-@pytest.mark.xfail(strict=True, reason="finding (issue 18): at bench_live.py's packed-GRU sizes (lengths "
-                   "100 down to 20, batch 8) the live and backward views are 340-440 KB")
 @pytest.mark.parametrize("factory", [zoo.packed_gru, zoo.packed_lstm], ids=["gru", "lstm"])
 def test_packed_rnns_at_benchmark_sizes_keep_every_view_at_most_300_kb(factory):
     sizes = view_sizes(factory(steps=100, inp=32, hidden=64, batch=8, shortest=20))
