@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import operator
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +29,8 @@ class Block:
             ``"layers.0–5: TransformerEncoderLayer"`` (from module tags or, without
             them, from the parameters' names), ``"layers.0–11: Foo ×2, Bar ×10"``
             (two classes with the same ops), ``"cell: LSTMCell, step 1–50"`` (one
-            module or shared weights at every step), else the names of the
+            module or shared weights at every step; ``"rnn: GRU, layer 1, step 6–8"``
+            for a recurrent layer, its steps counted across the blocks of one loop), else the names of the
             representative's first and last ops (``"TBackward0 … TanhBackward0"``).
         repeats: N, the number of iterations.
         nodes: Ids of the representative's nodes (iteration 0), kept in the rolled graph:
@@ -617,9 +619,40 @@ def _block(seq: _Seq, run: _Run, b: int, owned: Mapping[int, tuple[int, int]],
              for k in range(run.repeats)]
     leaves = [nid for nid, (blk, k) in owned.items() if blk == b and k == 0]
     heads = [_common(n.module for n in ops) for ops in iters]
-    label = _label(iters, heads, module_types, [ranges[r] for r in leaves if r in ranges], _shared(seq, run))
+    shared = _shared(seq, run)
+    label = _label(iters, heads, module_types, [ranges[r] for r in leaves if r in ranges], shared,
+                   _first_step(seq, run))
     return Block(label, run.repeats, [n.id for n in iters[0]] + leaves, loops,
                  _common(heads) if all(heads) else None)
+
+
+def _first_step(seq: _Seq, run: _Run) -> int:
+    """The step number (from 1) of the run's first iteration among all the steps that
+    read its shared weights: the blocks of one loop count on from each other (a step
+    where a packed batch shrinks does not roll, and the next block starts after it)."""
+    first = seq.feeds[run.start:run.start + run.period]
+    last = seq.feeds[run.stop - run.period:run.stop]
+    common = set(itertools.chain.from_iterable(first)) & set(itertools.chain.from_iterable(last))
+    if not common:
+        return 1
+    leaf = min(common)
+    per_step = sum(feeds.count(leaf) for feeds in first)
+    before = sum(feeds.count(leaf) for feeds in seq.feeds[:run.start])
+    return before // per_step + 1
+
+
+_LAYER = re.compile(r"_l(\d+)(_reverse)?$")  # nn.RNN/LSTM/GRU weight names: weight_ih_l1_reverse
+
+
+def _layer(names: Sequence[str]) -> str | None:
+    """``"layer 1"`` (``"layer 1, reverse"``) when every one of ``names`` is a recurrent
+    layer's weight of that layer and direction, else ``None``."""
+    found = {m.groups() if (m := _LAYER.search(name)) else None for name in names}
+    (one,) = found if len(found) == 1 else (None,)
+    if one is None:
+        return None
+    index, reverse = one
+    return f"layer {index}" + (", reverse" if reverse else "")
 
 
 def _shared(seq: _Seq, run: _Run) -> list[str]:
@@ -631,15 +664,16 @@ def _shared(seq: _Seq, run: _Run) -> list[str]:
 
 
 def _label(iters: Sequence[Sequence[Node]], heads: Sequence[str | None], module_types: Mapping[str, str],
-           ranges: Sequence[_Range], shared: Sequence[str]) -> str:
+           ranges: Sequence[_Range], shared: Sequence[str], first_step: int = 1) -> str:
     """What a block is called: which layers or steps it stands for, and their classes.
 
     ``"layers.0–5: TransformerEncoderLayer"`` (N sibling modules, found by module tags
     or, without tags, by the one index that differs in the names of the iterations'
     parameters), ``"0–1999: Linear, Tanh"`` (each iteration spans several siblings),
     ``"cell: LSTMCell, step 1–500"`` (one module, or weights every step shares, used
-    at each step), else the first and last op: ``"step 1–50: TBackward0 … MulBackward0"``
-    with shared weights, ``"TBackward0 … TanhBackward0"`` without.
+    at each step; ``"rnn: GRU layer 1, step 6–8"`` for a recurrent layer's weights,
+    its steps counted from ``first_step``), else the first and last op: ``"step 1–50:
+    TBackward0 … MulBackward0"`` with shared weights, ``"TBackward0 … TanhBackward0"`` without.
     """
     span = _tagged_span(iters, heads, module_types) or _param_span(ranges, module_types)
     if span is not None:
@@ -649,7 +683,10 @@ def _label(iters: Sequence[Sequence[Node]], heads: Sequence[str | None], module_
     owners = [owner(name) for name in shared]
     one = heads[0] if heads[0] is not None and len(set(heads)) == 1 else None
     home = one or (_common(owners) if owners and None not in owners else None)
-    steps = f"step 1\u2013{len(iters):,}" if shared else None
+    steps = f"step {first_step:,}\u2013{first_step + len(iters) - 1:,}" if shared else None
+    layer = _layer(shared) if shared else None
+    if layer is not None:
+        steps = f"{layer}, {steps}"
     if home is None:
         return f"{steps}: {ops}" if steps else ops
     kind = module_types.get(home)

@@ -339,4 +339,14 @@ def test_roll_fused_gru_without_names_says_steps_and_ops():
     rolled = roll(nodes, edges, module_types=types)
     check(nodes, edges, rolled)
     (block,) = rolled.blocks
-    assert block.label.startswith(f"step 1\u2013{block.repeats}: ") and block.repeats >= 29
+    first = 31 - block.repeats  # the first step, with no state, may not roll: the block starts after it
+    assert block.label.startswith(f"layer 0, step {first}\u201330: ") and block.repeats >= 29
+
+
+def test_a_recurrent_layer_is_named_from_its_weights():
+    from dynagraph._roll import _layer
+    assert _layer(["rnn.weight_ih_l1", "rnn.weight_hh_l1", "rnn.bias_ih_l1"]) == "layer 1"
+    assert _layer(["rnn.weight_ih_l0_reverse", "rnn.bias_hh_l0_reverse"]) == "layer 0, reverse"
+    assert _layer(["rnn.weight_ih_l0", "rnn.weight_ih_l0_reverse"]) is None  # two directions: no one name
+    assert _layer(["cell.weight_ih", "cell.weight_hh"]) is None  # an LSTMCell's weights name no layer
+
