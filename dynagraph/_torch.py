@@ -267,6 +267,12 @@ def has_patchable_apply() -> bool:
 
 def longest_chain(n: int, edges: list[tuple[int, int]]) -> int:
     """Nodes on the longest path of the DAG of ``n`` records and producer -> consumer ``edges``."""
+    return max(_chains(n, edges)[0], default=0)
+
+
+def _chains(n: int, edges: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """``(depth, order)``: the nodes on the longest path ending at each record, and the
+    records in a topological order (producers first)."""
     consumers: list[list[int]] = [[] for _ in range(n)]
     indeg = [0] * n
     for src, dst in edges:
@@ -274,14 +280,20 @@ def longest_chain(n: int, edges: list[tuple[int, int]]) -> int:
         indeg[dst] += 1
     depth = [1] * n
     ready = [i for i in range(n) if indeg[i] == 0]
+    order = []
     while ready:  # Kahn's order: producers first, each node's depth final when popped
         i = ready.pop()
+        order.append(i)
         for j in consumers[i]:
             depth[j] = max(depth[j], depth[i] + 1)
             indeg[j] -= 1
             if indeg[j] == 0:
                 ready.append(j)
-    return max(depth, default=0)
+    return depth, order
+
+
+class _InOrder(list):
+    """Held wrappers already in release order (producers first: popped, consumers go first)."""
 
 
 def hold_deep_graph(roots: list[tuple[torch.Tensor, int]], fns: Sequence[GradFn | None],
@@ -304,17 +316,21 @@ def hold_deep_graph(roots: list[tuple[torch.Tensor, int]], fns: Sequence[GradFn 
         Whether the graph was deep enough to be held.
     """
     release_pending()
-    if len(fns) < SAFE_DEPTH or longest_chain(len(fns), edges) < SAFE_DEPTH:  # (fewer nodes: no chain)
+    if len(fns) < SAFE_DEPTH:  # fewer nodes: no deep chain
+        return False
+    depth, order = _chains(len(fns), edges)
+    if max(depth, default=0) < SAFE_DEPTH:
         return False
     producers: list[list[int]] = [[] for _ in fns]
     for src, dst in edges:
         producers[dst].append(src)
     for tensor, start in roots:
-        reach = _reachable(start, producers)
-        if len(reach) < SAFE_DEPTH:  # too few nodes for a deep chain (a leaf root, say)
+        if depth[start] < SAFE_DEPTH:  # its own chains are short (a leaf root, say): torch frees it safely
             continue
+        reach = set(_reachable(start, producers))
+        # in release order, so that freeing them needs no walk; outputs (None) are never reached
+        held = _InOrder(fn for i in order if i in reach and (fn := fns[i]) is not None)
         # not at exit: the root may still own its node then (and the process frees neither)
-        held = [fn for i in reach if (fn := fns[i]) is not None]  # outputs (None) are never reached
         weakref.finalize(tensor, _pending.append, held).atexit = False
         _watch_collections()
     return True
@@ -331,7 +347,10 @@ def release_pending(retry: bool = True) -> None:
         return
     _releasing = True
     try:
-        stack = _release_order(_take(retry))
+        if len(_pending) == 1 and not (retry and _owned) and isinstance(_pending[0], _InOrder):
+            stack: list[GradFn] = _pending.pop()  # one root died: its order is known (and no copy holds it)
+        else:
+            stack = _release_order(_take(retry))
         kept = _free_unowned(stack)
         if kept:
             _owned.append(kept)
