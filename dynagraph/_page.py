@@ -19,7 +19,8 @@ from ._records import Node
 if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle at run time)
     from .graph import Graph
 
-__all__ = ["FILL", "LISTED_STEPS", "MAX_BYTES", "PLACEHOLDER", "bundle", "diff_table", "page", "stored_bytes"]
+__all__ = ["FILL", "LISTED_STEPS", "MAX_BYTES", "PLACEHOLDER", "bundle", "diff_table", "page", "played",
+           "stored_bytes"]
 
 # An output (picture, data and script) over this many bytes is drawn again with more
 # of its middle folded: notebooks stay small and quick to open.
@@ -47,7 +48,8 @@ def bundle(graph: Graph, text: str, overlay: Overlay | None = None, *, caption: 
 
 def _bundle(graph: Graph, text: str, overlay: Overlay, caption: str) -> dict[str, str]:
     steps = min(len(overlay.steps), MAX_STEPS)
-    html, sizes = _html(graph, overlay, text, caption, steps)
+    drawn = _drawn(graph, overlay)
+    html, sizes = _html(drawn, overlay, text, caption, steps)
     for _ in range(4):  # over budget (rare): a big graph with no repeats, or thousands of steps
         size = stored_bytes({"text/plain": text, "text/html": html})
         if size <= MAX_BYTES:
@@ -62,7 +64,8 @@ def _bundle(graph: Graph, text: str, overlay: Overlay, caption: str) -> dict[str
             memory = getattr(graph, "memory", None)
             graph = _picture.variant(graph, graph.nodes, graph.edges, blocks=graph.blocks, max_nodes=budget)
             graph.memory = memory  # same node ids: the same memory
-        html, sizes = _html(graph, overlay, text, caption, steps)
+            drawn = _drawn(graph, overlay)
+        html, sizes = _html(drawn, overlay, text, caption, steps)
     return {"text/plain": text, "text/html": html}
 
 
@@ -71,13 +74,19 @@ def stored_bytes(bundle: dict[str, str]) -> int:
     return len(json.dumps(bundle))
 
 
-def _html(graph: Graph, overlay: Overlay, text: str, caption: str,
+def _drawn(graph: Graph, overlay: Overlay) -> tuple[_picture.Picture, str, _picture.Series]:
+    """The picture, its SVG and the rolled edges' norms: the part of an output that
+    playing fewer steps leaves as it is."""
+    pic, dot, series = _picture.drawing(graph, overlay)
+    return pic, render.compact_svg(render.pipe(dot, "svg")), series
+
+
+def _html(drawing: tuple[_picture.Picture, str, _picture.Series], overlay: Overlay, text: str, caption: str,
           max_steps: int) -> tuple[str, dict[str, int]]:
     """The output's HTML, and the sizes that decide what to shrink when it is too big:
     ``picture`` and ``steps`` (bytes) and ``nodes`` (how many its picture draws)."""
-    pic, dot, series = _picture.drawing(graph, overlay)
+    pic, svg, series = drawing
     drawn = pic.graph
-    svg = render.compact_svg(render.pipe(dot, "svg"))
     data: dict[str, Any] = {"frames": _dot.frames(drawn.nodes, drawn.edges, drawn.blocks),
                             "info": _info(drawn, pic, overlay.info)}
     steps: dict[str, Any] = _steps(pic, overlay, max_steps) if overlay.steps else {}
@@ -144,6 +153,13 @@ def _steps(pic: _picture.Picture, overlay: Overlay, max_steps: int) -> dict[str,
     if gap:
         data["gap"] = gap
     return data
+
+
+def played(n: int) -> set[int] | range:
+    """The indices of the steps of ``n`` that an output may play or list: views need
+    step texts only for these (a 300,000-step recording plays 20,000)."""
+    kept = _kept(n, MAX_STEPS)[0]
+    return kept if isinstance(kept, range) else set(kept)
 
 
 def _kept(n: int, most: int) -> tuple[range | list[int], list[int]]:

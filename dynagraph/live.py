@@ -182,7 +182,9 @@ class Recording:
     def _overlays(self) -> Overlay:
         """The steps, and each node's source line, for the picture."""
         names = {n.id: n.name for n in self.nodes}
-        steps = [(_template(s, s.text(names, self.module_types)), s.nodes) for s in self.steps]
+        played = _page.played(len(self.steps))  # the middle of a long recording is never shown: no text
+        steps = [(_template(s, s.text(names, self.module_types)) if s.index in played else "", s.nodes)
+                 for s in self.steps]
         info = {nid: f"step {s.index}: {s.op} [{s.where}] {s.code}" for s in self.steps for nid in s.nodes}
         totals = self.saved_by_step() if self.memory is not None else []
         return Overlay(steps=steps, info=info, mode="reveal", totals=totals)
