@@ -74,28 +74,28 @@ def stored_bytes(bundle: dict[str, str]) -> int:
     return len(json.dumps(bundle))
 
 
-def _drawn(graph: Graph, overlay: Overlay) -> tuple[_picture.Picture, str, _picture.Series]:
-    """The picture, its SVG and the rolled edges' norms: the part of an output that
-    playing fewer steps leaves as it is."""
+def _drawn(graph: Graph, overlay: Overlay) -> tuple[_picture.Picture, str, dict[str, Any], _picture.Series]:
+    """The picture, its SVG, its frames and hover texts, and the rolled edges' norms: the
+    part of an output that playing fewer steps leaves as it is."""
     pic, dot, series = _picture.drawing(graph, overlay)
-    return pic, render.compact_svg(render.pipe(dot, "svg")), series
-
-
-def _html(drawing: tuple[_picture.Picture, str, _picture.Series], overlay: Overlay, text: str, caption: str,
-          max_steps: int) -> tuple[str, dict[str, int]]:
-    """The output's HTML, and the sizes that decide what to shrink when it is too big:
-    ``picture`` and ``steps`` (bytes) and ``nodes`` (how many its picture draws)."""
-    pic, svg, series = drawing
     drawn = pic.graph
     data: dict[str, Any] = {"frames": _dot.frames(drawn.nodes, drawn.edges, drawn.blocks),
                             "info": _info(drawn, pic, overlay.info)}
+    return pic, render.compact_svg(render.pipe(dot, "svg")), data, series
+
+
+def _html(drawing: tuple[_picture.Picture, str, dict[str, Any], _picture.Series], overlay: Overlay, text: str,
+          caption: str, max_steps: int) -> tuple[str, dict[str, int]]:
+    """The output's HTML, and the sizes that decide what to shrink when it is too big:
+    ``picture`` and ``steps`` (bytes) and ``nodes`` (how many its picture draws)."""
+    pic, svg, picture_data, series = drawing
     steps: dict[str, Any] = _steps(pic, overlay, max_steps) if overlay.steps else {}
-    data.update(steps)
+    data = {**picture_data, **steps}
     if series:
         data["norms"] = series
     html = page(svg, data, text, caption, overlay.steps, overlay.totals)
     return html, {"picture": len(svg) * 4 // 3, "steps": len(_json_for_script(steps)) if steps else 0,
-                  "nodes": len(drawn.nodes)}
+                  "nodes": len(pic.graph.nodes)}
 
 
 def _info(drawn: Graph, pic: _picture.Picture, extra: dict[int, str]) -> dict[int, str]:

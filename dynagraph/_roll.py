@@ -520,16 +520,14 @@ def _module_ranges(seq: _Seq, runs: list[_Run], module_types: Mapping[str, str])
     iteration's own module, are renamed."""
     renamed: dict[str, str] = {}
     for run in runs:
-        iters = [seq.ops[run.start + k * run.period: run.start + (k + 1) * run.period]
-                 for k in range(run.repeats)]
-        heads = [_common(n.module for n in ops) for ops in iters]
+        heads = [_common(n.module for n in ops) for ops in _iterations(seq, run)]
         if not all(heads) or len(set(heads)) != len(heads):
             continue  # not one module per iteration (a cell called at every step keeps its name)
         split = _split_index([h for h in heads if h])
         if split is None:
             continue
         head, name = heads[0] or "", _range_label(*split)
-        names = {n.module for n in iters[0] if n.module} | set(module_types)
+        names = {n.module for n in seq.ops[run.start:run.start + run.period] if n.module} | set(module_types)
         for m in names:
             if m == head or m.startswith(head + "."):
                 renamed[m] = name + m[len(head):]
@@ -615,8 +613,7 @@ def _block(seq: _Seq, run: _Run, b: int, owned: Mapping[int, tuple[int, int]],
            loops: list[tuple[int, int]], module_types: Mapping[str, str],
            ranges: Mapping[int, _Range]) -> Block:
     """The :class:`Block` record of run ``b``."""
-    iters = [seq.ops[run.start + k * run.period: run.start + (k + 1) * run.period]
-             for k in range(run.repeats)]
+    iters = _iterations(seq, run)
     leaves = [nid for nid, (blk, k) in owned.items() if blk == b and k == 0]
     heads = [_common(n.module for n in ops) for ops in iters]
     shared = _shared(seq, run)
@@ -626,17 +623,28 @@ def _block(seq: _Seq, run: _Run, b: int, owned: Mapping[int, tuple[int, int]],
                  _common(heads) if all(heads) else None)
 
 
+def _iterations(seq: _Seq, run: _Run) -> list[list[Node]]:
+    """The ops of each iteration of ``run``, in order."""
+    return [seq.ops[run.start + k * run.period: run.start + (k + 1) * run.period] for k in range(run.repeats)]
+
+
+def _read_by_all(seq: _Seq, run: _Run) -> set[int]:
+    """The leaves both the first and the last iteration of ``run`` read: what every
+    iteration shares (the iterations' leaves match), as a recurrence's weights."""
+    first, last = (set(itertools.chain.from_iterable(seq.feeds[i:i + run.period]))
+                   for i in (run.start, run.stop - run.period))
+    return first & last
+
+
 def _first_step(seq: _Seq, run: _Run) -> int:
     """The step number (from 1) of the run's first iteration among all the steps that
     read its shared weights: the blocks of one loop count on from each other (a step
     where a packed batch shrinks does not roll, and the next block starts after it)."""
-    first = seq.feeds[run.start:run.start + run.period]
-    last = seq.feeds[run.stop - run.period:run.stop]
-    common = set(itertools.chain.from_iterable(first)) & set(itertools.chain.from_iterable(last))
+    common = _read_by_all(seq, run)
     if not common:
         return 1
     leaf = min(common)
-    per_step = sum(feeds.count(leaf) for feeds in first)
+    per_step = sum(feeds.count(leaf) for feeds in seq.feeds[run.start:run.start + run.period])
     before = sum(feeds.count(leaf) for feeds in seq.feeds[:run.start])
     return before // per_step + 1
 
@@ -656,11 +664,8 @@ def _layer(names: Sequence[str]) -> str | None:
 
 
 def _shared(seq: _Seq, run: _Run) -> list[str]:
-    """Names of the parameters both the first and the last iteration read: weights every
-    iteration shares (the iterations' leaves match), as a recurrence's do."""
-    first, last = (set(itertools.chain.from_iterable(seq.feeds[i:i + run.period]))
-                   for i in (run.start, run.stop - run.period))
-    return sorted(seq.leaves[x].label for x in first & last if seq.leaves[x].kind == "parameter")
+    """Names of the parameters every iteration of ``run`` shares (:func:`_read_by_all`)."""
+    return sorted(seq.leaves[x].label for x in _read_by_all(seq, run) if seq.leaves[x].kind == "parameter")
 
 
 def _label(iters: Sequence[Sequence[Node]], heads: Sequence[str | None], module_types: Mapping[str, str],
