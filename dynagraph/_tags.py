@@ -54,8 +54,11 @@ def tensors_in(obj: object, out: list[torch.Tensor]) -> list[torch.Tensor]:
     if isinstance(obj, torch.Tensor):
         out.append(obj)
     elif isinstance(obj, (tuple, list)):
-        for item in obj:
-            tensors_in(item, out)
+        for item in obj:  # (an op's arguments are mostly tensors and numbers: no call for them)
+            if isinstance(item, torch.Tensor):
+                out.append(item)
+            elif isinstance(item, (tuple, list, dict)):
+                tensors_in(item, out)
     elif isinstance(obj, dict):
         for item in obj.values():
             tensors_in(item, out)

@@ -222,15 +222,7 @@ class Recording:
             return
         self._graph_frame = None
         if outs:
-            ins: list[torch.Tensor] = []
-            for arg in args:  # (most arguments are tensors or numbers: no call for them)
-                if isinstance(arg, torch.Tensor):
-                    ins.append(arg)
-                elif isinstance(arg, (tuple, list, dict)):
-                    tensors_in(arg, ins)
-            if kwargs:
-                tensors_in(kwargs, ins)
-            self._add_step(op, frame, ins, outs)
+            self._add_step(op, frame, tensors_in(kwargs, tensors_in(args, [])), outs)
 
     def _on_compiled_op(self, frame: FrameType, outs: list[torch.Tensor]) -> None:
         """An op of a compiled graph: all of one call's ops are one step."""
