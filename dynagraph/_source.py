@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import linecache
 import os
 import re
+import sys
+import warnings
 from types import FrameType
 
 import torch
@@ -13,7 +16,7 @@ from . import _torch
 
 _SKIP = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,) if m.__file__)
 PACKAGE_DIR = os.path.dirname(__file__) + os.sep
-_CELL = re.compile(r"(ipykernel_\d+[/\\]\d+\.py|<ipython-input-[\d-]+>)$")
+_CELL = re.compile(r"(ipykernel_\d+[/\\]\d+\.py|<ipython-input-[\da-f-]+>)$")
 _internal: dict[str, bool] = {}
 
 
@@ -26,33 +29,81 @@ def _is_internal(filename: str) -> bool:
 
 
 def describe(filename: str | None, lineno: int | None) -> tuple[str, str]:
-    """``(where, code)``: ``'cell "def forward(self, x):", line 3'`` or ``"model.py:12"``,
-    and the line's text.
+    """Say where a line of user code is, in words a learner recognises, and give its text.
 
-    A Jupyter cell is named by its first line: its temporary file name changes from
-    run to run, and so does its execution count (``In[5]``), which a notebook run
-    without history (as nbval runs it) does not even have. IPython keeps the
-    cell's text in ``linecache``.
+    Call it while the op on that line runs: a Jupyter cell is named from the cell
+    that the kernel is running then (the outermost cell on the call stack).
+
+    Args:
+        filename: The frame's file name (a cell's temporary file name in Jupyter),
+            or ``None`` when no user frame was found.
+        lineno: The line number in that file (in a cell, from the cell's first line).
+
+    Returns:
+        ``(where, code)``. ``where`` is one of:
+
+        * ``"model.py:12"``: a line in a file.
+        * ``"this cell, line 3"``: the cell being run now (its top level, or a
+          function that it defines).
+        * ``"cell defining DynamicDepthNet, line 10"``: another cell; the name is
+          the function or class of that cell that holds the line.
+        * ``"another cell, line 4"``: another cell, where no function or class holds
+          the line (a lambda at a cell's top level).
+        * ``"?"``: no line.
+
+        ``code`` is the line's text without its indent (``""`` if unknown).
+
+    A cell is not named by its execution count (``[5]``), nor by its file name:
+    they differ between runs. nbval runs each cell without history, so there every
+    cell has count 1, while a notebook run top to bottom (which stores the outputs)
+    numbers its cells 1, 2, 3 and so on. The file name holds the kernel's process
+    id. IPython keeps the cell's code in :mod:`linecache`.
+
+    Example:
+        >>> describe("model.py", 12)[0]
+        'model.py:12'
     """
     if filename is None or lineno is None:
         return "?", ""
     code = linecache.getline(filename, lineno).strip()
-    if _CELL.search(filename):
-        first = _first_line(filename)
-        return (f'cell "{first}", line {lineno}' if first else f"cell, line {lineno}"), code
-    return f"{os.path.basename(filename)}:{lineno}", code
+    if not _CELL.search(filename):
+        return f"{os.path.basename(filename)}:{lineno}", code
+    if filename == _running_cell():
+        return f"this cell, line {lineno}", code
+    name = _definition_at(filename, lineno)
+    return (f"cell defining {name}, line {lineno}" if name else f"another cell, line {lineno}"), code
 
 
-FIRST_LINE = 32  # characters of a cell's first line that name it
+def _running_cell() -> str | None:
+    """The file name of the cell that the kernel is running now: the outermost cell on
+    this thread's call stack (``None`` when there is none, as in a thread)."""
+    found = None
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if _CELL.search(frame.f_code.co_filename):
+            found = frame.f_code.co_filename  # keep going: a cell's function calls sit above the cell
+        frame = frame.f_back
+    return found
 
 
-def _first_line(filename: str) -> str:
-    """The cell's first line that is not blank or a comment, cut to :data:`FIRST_LINE`."""
-    for line in linecache.getlines(filename):
-        line = line.strip()
-        if line and not line.startswith("#"):
-            return line if len(line) <= FIRST_LINE else line[: FIRST_LINE - 1] + "…"
-    return ""
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _definition_at(filename: str, lineno: int) -> str | None:
+    """The name of the outermost function or class in the cell's code that holds line
+    ``lineno`` (its decorators count as its lines), or ``None``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a cell's own SyntaxWarning was shown when it ran
+        try:
+            tree = ast.parse("".join(linecache.getlines(filename)))
+        except (SyntaxError, ValueError):  # not the code that ran (the cache was changed)
+            return None
+    for node in ast.walk(tree):  # outer nodes come first
+        if isinstance(node, _DEFINITIONS):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            if first <= lineno <= (node.end_lineno or node.lineno):
+                return node.name
+    return None
 
 
 def user_frame(frame: FrameType | None) -> FrameType | None:
