@@ -189,8 +189,26 @@ def _edge_extra(edge: tuple[int, int], overlay: Overlay, span: tuple[float, floa
         v = overlay.edge_norms[edge]
         width, colour = _norm_width(v, span), _norm_colour(v)
         parts.append(f'dir=back penwidth={width:.2f} color="{colour}" '  # arrows follow the gradient
-                     f'label="{v:.3g}" fontcolor="{colour}"')
+                     f'label={_edge_label(f"{v:.3g}", width)} fontcolor="{colour}"')
     return " ".join(parts)
+
+
+def _edge_label(text: str, penwidth: float) -> str:
+    """A DOT edge label that keeps ``text`` clear of a stroke ``penwidth`` points wide.
+
+    Graphviz's ``dot`` puts the left side of a plain label on the line that its edge
+    follows, so half of the stroke covers the text. Here the text sits in a table cell
+    with no border, padded on every side by half the stroke plus one point (whole
+    points, as Graphviz wants). The padding also keeps the text off other edges that
+    pass above or below it.
+
+    Example:
+        >>> _edge_label("4", 4.0)
+        '<<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="3"><TR><TD>4</TD></TR></TABLE>>'
+    """
+    pad = math.ceil(round(penwidth, 2) / 2) + 1  # the width as the DOT text writes it
+    return (f'<<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="{pad}">'
+            f"<TR><TD>{_html_text(text)}</TD></TR></TABLE>>")
 
 
 def _norm_colour(v: float) -> str:

@@ -17,7 +17,7 @@ import dynagraph as dg
 from dynagraph import _dot, render
 from dynagraph._records import KINDS, Node
 
-from _helpers import Square, pictures, svg_texts
+from _helpers import Square, html_of, pictures, svg_texts
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("DYNAGRAPH_UPDATE_GOLDEN") == "1"
@@ -115,7 +115,7 @@ def test_to_dot_overlay_and_title():
 
     assert '<FONT COLOR="#c92a2a">#1 &lt;a&amp;b&gt;</FONT>' in line("n3 [")
     assert 'color="#e03131" penwidth=2.5' in line("n1 [")
-    assert 'label="0.5"' in line("n3 -> n0") and "dir=back" in line("n3 -> n0")
+    assert "<TD>0.5</TD>" in line("n3 -> n0") and "dir=back" in line("n3 -> n0")
     thin, thick = (float(re.search(r"penwidth=([\d.]+)", line(e))[1]) for e in ("n3 -> n0", "n1 -> n3"))
     assert thin < thick  # width grows with the norm
 
@@ -189,5 +189,5 @@ def test_special_characters_render_literally_and_svg_parses():
     assert weird in texts  # the title: \N not replaced by a node name
     assert f"{weird}: Linear" in texts  # the module frame
     assert f"{weird}.weight" in texts and f"{weird}.bias" in texts
-    (svg,) = pictures(graph._repr_html_())
+    (svg,) = pictures(html_of(graph))
     assert weird in svg_texts(svg)
