@@ -3,8 +3,8 @@
 Build with ``python3 dev.py docs`` (or ``sphinx-build -b html docs docs/_build/html``).
 
 Why Sphinx + myst-nb + pydata-sphinx-theme: it renders committed notebook outputs
-without running them, keeps text/html outputs (dynagraph's picture as a data-URI image and the
-<script> that makes it live) intact, generates the API reference from the docstrings (autodoc +
+without running them, runs dynagraph's pictures as their scripts (the
+``application/javascript`` output that draws the SVG, zoom and stepper), generates the API reference from the docstrings (autodoc +
 napoleon), and builds with no network once MathJax is served from _static.
 jupyter-book 2 builds through a Node.js tool that downloads its site theme at build
 time (no offline build), and MkDocs Material has announced its end of life.
@@ -61,12 +61,13 @@ mirror_notebooks(NOTEBOOKS_SRC, NOTEBOOKS_DST)
 
 nb_execution_mode = "off"  # render the stored outputs; nbval checks they are current
 nb_ipywidgets_js = {}  # no widget manager from a CDN (the notebooks use no widgets)
-# text/html first: dynagraph's pictures and steppers are HTML (a data-URI image + script);
-# the plain-text repr beside them is for terminals.
+# A dynagraph picture's script first (it draws the live SVG; its PNG is for viewers that run
+# no script), then HTML (step lists, tables), then images; the plain-text repr is for terminals.
 nb_mime_priority_overrides = [
-    ("html", "text/html", 0),
-    ("html", "image/svg+xml", 10),
-    ("html", "image/png", 20),
+    ("html", "application/javascript", 0),
+    ("html", "text/html", 10),
+    ("html", "image/svg+xml", 20),
+    ("html", "image/png", 30),
 ]
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3

@@ -1,16 +1,36 @@
-"""The HTML of every view's Jupyter output: the picture, its data for the page's
-script (``assets/view.js``, whose data format is ``assets/DATA.md``), the step list
-that needs no script, and a diff's table."""
+"""The Jupyter outputs of every view, shown the same in every viewer.
+
+A view displays as up to four outputs (:class:`Output`), in this order:
+
+- a diff's table (``text/html`` of plain tags), only for :class:`~dynagraph.diff.Diff`;
+- **the picture**: ``image/png`` and ``text/plain``, which every viewer shows (a
+  notebook opened without running it, a viewer that sanitizes HTML such as GitHub's or
+  ``nbconvert --sanitize-html``);
+- **its script**: ``application/javascript`` alone. Where scripts run (a trusted
+  notebook, nbconvert's HTML, the docs) it (``assets/view.js``, data format
+  ``assets/DATA.md``) draws the picture as inline SVG with zoom, hover and a stepper, and
+  hides the PNG's output (the nearest image before it of the PNG's size). It is an
+  output of its own because viewers show one mime type per output, a script first, and
+  nbconvert shows a script as an empty ``<div>`` when it sanitizes;
+- **the steps** (a recording or a backward trace): ``text/html`` of plain tags that
+  every sanitizer keeps: a caption, a line that says how to make the picture step
+  (which the script hides), and the first :data:`LISTED_STEPS` steps.
+
+No output needs a tag, style or image that a sanitizer drops, so none shows junk.
+"""
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import io
 import json
+import re
 from collections.abc import Sequence
 from functools import cache
-from html import escape
+from html import escape, unescape
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _dot, _patch, _picture, memory, render
 from ._dot import Overlay, StepText
@@ -19,14 +39,22 @@ from ._records import Node
 if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle at run time)
     from .graph import Graph
 
-__all__ = ["FILL", "LISTED_STEPS", "MAX_BYTES", "PLACEHOLDER", "bundle", "diff_table", "page", "played",
-           "stored_bytes"]
+__all__ = ["FILL", "LISTED_STEPS", "MAX_BYTES", "PLACEHOLDER", "Output", "View", "diff_table", "fragment",
+           "outputs", "played", "stored_bytes"]
 
-# An output (picture, data and script) over this many bytes is drawn again with more
-# of its middle folded: notebooks stay small and quick to open.
+# A view's output (its script with the SVG and steps, say) over this many bytes is drawn
+# again with more of the middle folded: notebooks stay small and quick to open.
 MAX_BYTES = 300_000
-# Steps listed in the no-JavaScript list under a stepper.
-LISTED_STEPS = 40
+# Steps listed in the plain step list under a stepper (no sanitizer keeps a
+# collapsible list, so it is short).
+LISTED_STEPS = 20
+# The picture for viewers without scripts: a PNG at Graphviz's 72 dpi (1 pt = 1 px;
+# the script's SVG shows at 96 dpi) in a palette of this many colours (about half the
+# bytes of a full-colour PNG; 16 colours lose text on coloured nodes). A PNG whose
+# output would be over MAX_BYTES is made at a lower dpi, down to PNG_MIN_DPI.
+PNG_DPI = 72
+PNG_COLOURS = 64
+PNG_MIN_DPI = 36
 # Steps a stepper plays, at most: the first and last halves of a longer recording
 # (80,000 steps would be ~650 KB of step data); the page says what it left out. An
 # output still over MAX_BYTES, with its step data the bigger part, plays fewer.
@@ -38,20 +66,53 @@ FILL = "\x00"
 PLACEHOLDER = {"text/plain": "dynagraph: recording..."}
 
 
-def bundle(graph: Graph, text: str, overlay: Overlay | None = None, *, caption: str = "") -> dict[str, str]:
-    """The Jupyter output of any view: ``text/plain`` and a ``text/html`` whose picture
-    is an ``<img>`` (shows in untrusted notebooks and without JavaScript) that the
-    page's script upgrades in place to inline SVG with zoom, hover and a stepper.
-    """
-    return _patch.paused_gc(_bundle, graph, text, overlay or Overlay(), caption)
+class Output(NamedTuple):
+    """One Jupyter output: its data (mime type -> text) and its metadata, whose
+    ``"dynagraph"`` key says which part of a view it is (``table picture steps``)."""
+
+    data: dict[str, str]
+    metadata: dict[str, Any]
 
 
-def _bundle(graph: Graph, text: str, overlay: Overlay, caption: str) -> dict[str, str]:
+class View:
+    """What every view shares: in IPython it displays as its :meth:`_outputs` (see the
+    module docstring); a viewer that asks for one bundle gets the picture's."""
+
+    def _outputs(self) -> list[Output]:
+        raise NotImplementedError
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+        for out in self._outputs():
+            display(out.data, metadata=out.metadata, raw=True)
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> tuple[dict[str, str],
+                                                                                        dict[str, Any]]:
+        outs = self._outputs()
+        data, metadata = next((o for o in outs if o.metadata.get("dynagraph") == "picture"), outs[0])
+        return data, metadata
+
+
+def outputs(graph: Graph, text: str, overlay: Overlay | None = None, *, caption: str = "", table: str = "",
+            still: bool = True) -> list[Output]:
+    """The Jupyter outputs of any view (see the module docstring): ``text`` is the
+    picture's ``text/plain``, ``caption`` heads the step list, ``table`` (HTML of plain
+    tags) is shown first. ``still=False`` leaves out the PNG (a live view's redraws,
+    where the script shows the picture): the picture's output is then its text."""
+    return _patch.paused_gc(_outputs, graph, text, overlay or Overlay(), caption, table, still)
+
+
+def _outputs(graph: Graph, text: str, overlay: Overlay, caption: str, table: str,
+             still: bool) -> list[Output]:
     steps = min(len(overlay.steps), MAX_STEPS)
     drawn = _drawn(graph, overlay)
-    html, sizes = _html(drawn, overlay, text, caption, steps)
-    for _ in range(4):  # over budget (rare): a big graph with no repeats, or thousands of steps
-        size = stored_bytes({"text/plain": text, "text/html": html})
+    for _ in range(6):  # over budget (rare): a big graph with no repeats, or thousands of steps
+        outs, sizes = _compose(drawn, overlay, text, caption, table, steps)
+        size = max(stored_bytes([o]) for o in outs)
+        if size <= MAX_BYTES and still and not drawn.png:  # the PNG last: for a drawing whose script fits
+            drawn = _with_png(drawn)
+            outs, sizes = _compose(drawn, overlay, text, caption, table, steps)
+            size = max(stored_bytes([o]) for o in outs)
         if size <= MAX_BYTES:
             break
         can_fold = sizes["nodes"] > _picture.ROLL_ABOVE  # (a small picture is not what makes it big)
@@ -65,49 +126,129 @@ def _bundle(graph: Graph, text: str, overlay: Overlay, caption: str) -> dict[str
             graph = _picture.variant(graph, graph.nodes, graph.edges, blocks=graph.blocks, max_nodes=budget)
             graph.memory = memory  # same node ids: the same memory
             drawn = _drawn(graph, overlay)
-        html, sizes = _html(drawn, overlay, text, caption, steps)
-    return {"text/plain": text, "text/html": html}
+    if still and not drawn.png:  # (out of tries: the picture as it is)
+        drawn = _with_png(drawn)
+        outs, _ = _compose(drawn, overlay, text, caption, table, steps)
+    return outs
 
 
-def stored_bytes(bundle: dict[str, str]) -> int:
-    """Bytes of ``bundle`` as a notebook stores it (JSON; non-ASCII escaped, the larger way)."""
-    return len(json.dumps(bundle))
+def stored_bytes(outs: Sequence[Output]) -> int:
+    """Bytes of ``outs`` as a notebook stores them (JSON; non-ASCII escaped, the larger way)."""
+    return sum(len(json.dumps(o.data)) + len(json.dumps(o.metadata)) for o in outs)
 
 
-def _drawn(graph: Graph, overlay: Overlay) -> tuple[_picture.Picture, str, dict[str, Any], _picture.Series]:
-    """The picture, its SVG, its frames and hover texts, and the rolled edges' norms: the
-    part of an output that playing fewer steps leaves as it is."""
+class _Drawn(NamedTuple):
+    """The part of a view's outputs that playing fewer steps leaves as it is."""
+
+    pic: _picture.Picture
+    svg: str
+    data: dict[str, Any]  # frames and hover texts
+    series: _picture.Series
+    dot: str
+    png: str = ""  # base64; empty: not made (yet)
+    png_size: tuple[int, int] = (0, 0)
+
+
+def _drawn(graph: Graph, overlay: Overlay) -> _Drawn:
     pic, dot, series = _picture.drawing(graph, overlay)
     drawn = pic.graph
     data: dict[str, Any] = {"frames": _dot.frames(drawn.nodes, drawn.edges, drawn.blocks),
-                            "info": _info(drawn, pic, overlay.info)}
-    return pic, render.compact_svg(render.pipe(dot, "svg")), data, series
+                            "info": _info(graph, pic, overlay.info)}
+    return _Drawn(pic, render.compact_svg(render.pipe(dot, "svg")), data, series, dot)
 
 
-def _html(drawing: tuple[_picture.Picture, str, dict[str, Any], _picture.Series], overlay: Overlay, text: str,
-          caption: str, max_steps: int) -> tuple[str, dict[str, int]]:
-    """The output's HTML, and the sizes that decide what to shrink when it is too big:
+def _with_png(drawn: _Drawn) -> _Drawn:
+    """``drawn`` with its PNG, at a lower dpi when its output would be over :data:`MAX_BYTES`
+    (a tall picture: the text gets small, the PNG is only for viewers without scripts)."""
+    # PNG bytes grow with dpi squared; at 72 dpi they are about 3.3 times the SVG's on
+    # the zoo's models (2.8-3.3): start where the PNG should just fit, to render once.
+    dpi = min(PNG_DPI, int(PNG_DPI * (0.85 * MAX_BYTES / (3.3 * len(drawn.svg) + 1)) ** 0.5))
+    while True:
+        dpi = max(dpi, PNG_MIN_DPI)
+        b64, size = png(drawn.dot, dpi)
+        if len(b64) + 2_000 <= MAX_BYTES or dpi <= PNG_MIN_DPI:
+            return drawn._replace(png=b64, png_size=size)
+        dpi = int(dpi * (0.9 * MAX_BYTES / len(b64)) ** 0.5)
+
+
+def png(dot: str, dpi: int = 72) -> tuple[str, tuple[int, int]]:
+    """The PNG of ``dot`` that viewers without scripts show, base64, and its size in
+    pixels: :data:`PNG_DPI`, :data:`PNG_COLOURS` colours (Pillow's fast octree
+    palette: ~0.1 s for 600x5,000 px)."""
+    from PIL import Image  # matplotlib's dependency too: always there beside it
+
+    head, brace, rest = dot.partition("{")
+    raw = render.pipe(f"{head}{brace}\n  dpi={dpi};{rest}", "png")
+    with Image.open(io.BytesIO(raw)) as im:
+        small = im.convert("RGB").quantize(PNG_COLOURS, method=Image.Quantize.FASTOCTREE)
+    buf = io.BytesIO()
+    small.save(buf, "PNG")
+    return base64.b64encode(buf.getvalue()).decode(), small.size
+
+
+def _compose(drawn: _Drawn, overlay: Overlay, text: str, caption: str, table: str,
+             max_steps: int) -> tuple[list[Output], dict[str, int]]:
+    """The outputs, and the sizes that decide what to shrink when they are too big:
     ``picture`` and ``steps`` (bytes) and ``nodes`` (how many its picture draws)."""
-    pic, svg, picture_data, series = drawing
-    steps: dict[str, Any] = _steps(pic, overlay, max_steps) if overlay.steps else {}
-    data = {**picture_data, **steps}
-    if series:
-        data["norms"] = series
-    html = page(svg, data, text, caption, overlay.steps, overlay.totals)
-    return html, {"picture": len(svg) * 4 // 3, "steps": len(_json_for_script(steps)) if steps else 0,
-                  "nodes": len(pic.graph.nodes)}
+    steps: dict[str, Any] = _steps(drawn.pic, overlay, max_steps) if overlay.steps else {}
+    # base64: the SVG's many < and " would each be 6-7 bytes as escaped JSON in a notebook
+    data = {**drawn.data, **steps, "svg": base64.b64encode(drawn.svg.encode()).decode()}
+    if drawn.series:
+        data["norms"] = drawn.series
+    if steps:  # the id of the step list's line that says how to make it step (the script hides it)
+        data["hint"] = "dg-hint-" + hashlib.sha1(_json_for_script(data).encode()).hexdigest()[:12]
+    if drawn.png:  # the script hides the PNG's output, found by this size, where it runs
+        data["png"] = list(drawn.png_size)
+    outs = []
+    if table:
+        outs.append(Output({"text/plain": _plain_table(table), "text/html": table}, {"dynagraph": "table"}))
+    w, h = drawn.png_size
+    outs.append(Output({"text/plain": text, "image/png": drawn.png},
+                       {"dynagraph": "picture", "image/png": {"width": w, "height": h}}) if drawn.png else
+                Output({"text/plain": text}, {"dynagraph": "picture"}))
+    # The script on its own: a viewer that picks one mime type per output and shows a
+    # script as an empty <div> when it sanitizes (nbconvert) still shows the PNG above.
+    outs.append(Output({"application/javascript": _script(data)}, {"dynagraph": "script"}))
+    if steps:
+        html, plain = _listing(overlay.steps, overlay.totals, steps.get("gap"), caption, data["hint"])
+        outs.append(Output({"text/plain": plain, "text/html": html}, {"dynagraph": "steps"}))
+    return outs, {"picture": max(len(drawn.svg), len(drawn.png)), "nodes": len(drawn.pic.graph.nodes),
+                  "steps": len(_json_for_script(steps)) if steps else 0}
 
 
-def _info(drawn: Graph, pic: _picture.Picture, extra: dict[int, str]) -> dict[int, str]:
-    """Hover text of each drawn node: name, kind, module, tensor, saved, source."""
+# Iterations a rolled node's hover details list by name and shape (then "... and N more").
+LISTED_ITERATIONS = 12
+
+
+def _info(graph: Graph, pic: _picture.Picture, extra: dict[int, str]) -> dict[int, str]:
+    """Hover text of each drawn node: name, kind, module, tensor, saved, source, and for
+    a node of a rolled block what each iteration's node was (name and shape)."""
+    drawn = pic.graph
     repeats = {nid: block.repeats for block in drawn.blocks for nid in block.nodes}
     notes: dict[int, str] = {}
     for old, text in extra.items():
         notes.setdefault(pic.mapping.get(old, old), text)
-    return {n.id: _describe(n, repeats.get(n.id), notes.get(n.id)) for n in drawn.nodes}
+    stands: dict[int, list[Node]] = {}
+    if pic.iteration:
+        by_id = {n.id: n for n in graph.nodes}
+        for old in sorted(pic.iteration, key=lambda i: pic.iteration[i]):  # block, then iteration order
+            if old in by_id:
+                stands.setdefault(pic.mapping[old], []).append(by_id[old])
+    return {n.id: _describe(n, repeats.get(n.id), notes.get(n.id), stands.get(n.id, ())) for n in drawn.nodes}
 
 
-def _describe(node: Node, repeats: int | None, note: str | None) -> str:
+def _iterations(nodes: Sequence[Node]) -> list[str]:
+    """One line per iteration a rolled node stands for: its name and shape."""
+    def line(k: int, n: Node) -> str:
+        shape = "" if n.shape is None else f" {tuple(n.shape)}"
+        return f"  {k}: {n.label if n.label != n.name else n.name}{shape}"
+    lines = [line(k, n) for k, n in enumerate(nodes[:LISTED_ITERATIONS], 1)]
+    if len(nodes) > LISTED_ITERATIONS:
+        lines.append(f"  \u2026 and {len(nodes) - LISTED_ITERATIONS:,} more")
+    return lines
+
+
+def _describe(node: Node, repeats: int | None, note: str | None, stands: Sequence[Node] = ()) -> str:
     lines = [f"{node.name} ({node.kind})"]
     if node.label != node.name:
         lines.append(node.label)
@@ -118,6 +259,8 @@ def _describe(node: Node, repeats: int | None, note: str | None) -> str:
     lines += [f"saved {k}: {v}" for k, v in node.saved]
     if repeats:
         lines.append(f"drawn once for {repeats:,} iterations")
+        if len({(n.label, n.shape) for n in stands}) > 1:  # (an op node that is the same each time: no list)
+            lines += ["iteration: node", *_iterations(stands)]
     if note:
         lines.append(note)
     return "\n".join(lines)
@@ -171,41 +314,64 @@ def _kept(n: int, most: int) -> tuple[range | list[int], list[int]]:
     return [*range(head), *range(n - (most - head), n)], [head, n - most]
 
 
-def page(svg: str, data: dict[str, Any], alt: str, caption: str,
-         steps: Sequence[tuple[StepText, list[int]]], totals: Sequence[int] = ()) -> str:
-    """The HTML of one output (see :func:`bundle`)."""
-    uri = "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
-    listing = _listing(steps, totals, data.get("gap")) if steps else ""
-    head = f"<b>{escape(caption)}</b>" if caption else ""
-    hint = (f'<div class="dg-hint">To step through the {len(steps):,} steps, run the cell, '
-            "or trust the notebook.</div>") if steps else ""
-    return (
-        f'<div class="dg-out{" dg-stepper" if steps else ""}"><style>{_asset("view.css")}</style>{head}'
-        # The script builds the controls (they work only where it runs) and shows
-        # them; the inline style is kept by JupyterLab's sanitizer, unlike `hidden`.
-        '<div class="dg-bar" style="display:none"></div>'
-        + ('<div class="dg-now" style="display:none"></div>' if steps else "")
-        + '<div class="dg-canvas" style="overflow:auto;max-height:70vh">'
-        f'<img class="dg-pic" style="max-width:none" alt="{escape(alt[:300])}" src="{uri}"></div>'
-        f"{hint}{listing}"
-        f'<script type="application/json" class="dg-data">{_json_for_script(data)}</script>'
-        f"<script>{_asset('view.js')}</script></div>"
-    )
+def _script(data: dict[str, Any]) -> str:
+    """The picture's ``application/javascript``: ``assets/view.js`` and its call on ``data``.
+    JupyterLab and nbconvert's HTML give the output's element as ``element``."""
+    host = 'typeof element !== "undefined" ? element : null'
+    return (f"(function () {{\n{_asset('view.js')}dynagraphView({host}, "
+            f"{_json_for_script(data)}, {_json_for_script(_css())});\n}})();\n")
 
 
-def _listing(steps: Sequence[tuple[StepText, list[int]]], totals: Sequence[int] = (),
-             gap: list[int] | None = None) -> str:
-    """The steps as a list that needs no script (the first :data:`LISTED_STEPS`), each
-    with the bytes the graph keeps after it when ``totals`` are given."""
+@cache
+def _css() -> str:
+    """``assets/view.css`` without its comments (every picture carries it)."""
+    return re.sub(r"/\*.*?\*/\s*", "", _asset("view.css"), flags=re.S)
+
+
+def fragment(outs: Sequence[Output]) -> str:
+    """The outputs as one HTML fragment for a page that runs scripts (as nbconvert or
+    the docs show them): each ``text/html``, and each script in a ``<script>``."""
+    # (the script holds no "</": its data is escaped by _json_for_script)
+    parts = []
+    for o in outs:
+        if "text/html" in o.data:
+            parts.append(o.data["text/html"])
+        elif "application/javascript" in o.data:
+            parts.append(f'<div><script>{o.data["application/javascript"]}</script></div>')
+        elif "image/png" in o.data:
+            size = o.metadata.get("image/png", {})
+            parts.append(f'<div><img src="data:image/png;base64,{o.data["image/png"]}" '
+                         f'width="{size.get("width", "")}" height="{size.get("height", "")}" alt=""></div>')
+    return "".join(parts)
+
+
+# The step list's own colours: a light card like the picture's, readable in dark themes
+# (kept by JupyterLab's sanitizer and the docs; allowlist sanitizers drop it, and their
+# viewers' own colours apply).
+_CARD = ("color:#212529;background:#ffffff;padding:2px 6px;font:12px/1.4 system-ui,sans-serif;"
+         "border-radius:3px")
+
+
+def _listing(steps: Sequence[tuple[StepText, list[int]]], totals: Sequence[int], gap: list[int] | None,
+             caption: str, hint: str) -> tuple[str, str]:
+    """The step list that needs no script, as HTML of tags every sanitizer keeps and as
+    plain text: ``caption``, the line (id ``hint``) that says how to make the picture
+    step, and the first :data:`LISTED_STEPS` steps, each with the bytes the graph keeps
+    after it when ``totals`` are given."""
     kept = [f" \u00b7 the graph keeps {memory.fmt_bytes(t)} for backward" for t in totals]
-    items = "".join(f"<li>{escape(_filled(text) + (kept[i] if kept else ''))}</li>"
-                    for i, (text, _) in enumerate(steps[:LISTED_STEPS]))
+    lines = [_filled(text) + (kept[i] if kept else "") for i, (text, _) in enumerate(steps[:LISTED_STEPS])]
     more = len(steps) - LISTED_STEPS
     plays = ("the stepper plays them all" if not gap else
              f"the stepper plays the first {gap[0]:,} and the last {len(steps) - gap[0] - gap[1]:,}, "
              f"so that the output stays small")
-    tail = f"<p>\u2026 and {more:,} more steps ({plays})</p>" if more > 0 else ""
-    return f"<details><summary>{len(steps):,} steps</summary><ol>{items}</ol>{tail}</details>"
+    tail = f"\u2026 and {more:,} more steps ({plays})" if more > 0 else ""
+    how = f"To step through the {len(steps):,} steps in the picture, run the cell, or trust the notebook."
+    html = (f'<div class="dg-steps" style="{_CARD}">' + (f"<b>{escape(caption)}</b>" if caption else "")
+            + f'<div id="{hint}"><i>{how}</i></div><ol>' + "".join(f"<li>{escape(t)}</li>" for t in lines)
+            + "</ol>" + (f"<div>{tail}</div>" if tail else "") + "</div>")
+    plain = "\n".join([*([caption] if caption else []), *(f"{i}. {t}" for i, t in enumerate(lines, 1)),
+                        *([tail] if tail else [])])
+    return html, plain
 
 
 def _filled(text: StepText) -> str:
@@ -216,12 +382,20 @@ def _filled(text: StepText) -> str:
 def diff_table(rows: Sequence[tuple[str, int, int]], labels: Sequence[str], total: tuple[int, int]) -> str:
     """A diff's node counts as an HTML table: ``(name, count in a, count in b)`` per row."""
     la, lb = map(escape, labels)
-    head = f"<tr><th>node</th><th>{la}</th><th>{lb}</th><th>change</th></tr>"
+    head = f"<tr><td><b>node</b></td><td><b>{la}</b></td><td><b>{lb}</b></td><td><b>change</b></td></tr>"
     body = "".join(f"<tr><td>{escape(n)}</td><td>{x}</td><td>{y}</td><td>{y - x:+d}</td></tr>"
                    for n, x, y in rows)
     ta, tb = total
-    foot = f"<tr><th>total</th><th>{ta}</th><th>{tb}</th><th>{tb - ta:+d}</th></tr>"
-    return f'<table class="dg-diff">{head}{body}{foot}</table>'
+    foot = "".join(f"<td><b>{c}</b></td>" for c in ("total", ta, tb, f"{tb - ta:+d}"))
+    foot = f"<tr>{foot}</tr>"
+    return f'<table class="dg-diff" style="{_CARD}">{head}{body}{foot}</table>'
+
+
+def _plain_table(html: str) -> str:
+    """A table of :func:`diff_table` as text: one row per line, cells split by two spaces."""
+    rows = re.findall(r"<tr>(.*?)</tr>", html)
+    return "\n".join("  ".join(unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td>(.*?)</td>", r))
+                     for r in rows)
 
 
 @cache
@@ -229,7 +403,7 @@ def _asset(name: str) -> str:
     return resources.files("dynagraph").joinpath("assets").joinpath(name).read_text()  # 3.10: one per call
 
 
-def _json_for_script(data: dict[str, Any]) -> str:
+def _json_for_script(data: dict[str, Any] | str) -> str:
     """JSON safe inside a <script> element (no ``</script>`` or ``<!--`` can close it)."""
     text = json.dumps(data, separators=(",", ":"), allow_nan=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -24,7 +24,7 @@ _Slot = tuple[int, int] | None  # (child id, output number of the child), or Non
 _Grads = Sequence[torch.Tensor | None]  # what a backward hook receives, per input or output
 
 
-class BackwardTrace:
+class BackwardTrace(_page.View):
     """The order autograd ran the nodes of a graph, and the gradient on each edge.
 
     Attributes:
@@ -76,11 +76,12 @@ class BackwardTrace:
         """DOT of the picture: execution order on the nodes, gradient norm on the edges."""
         return _picture.drawing(self.graph(), self._overlays())[1]
 
-    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+    def _outputs(self) -> list[_page.Output]:
         if not self.order:
-            return {"text/plain": repr(self)}
-        return _page.bundle(self.graph(), repr(self), self._overlays(),
-                               caption=f"backward: {len(self.order):,} node runs")
+            return [_page.Output({"text/plain": repr(self)}, {})]
+        return _page.outputs(self.graph(), repr(self), self._overlays(),
+                             caption=f"backward: {len(self.order):,} node runs. The arrows point the way "
+                                     "autograd sends gradients: from the output back to the inputs")
 
 
 def _ran(node: Node, arriving: list[float]) -> str:

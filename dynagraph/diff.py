@@ -26,7 +26,7 @@ def _as_graph(obj: object, which: str) -> Graph:
     raise TypeError(f"{which} must be a dynagraph Graph or Recording; got {type(obj).__name__}")
 
 
-class GraphDiff:
+class GraphDiff(_page.View):
     """Per-op node counts of two graphs, and which nodes of ``b`` are new.
 
     Attributes:
@@ -68,13 +68,9 @@ class GraphDiff:
         """DOT of the picture of ``b`` with its new nodes outlined in red."""
         return _picture.drawing(self._graph(), Overlay(highlight=set(self.new)))[1]
 
-    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
-        out = _page.bundle(self._graph(), repr(self), Overlay(highlight=set(self.new)))
-        out["text/html"] = _page.diff_table(self.rows, self.labels, self.total) + out["text/html"]
-        return out
-
-    def _repr_html_(self) -> str:
-        return self._repr_mimebundle_()["text/html"]
+    def _outputs(self) -> list[_page.Output]:
+        return _page.outputs(self._graph(), repr(self), Overlay(highlight=set(self.new)),
+                             table=_page.diff_table(self.rows, self.labels, self.total))
 
 
 def _key(node: Node, modules: bool) -> tuple[str, str | None, str | None]:

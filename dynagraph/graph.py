@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["Graph"]
 
 
-class Graph:
+class Graph(_page.View):
     """A captured autograd graph: plain records plus drawing and display.
 
     Attributes:
@@ -146,8 +146,5 @@ class Graph:
         import graphviz
         return graphviz.Source(self.to_dot())
 
-    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
-        return _page.bundle(self, repr(self))
-
-    def _repr_html_(self) -> str:
-        return self._repr_mimebundle_()["text/html"]
+    def _outputs(self) -> list[_page.Output]:
+        return _page.outputs(self, repr(self))

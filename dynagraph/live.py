@@ -35,9 +35,12 @@ class Step:
     """One recorded operation.
 
     Attributes:
-        index: Position in the recording, from 0.
+        index: Position in ``rec.steps``, from 0. What a learner reads (the repr, the
+            step list, the slider, hover details) numbers steps from 1: this is step
+            ``index + 1`` there.
         op: The operation (``mul``, ``linear``, ``ThresholdReLU.apply``).
-        where: ``'cell "def forward(self, x):", line 3'`` (a cell by its first line) or ``"file.py:12"``.
+        where: ``"this cell, line 3"`` or ``"cell defining Net, line 10"`` (a Jupyter cell),
+            or ``"file.py:12"``.
         code: That line's source text.
         module: The module whose forward ran the op (dotted name when ``live`` was
             given the model, else its class name), or ``None`` (outside any module,
@@ -78,7 +81,7 @@ def _shapes(shapes: Iterable[tuple[int, ...] | None]) -> str:
     return ", ".join("nested" if s is None else str(tuple(s)) for s in shapes) or "()"
 
 
-class Recording:
+class Recording(_page.View):
     """What ran inside a :func:`live` block: steps, and the graph they built.
 
     Displays as a stepper (slider and play controls over the final graph, each
@@ -139,10 +142,10 @@ class Recording:
         lines = [f"<dynagraph.Recording: {len(self.steps)} steps, {len(self.nodes)} nodes>"]
         names = {n.id: n.name for n in self.nodes}
         shown = self.steps if len(self.steps) <= REPR_STEPS else self.steps[:REPR_STEPS - 5]
-        lines += [f"{s.index:>3} {s.text(names, self.module_types)}" for s in shown]
+        lines += [f"{s.index + 1:>3} {s.text(names, self.module_types)}" for s in shown]  # steps count from 1
         if len(shown) < len(self.steps):
             lines.append(f"... {len(self.steps) - len(shown) - 5:,} more steps (rec.steps has them all) ...")
-            lines += [f"{s.index:>3} {s.text(names, self.module_types)}" for s in self.steps[-5:]]
+            lines += [f"{s.index + 1:>3} {s.text(names, self.module_types)}" for s in self.steps[-5:]]
         return "\n".join(lines)
 
     def graph(self, *, upto: int | None = None, title: str | None = None) -> Graph:
@@ -185,15 +188,15 @@ class Recording:
         played = _page.played(len(self.steps))  # the middle of a long recording is never shown: no text
         steps = [(_template(s, s.text(names, self.module_types)) if s.index in played else "", s.nodes)
                  for s in self.steps]
-        info = {nid: f"step {s.index}: {s.op} [{s.where}] {s.code}" for s in self.steps for nid in s.nodes}
+        info = {nid: f"step {s.index + 1}: {s.op} [{s.where}] {s.code}"  # steps count from 1
+                for s in self.steps for nid in s.nodes}
         totals = self.saved_by_step() if self.memory is not None else []
         return Overlay(steps=steps, info=info, mode="reveal", totals=totals)
 
-    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+    def _outputs(self) -> list[_page.Output]:
         if not self.steps:
-            return {"text/plain": repr(self)}
-        return _page.bundle(self.graph(), repr(self), self._overlays(),
-                               caption=f"{len(self.steps):,} steps")
+            return [_page.Output({"text/plain": repr(self)}, {})]
+        return _page.outputs(self.graph(), repr(self), self._overlays(), caption=f"{len(self.steps):,} steps")
 
     # -- recording: what dynagraph's torch patching (_patch) calls while the block runs --
 
@@ -403,10 +406,11 @@ class _View:
     """
 
     PATIENCE = 4
-    handle: Any  # IPython's DisplayHandle; None outside IPython
+    handle: Any  # IPython's DisplayHandle of the picture's output (its PNG); None outside IPython
+    script: Any  # and of the script's output, which draws the live picture
 
     def __init__(self, interval: float) -> None:
-        self.interval, self.handle, self.cost = interval, None, 0.0
+        self.interval, self.handle, self.script, self.cost = interval, None, None, 0.0
         self.last = time.perf_counter()
         self.stopped: str | None = None  # why redrawing stopped, once it has
         try:
@@ -418,6 +422,7 @@ class _View:
             return
         render.find_renderer()  # no renderer: fail now, saying how to install one
         self.handle = display(_page.PLACEHOLDER, raw=True, display_id=True)
+        self.script = display({"application/javascript": ""}, raw=True, display_id=True)
 
     def maybe_update(self, rec: Recording, force: bool = False) -> None:
         now = time.perf_counter()
@@ -426,7 +431,10 @@ class _View:
             return
         try:
             graph = rec.graph(title=f"{len(rec.steps)} steps so far")
-            self.handle.update(_page.bundle(graph, repr(graph)), raw=True)
+            picture, script = _page.outputs(graph, repr(graph), still=force)  # the last stays: with a PNG
+            if force:
+                self.handle.update(picture.data, metadata=picture.metadata, raw=True)
+            self.script.update(script.data, metadata=script.metadata, raw=True)
         except Exception as err:  # noqa: BLE001 -- a picture must never break the loop it watches
             self.stopped = f"{type(err).__name__}: {err}"
             self.handle.update({"text/plain": f"dynagraph: stopped redrawing at step {len(rec.steps):,} "

@@ -7,7 +7,6 @@ when missing and run as root). tests/conftest.py skips `browser` tests without i
 
 from __future__ import annotations
 
-import json
 import socket
 from contextlib import contextmanager
 from pathlib import Path
@@ -108,8 +107,9 @@ def check_stepper(stepper) -> dict:
         ``{"steps": n, "hidden_first": k0, "hidden_last": k1}`` for reporting.
     """
     assert stepper.locator(".dg-bar").is_visible(), "stepper controls hidden: its script did not run"
-    assert stepper.locator(".dg-hint").count() == 0, "the 'run the cell, or trust the notebook' hint stayed"
-    data = json.loads(stepper.locator("script.dg-data").text_content())
+    hint = stepper.evaluate("r => r.dgData.hint")
+    assert stepper.page.locator(f"#{hint}:visible").count() == 0, "the 'run the cell, or trust the notebook' hint stayed"
+    data = stepper.evaluate("r => ({s: r.dgData.s, kinds: r.dgData.kinds})")
     n = len(data["s"])
     state = lambda: stepper.evaluate(_STATE_JS)  # noqa: E731 (text, hidden nodes, slider)
     button = lambda act: stepper.locator(f'button[data-act="{act}"]').click()  # noqa: E731

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import torch
 
+from dynagraph import _page
+
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
@@ -36,9 +38,32 @@ def load_benchmark(name: str):
     return module
 
 
+def html_of(view) -> str:
+    """A view's outputs as one HTML fragment, as a page that runs scripts shows them."""
+    return _page.fragment(view._outputs())
+
+
+def stored(view) -> int:
+    """Bytes of a view's largest output as a notebook stores it (the budget is per output)."""
+    return max(_page.stored_bytes([out]) for out in view._outputs())
+
+
+def outputs_of(view) -> dict[str, dict[str, str]]:
+    """A view's outputs' data by part (``table picture steps``)."""
+    return {out.metadata["dynagraph"]: out.data for out in view._outputs()}
+
+
+_CALL = re.compile(r"dynagraphView\(typeof element !== \"undefined\" \? element : null, (\{.*?\}), \"")
+
+
+def scripts_data(html: str) -> list[dict]:
+    """The data each dynagraph picture's script in ``html`` (or one script) draws."""
+    return [json.loads(text) for text in _CALL.findall(html)]
+
+
 def pictures(html: str) -> list[str]:
-    """The SVG text of every picture in a dynagraph output (its data-URI images)."""
-    return [base64.b64decode(b).decode() for b in re.findall(r'src="data:image/svg\+xml;base64,([^"]+)"', html)]
+    """The SVG text of every picture in a dynagraph output (what its scripts draw)."""
+    return [base64.b64decode(data["svg"]).decode() for data in scripts_data(html)]
 
 
 def svg_texts(svg: str) -> list[str]:
@@ -48,8 +73,8 @@ def svg_texts(svg: str) -> list[str]:
 
 def page_data(html: str) -> dict:
     """The JSON data a dynagraph output hands its script."""
-    (text,) = re.findall(r'<script type="application/json" class="dg-data">(.*?)</script>', html, re.S)
-    return json.loads(text)
+    (data,) = scripts_data(html)
+    return data
 
 
 def expand_steps(data: dict) -> list[tuple[str, list[int], int, int]]:

@@ -51,6 +51,24 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="a long property-based run: select it with -m long"))
 
 
+@pytest.fixture(scope="session")
+def site(tmp_path_factory) -> Path:
+    """The docs built as `python3 dev.py docs` builds them, once for the run (test_docs.py
+    and test_viewers.py read it), into a temporary folder; its html/ folder (Sphinx's
+    warnings beside it in warnings.txt)."""
+    import subprocess
+    import sys
+    out = tmp_path_factory.mktemp("docs")
+    proc = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-d", out / "doctrees", "docs", out / "html"],
+        cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=300,
+    )
+    if proc.returncode:
+        pytest.fail(f"sphinx-build failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    (out / "warnings.txt").write_text(proc.stderr)
+    return out / "html"
+
+
 @pytest.fixture
 def fresh_renderer(monkeypatch):
     """No DYNAGRAPH_DOT and no cached renderer lookup or output, before and after."""

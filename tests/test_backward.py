@@ -208,7 +208,7 @@ def test_repr_lists_the_first_runs():
         h = h * 1.0
     long = traced(h.sum())
     assert repr(long).endswith(" ... (+3)")
-    assert bt._repr_mimebundle_()["text/plain"] == repr(bt)
+    assert bt._repr_mimebundle_()[0]["text/plain"] == repr(bt)
 
 
 def test_picture_marks_order_and_norms():

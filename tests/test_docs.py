@@ -1,20 +1,21 @@
 """The docs website: Sphinx builds it from the notebooks' stored outputs, and every
 page works offline in a real browser, from file:// and from a local HTTP server.
 
-The site is built once for this module (into a temporary folder). Pages are the
-landing page, the tutorials list, the API reference, Sphinx's index and search
+The site is built once for the run (the `site` fixture in conftest.py, into a
+temporary folder). Pages are the landing page, the tutorials list, the API reference, Sphinx's index and search
 pages, and one page per notebook in notebooks/, whichever notebooks exist when the
-tests are collected.
+tests are collected. A notebook page runs each dynagraph picture's script
+(docs/conf.py puts ``application/javascript`` first): it shows each stored picture
+once, as a live SVG, and each stepper steps.
 """
 
 from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
 import re
-import subprocess
-import sys
 import threading
 from html.parser import HTMLParser
 from pathlib import Path
@@ -25,6 +26,7 @@ import pytest
 import dynagraph
 
 from _chromium import ARTIFACTS, ROOT, Watch, check_stepper, chromium
+from _helpers import scripts_data
 
 pytestmark = pytest.mark.slow  # the module builds the whole site once (10-30 s)
 
@@ -33,20 +35,6 @@ NOTEBOOK_DIR = Path(os.environ.get("DYNAGRAPH_DOCS_NOTEBOOKS", ROOT / "notebooks
 NOTEBOOKS = sorted(p.stem for p in NOTEBOOK_DIR.glob("*.ipynb"))
 PAGES = (["index", "tutorials", "api", "genindex", "search", "notebooks/glossary"]
          + [f"notebooks/{stem}" for stem in NOTEBOOKS])
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    """Build the docs as `python3 dev.py docs` does, into a temporary folder; return html/."""
-    out = tmp_path_factory.mktemp("docs")
-    proc = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-d", out / "doctrees", "docs", out / "html"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )
-    if proc.returncode:
-        pytest.fail(f"sphinx-build failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
-    (out / "warnings.txt").write_text(proc.stderr)
-    return out / "html"
 
 
 # -- The build ---------------------------------------------------------------------
@@ -160,8 +148,29 @@ _REPORT_JS = """() => {
                                                ok: i.complete && i.naturalWidth > 0}));
   const math = [...document.querySelectorAll('.math')].map(m => ({tex: m.textContent.slice(0, 60),
       ok: !!m.querySelector('mjx-container svg') && !m.querySelector('[data-mml-node="merror"]')}));
-  return {graphs, images, math, mathjax: !!window.MathJax, steppers: document.querySelectorAll('div.dg-stepper').length};
+  const live = [...document.querySelectorAll('div.dg-out')].map(d => ({
+    nodes: d.querySelectorAll('svg g.node').length, stepper: d.classList.contains('dg-stepper')}));
+  return {graphs, images, math, mathjax: !!window.MathJax, live,
+          steppers: document.querySelectorAll('div.dg-stepper').length,
+          step_lists: document.querySelectorAll('.cell_output .dg-steps').length,
+          cell_images: [...document.querySelectorAll('.cell_output img')].filter(i => i.checkVisibility()).length};
 }"""
+
+
+def _stored_views(stem: str) -> dict[str, int]:
+    """What a notebook page should show, from the notebook's stored outputs: its
+    dynagraph pictures, how many of them are steppers (the data of the script after
+    the picture has steps),
+    and its other images (a plot's PNG, which the page shows as an <img>)."""
+    nb = json.loads((NOTEBOOK_DIR / f"{stem}.ipynb").read_text())
+    outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    pictures = [o for o in outputs if o.get("metadata", {}).get("dynagraph") == "picture"]
+    scripts = [o for o in outputs if o.get("metadata", {}).get("dynagraph") == "script"]  # one per picture
+    steppers = sum("s" in data for o in scripts
+                   for data in scripts_data("".join(o["data"].get("application/javascript", ""))))
+    images = sum(1 for o in outputs if not o.get("metadata", {}).get("dynagraph") and "image/png" in o.get("data", {})
+                 and not {"text/html", "application/javascript"} & set(o["data"]))
+    return {"pictures": len(pictures), "steppers": steppers, "images": images}
 
 
 @pytest.mark.browser
@@ -188,6 +197,16 @@ def test_page_works_offline(browser, site, http_root, page_name, scheme):
         bad_math = [m["tex"] for m in report["math"] if not m["ok"]]
         assert not bad_math, f"formulas MathJax did not typeset (mathjax loaded: {report['mathjax']}): {bad_math}"
 
+        if page_name.startswith("notebooks/") and page_name != "notebooks/glossary":
+            # Each stored picture is drawn once, live (its script runs; its PNG is not shown).
+            want = _stored_views(page_name.split("/", 1)[1])
+            shown = {"pictures": len(report["live"]), "steppers": report["steppers"],
+                     "images": report["cell_images"]}
+            assert shown == want, f"{page_name}: the page shows {shown}, the notebook stores {want}"
+            assert report["step_lists"] == want["steppers"], (
+                f"{page_name}: {report['step_lists']} step lists (div.dg-steps), {want['steppers']} steppers stored")
+            empty = [p for p in report["live"] if p["nodes"] == 0]
+            assert not empty, f"{page_name}: live pictures without nodes: {empty}"
         steppers = page.locator("div.dg-stepper")
         for i in range(steppers.count()):
             check_stepper(steppers.nth(i))

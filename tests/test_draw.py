@@ -1,5 +1,6 @@
 """draw() and Graph: display in Jupyter, save to files, and render without system Graphviz."""
 
+import base64
 import re
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ import dynagraph as dg
 from dynagraph import render
 from dynagraph._picture import MAX_NODES
 
-from _helpers import pictures, svg_texts
+from _helpers import html_of, pictures, svg_texts
 
 ADDRESS = re.compile(r"0x[0-9a-f]{6,}")
 
@@ -40,18 +41,19 @@ def test_graph_node_looks_up_by_id(graph):
         graph.node(99)
 
 
-def test_mimebundle_has_plain_text_without_addresses_and_html_svg(graph):
-    bundle = graph._repr_mimebundle_()
-    assert set(bundle) == {"text/plain", "text/html"}
+def test_outputs_are_plain_text_png_and_the_script_without_addresses(graph):
+    bundle, metadata = graph._repr_mimebundle_()  # (a viewer that asks for one bundle: the picture)
+    assert set(bundle) == {"text/plain", "image/png"}
+    assert metadata["dynagraph"] == "picture"
     assert not ADDRESS.search(bundle["text/plain"])
     assert bundle["text/plain"].startswith("<dynagraph.Graph: 11 nodes")
-    assert 'src="data:image/svg+xml;base64,' in bundle["text/html"]
-    assert "<svg" not in bundle["text/html"]  # an untrusted notebook strips inline SVG
-    assert not ADDRESS.search(bundle["text/html"])
+    assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG\r\n\x1a\n")
+    (script,) = [o.data for o in graph._outputs() if o.metadata["dynagraph"] == "script"]
+    assert not ADDRESS.search(script["application/javascript"])
 
 
 def test_repr_html_picture_parses_and_shows_labels(graph):
-    (svg,) = pictures(graph._repr_html_())
+    (svg,) = pictures(html_of(graph))
     assert {"MLP", "0.weight", "2.bias", "AddmmBackward0"} <= set(svg_texts(svg))
 
 

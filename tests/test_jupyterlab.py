@@ -1,5 +1,6 @@
 """A real client: JupyterLab in headless Chromium clears a notebook, runs it all, and
-shows dynagraph's pictures.
+shows dynagraph's pictures live: each picture output's script draws an inline SVG, and
+each stepper steps.
 
 The server runs on 127.0.0.1 (a free port, a token) with throwaway config, runtime,
 settings and workspace folders, serving a temporary copy of notebooks/ only.
@@ -60,8 +61,26 @@ _RUN_DONE_JS = """() => { const w = window.jupyterapp.shell.currentWidget;
 _CELLS_JS = """() => [...window.jupyterapp.shell.currentWidget.model.cells]
   .filter(c => c.type === 'code')
   .map(c => ({count: c.executionCount, tags: c.getMetadata('tags') || [],
-                   errors: c.outputs.toJSON().filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue),
+                   errors: c.outputs.toJSON().filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue + '\\n'
+                     + o.traceback.slice(-3).join('\\n').replace(/\\x1b\\[[0-9;]*m/g, '')),
                    source: c.sharedModel.getSource().slice(0, 60)}))"""
+# Each picture output (metadata dynagraph: picture) of the run notebook: whether its PNG
+# still shows, and how JupyterLab rendered the script output after it (its mime type)
+# and the live pictures (div.dg-out) that script drew.
+_LIVE_JS = """() => [...window.jupyterapp.shell.currentWidget.content.widgets].flatMap((cell, i) => {
+  if (cell.model.type !== 'code') return [];
+  const items = cell.outputArea.widgets;
+  return items.flatMap((child, j) => {
+    const model = j < cell.model.outputs.length ? cell.model.outputs.get(j) : null;
+    if (!model || !model.metadata || model.metadata.dynagraph !== 'picture') return [];
+    const script = items[j + 1] ? items[j + 1].node : null, after = cell.model.outputs.get(j + 2);
+    const node = script ? script.querySelector('.jp-OutputArea-output') : null;
+    return [{cell: i, output: j, png_shown: child.node.checkVisibility(), mime: node ? node.dataset.mimeType : null,
+             imgs: script ? script.querySelectorAll('img').length : 0,
+             listed: !!(after && after.metadata && after.metadata.dynagraph === 'steps'),
+             live: script ? [...script.querySelectorAll('div.dg-out')].map(d => ({
+               nodes: d.querySelectorAll('svg g.node').length, stepper: d.classList.contains('dg-stepper')})) : []}];
+  }); })"""
 _PICTURES_JS = """() => [...document.querySelectorAll('.jp-OutputArea-output svg')]
   .filter(s => !s.closest('mjx-container') && !s.parentElement.closest('svg'))
   .map(s => { const b = s.getBoundingClientRect();
@@ -93,10 +112,22 @@ def test_run_all_in_jupyterlab_shows_the_graphs(lab):
             assert pictures, "no SVG picture in any output area"
             empty = [p for p in pictures if p["nodes"] == 0 or 0 in p["box"]]
             assert not empty, f"pictures without nodes or with an empty box: {empty}"
+            # Outputs made by running are trusted: each picture's script output runs,
+            # draws one live picture and hides the PNG's output.
+            live = page.evaluate(_LIVE_JS)
+            assert live, "no dynagraph picture output (metadata dynagraph: picture) after Run All"
+            not_live = [p for p in live if p["mime"] != "application/javascript" or p["imgs"] or p["png_shown"]
+                        or len(p["live"]) != 1 or p["live"][0]["nodes"] == 0]
+            assert not not_live, f"picture outputs not drawn live (once, as SVG with nodes): {not_live}"
             _screenshot(page, ARTIFACTS / "jupyterlab.png")
+            # A picture with steps (a step list output follows it) is a stepper; check each one.
+            wrong = [p for p in live if p["live"][0]["stepper"] != p["listed"]]
+            assert not wrong, f"a stepper without a step list after it, or a step list after a still picture: {wrong}"
             steppers = page.locator(".jp-OutputArea-output div.dg-stepper")
-            if steppers.count():  # scripts run only in trusted output: this checks trust too
-                check_stepper(steppers.first)
+            assert steppers.count() == sum(p["listed"] for p in live)
+            for k in range(steppers.count()):
+                check_stepper(steppers.nth(k))
+            print(f"{name}: {len(live)} live pictures, {steppers.count()} steppers checked")
             assert not watch.blocked, f"JupyterLab requested outside 127.0.0.1 (blocked): {watch.blocked}"
             assert not watch.errors, f"errors in the browser console: {watch.errors}"
         except Exception:

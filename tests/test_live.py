@@ -13,7 +13,7 @@ from torch.autograd.function import Function
 
 import dynagraph as dg
 
-from _helpers import page_steps, pictures, svg_texts
+from _helpers import html_of, outputs_of, page_steps, pictures, svg_texts
 
 live_module = importlib.import_module("dynagraph.live")  # dg.live is the function
 patch_module = importlib.import_module("dynagraph._patch")
@@ -277,14 +277,14 @@ def test_repr_is_a_table_of_steps():
         2 * x + 1
     assert repr(rec).splitlines() == [
         "<dynagraph.Recording: 2 steps, 3 nodes>",
-        f"  0 mul  [test_live.py:{line}] 2 * x + 1",
+        f"  1 mul  [test_live.py:{line}] 2 * x + 1",  # steps count from 1, as in the slider and the list
         "  (1,) -> (1,)  + MulBackward0, AccumulateGrad",
-        f"  1 add  [test_live.py:{line}] 2 * x + 1",
+        f"  2 add  [test_live.py:{line}] 2 * x + 1",
         "  (1,) -> (1,)  + AddBackward0",
     ]
-    bundle = rec._repr_mimebundle_()
-    assert bundle["text/plain"] == repr(rec)
-    assert [text for text, _ in page_steps(bundle["text/html"])] == [
+    outs = outputs_of(rec)
+    assert outs["picture"]["text/plain"] == repr(rec)
+    assert [text for text, _ in page_steps(html_of(rec))] == [
         f"mul  [test_live.py:{line}] 2 * x + 1\n  (1,) -> (1,)  + MulBackward0, AccumulateGrad",
         f"add  [test_live.py:{line}] 2 * x + 1\n  (1,) -> (1,)  + AddBackward0"]
 
@@ -292,7 +292,7 @@ def test_repr_is_a_table_of_steps():
 def test_empty_recording_displays_as_text_only():
     with dg.live() as rec:
         pass
-    assert rec._repr_mimebundle_() == {"text/plain": "<dynagraph.Recording: 0 steps, 0 nodes>"}
+    assert [out.data for out in rec._outputs()] == [{"text/plain": "<dynagraph.Recording: 0 steps, 0 nodes>"}]
 
 
 # -- the recording's graph is autograd's graph -----------------------------------------
@@ -414,7 +414,7 @@ class FakeHandle:
     def __init__(self):
         self.updates = []
 
-    def update(self, obj, raw=False):
+    def update(self, obj, metadata=None, raw=False):
         assert raw, "the view hands IPython a ready mime bundle"
         self.updates.append(obj)
 
@@ -430,9 +430,11 @@ def test_view_shows_the_finished_graph_at_exit(monkeypatch):
     x = torch.ones(2, requires_grad=True)
     with dg.live(view=True, interval=3600) as rec:  # no redraw before the end
         2 * x + 1
-    assert len(shown) == 1 and "recording" in shown[0]["text/plain"]
-    assert len(handle.updates) == 1
-    (svg,) = pictures(handle.updates[0]["text/html"])
+    assert len(shown) == 2 and "recording" in shown[0]["text/plain"]  # the picture's output, then its script's
+    assert len(handle.updates) == 2
+    picture, script = handle.updates
+    (svg,) = pictures(script["application/javascript"])
+    assert "image/png" in picture  # the last redraw stays in the notebook: with its PNG
     assert "2 steps so far" in svg_texts(svg)
     assert rec._view is None
 
@@ -615,8 +617,8 @@ def test_graph_upto_counts_from_the_end_like_python():
             rec.graph(upto=bad)
 
 
-def test_a_step_in_a_jupyter_cell_names_the_cell_by_its_first_line():
-    """``[cell "def f(x):", line 2]``: the same on every run (a cell's temporary file
+def test_a_step_in_a_jupyter_cell_names_the_cell_by_what_it_defines():
+    """``[cell defining f, line 2]``: the same on every run (a cell's temporary file
     name and execution count are not), so stored outputs stay stable."""
     import linecache
 
@@ -626,10 +628,10 @@ def test_a_step_in_a_jupyter_cell_names_the_cell_by_its_first_line():
     text = "# a comment\n\ndef forward_with_a_rather_long_name(x):\n    return x * 2\n"
     linecache.cache[cell] = (len(text), None, text.splitlines(True), cell)
     try:
-        assert _source.describe(cell, 4) == ('cell "def forward_with_a_rather_long_…", line 4',
+        assert _source.describe(cell, 4) == ("cell defining forward_with_a_rather_long_name, line 4",
                                              "return x * 2")
         linecache.cache[cell] = (1, None, ["\n"], cell)
-        assert _source.describe(cell, 1)[0] == "cell, line 1"  # nothing to name it by
+        assert _source.describe(cell, 1)[0] == "another cell, line 1"  # nothing to name it by
     finally:
         del linecache.cache[cell]
 
@@ -666,7 +668,7 @@ def test_a_failed_redraw_never_reaches_the_loop_and_says_why(monkeypatch, error)
     def broken(*args, **kwargs):
         calls.append(1)
         raise error
-    monkeypatch.setattr(_page, "bundle", broken)
+    monkeypatch.setattr(_page, "outputs", broken)
     x = torch.ones(2, requires_grad=True)
     with dg.live(view=True, interval=1e-9) as rec:  # a redraw is due at every op
         y = x

@@ -1,25 +1,36 @@
 """Stored pictures show where dynagraph's script cannot run, and its script works
 where it can.
 
-A dynagraph output is one ``<div class="dg-out">`` whose picture is an ``<img>`` of
-base64 SVG; view.js, where scripts run, upgrades it in place to inline SVG with zoom
-and a stepper. Here:
+A dynagraph view displays as up to four outputs (see dynagraph/_page.py): a diff's
+table, the picture (``image/png`` + ``text/plain``), its script (``application/javascript``
+alone) and a stepper's plain step list (``text/html``). Where scripts run, the script
+draws a live SVG with zoom and a stepper, hides the PNG's output and the list's "run the
+cell, or trust the notebook" line. Where they do not, the PNG shows. Here:
 
-* the committed notebooks open *untrusted* in JupyterLab (scripts and inline SVG
-  stripped) and show every stored picture as a loaded image;
-* ``jupyter nbconvert --to html`` pages show every picture with JavaScript off;
+* every stored picture is a picture output (PNG and text) followed by its script, each
+  of at most 300 KB;
+* the committed notebooks open *untrusted* in JupyterLab and show every stored picture
+  as a loaded PNG, each stepper's hint line and step list, and no controls or script;
+* ``jupyter nbconvert --to html`` pages show every picture with JavaScript off (the
+  PNG), and the live SVG and working steppers with JavaScript on;
 * in JupyterLab's Dark theme a stepper's text and buttons keep WCAG AA contrast;
-* two notebooks holding the same stepper output, open side by side, step apart;
-* untrusted output shows no buttons (no script runs there to make them work).
+* two notebooks holding the same stepper output, open side by side, step apart.
 
 One JupyterLab server (throwaway config, data, runtime, settings and workspace
 folders, so no trust database of the user's makes a notebook trusted) serves a
 snapshot of notebooks/ for the whole module. DYNAGRAPH_DOCS_NOTEBOOKS points these
 tests at another folder of notebooks, as for test_docs.py and test_jupyterlab.py.
+
+JupyterLab windowing: tests/_lab.py turns it off (``windowingMode: none``), so every
+cell's outputs are in the page to measure. Each picture and step list is still
+scrolled into view before it is measured, and the point at its centre must hit it:
+an element can have a box and yet be hidden under another one, or be off screen.
 """
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import re
@@ -27,21 +38,32 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager
+from html import unescape
 from pathlib import Path
 
 import pytest
 
-from _chromium import ARTIFACTS, ROOT, VIEWPORT, Watch, chromium
+from _chromium import ARTIFACTS, ROOT, VIEWPORT, Watch, check_stepper, chromium
+from _helpers import scripts_data
 from _lab import serve
 
 NOTEBOOK_DIR = Path(os.environ.get("DYNAGRAPH_DOCS_NOTEBOOKS", ROOT / "notebooks"))
 NOTEBOOKS = sorted(p.name for p in NOTEBOOK_DIR.glob("*.ipynb"))
 MAX_OUTPUT_BYTES = 300_000  # json.dumps of one stored output's data
-# The root of a dynagraph output: the current `dg-out`, and the classes of the
-# older formats (inline <svg>), so that a notebook still holding those is counted
-# as holding pictures that the checks below then do not find.
-_DG_CLASS = re.compile(r'class="(?:[^"]*\s)?(dg-out|dynagraph-graph|dg-stepper|dynagraph-diff)(?=[\s"])')
-_SCRIPT = re.compile(r"<script\b.*?</script>", re.S | re.I)
+PICTURE_MIMES = {"image/png", "text/plain"}
+PNG_COLOURS = 64  # the picture's PNG is a palette PNG of at most this many colours (as _page.PNG_COLOURS)
+# Tags that every allowlist sanitizer keeps (the step list and the diff's table use only these).
+PLAIN_TAGS = {"b", "div", "i", "li", "ol", "span", "table", "td", "tr"}
+# The root classes of the older formats (a text/html picture with an <img> or inline
+# <svg>): a notebook still holding one must be re-run.
+_OLD_CLASS = re.compile(r'class="(?:[^"]*\s)?(dg-out|dynagraph-graph|dg-stepper|dynagraph-diff)(?=[\s"])')
+_HINT = re.compile(r'<div id="(dg-hint-[0-9a-f]{12})"><i>(To step through the ([\d,]+) steps in the picture, '
+                   r'run the cell, or trust the notebook\.)</i></div>')
+# What the script's controls would show: button labels, the step counter, the zoom level.
+_CONTROL_TEXT = re.compile(r"\bprev\b|\bplay\b|\bnext\b|\bfit\b|1:1|[\u00ab\u00bb\u2039\u203a\u2212]"
+                           r"|\bstep [\d,]+ / [\d,]+|\b\d+%")
+# What the script's source would show as text.
+_SCRIPT_TEXT = re.compile(r"dynagraphView|function \(|\.dg-out \{|typeof element")
 OPEN_TIMEOUT = 30_000  # ms: a notebook open with its stored outputs rendered
 RUN_TIMEOUT = 90_000  # ms: a one-cell notebook run from a fresh kernel (imports torch)
 # A small recording: three ops, so a stepper with three steps.
@@ -69,44 +91,155 @@ def _read(path: Path, tries: int = 20) -> tuple[str, dict]:
     raise AssertionError("unreachable")
 
 
-def _html(output: dict) -> str | None:
-    html = output.get("data", {}).get("text/html")
-    return "".join(html) if isinstance(html, list) else html
+def _text(value) -> str:
+    """A notebook's multi-line string (a list of lines or one string) as one string."""
+    return "".join(value) if isinstance(value, list) else (value or "")
+
+
+def _kind(output: dict) -> str | None:
+    """Which part of a dynagraph view an output is (``table picture steps``), ``"old"``
+    for a picture in an older format, or None for any other output."""
+    kind = output.get("metadata", {}).get("dynagraph")
+    if kind:
+        return kind
+    if _OLD_CLASS.search(_text(output.get("data", {}).get("text/html"))):
+        return "old"
+    return None
+
+
+def _stored(nb: dict) -> list[tuple[int, int, str, dict]]:
+    """``(cell index, output index, kind, output)`` of each stored dynagraph output."""
+    return [(i, j, _kind(out), out)
+            for i, cell in enumerate(nb["cells"]) if cell["cell_type"] == "code"
+            for j, out in enumerate(cell.get("outputs", [])) if _kind(out)]
 
 
 def _pictures(nb: dict) -> list[tuple[int, int, dict]]:
-    """``(cell index, output index, output)`` of each stored dynagraph picture (an
-    output that shows several, side by side, is listed once for each)."""
-    return [(i, j, out)
-            for i, cell in enumerate(nb["cells"]) if cell["cell_type"] == "code"
-            for j, out in enumerate(cell.get("outputs", []))
-            for _ in _DG_CLASS.findall(_html(out) or "")]
+    """``(cell index, output index, output)`` of each stored picture (old formats too)."""
+    return [(i, j, out) for i, j, kind, out in _stored(nb) if kind in ("picture", "old")]
 
 
-def _plain(output: dict) -> str:
-    text = output.get("data", {}).get("text/plain", "")
-    return "".join(text) if isinstance(text, list) else text
+def _png_size(output: dict) -> tuple[int, int]:
+    """Width and height in pixels of a picture output's PNG, read from its header."""
+    raw = base64.b64decode(_text(output["data"]["image/png"]))
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    return int.from_bytes(raw[16:20], "big"), int.from_bytes(raw[20:24], "big")
+
+
+def _data(output: dict) -> dict:
+    """The data a picture output's script draws (its SVG, and its steps if any)."""
+    (data,) = scripts_data(_text(output["data"]["application/javascript"]))
+    return data
+
+
+def _svg_size(svg: str) -> tuple[float, float]:
+    """The width and height of an SVG in points (Graphviz writes them as ``...pt``)."""
+    head = re.match(r"(?:<\?xml[^>]*>\s*)?(?:<!DOCTYPE[^>]*>\s*)?(?:<!--.*?-->\s*)*<svg\b[^>]*>", svg, re.S)
+    assert head, f"no <svg> element at the start of {svg[:80]!r}"
+    width = re.search(r'\swidth="([\d.]+)pt"', head.group(0))
+    height = re.search(r'\sheight="([\d.]+)pt"', head.group(0))
+    assert width and height, f"the <svg> element gives no size in pt: {head.group(0)[:200]!r}"
+    return float(width.group(1)), float(height.group(1))
+
+
+def _step_list(output: dict) -> dict:
+    """What a stored step list holds: its hint line (id, text, number of steps), caption,
+    listed steps and the line after them, read from its HTML."""
+    html = _text(output["data"]["text/html"])
+    hint = _HINT.search(html)
+    caption = re.search(r"<b>(.*?)</b>", html, re.S)
+    more = re.search(r"</ol><div>(.*?)</div></div>$", html, re.S)
+    return {"hint_id": hint and hint.group(1), "hint": hint and hint.group(2),
+            "steps": int(hint.group(3).replace(",", "")) if hint else None,
+            "caption": unescape(caption.group(1)) if caption else "",
+            "items": [unescape(t) for t in re.findall(r"<li>(.*?)</li>", html, re.S)],
+            "more": unescape(more.group(1)) if more else ""}
+
+
+def _words(text: str) -> str:
+    """Text with its runs of white space made one space (as a browser shows it)."""
+    return " ".join(text.split())
+
+
+def _check_stored_picture(where: str, out: dict, after: dict | None, steps: dict | None) -> list[str]:
+    """What is wrong with one stored picture output (``after`` and ``steps``: the next two
+    outputs of its cell, which should be its script and, for a stepper, its step list)."""
+    from PIL import Image
+
+    data = out.get("data", {})
+    if out.get("output_type") != "display_data" or set(data) != PICTURE_MIMES:
+        return [f"{where}: a {out.get('output_type')} of {sorted(data)}, not a display_data of "
+                f"{sorted(PICTURE_MIMES)}: re-run the notebook"]
+    bad = []
+    raw = base64.b64decode(_text(data["image/png"]))
+    with Image.open(io.BytesIO(raw)) as im:
+        if im.format != "PNG" or im.mode != "P" or len(im.getcolors(256) or range(257)) > PNG_COLOURS:
+            bad.append(f"{where}: image/png is a {im.format} in mode {im.mode}, not a palette PNG of at most "
+                       f"{PNG_COLOURS} colours")
+        png = im.size
+    size = out.get("metadata", {}).get("image/png", {})
+    if (size.get("width"), size.get("height")) != png:
+        bad.append(f"{where}: metadata image/png {out.get('metadata', {}).get('image/png')} is not the PNG's "
+                   f"size {png}: the script finds the PNG by it")
+    if after is None or _kind(after) != "script" or set(after.get("data", {})) != {"application/javascript"}:
+        return [*bad, f"{where}: not followed by its script (an output of application/javascript alone)"]
+    try:
+        picture = _data(after)
+    except ValueError as e:
+        return [*bad, f"{where}: the script calls dynagraphView on no data or on more than one: {e}"]
+    if picture.get("png") != list(png):
+        bad.append(f"{where}: the script hides a PNG of {picture.get('png')} px, the picture's is {png}")
+    # The PNG is drawn at 72 dpi (lower for a very big one), so one pixel is one point of the SVG
+    # at most: the same drawing has the same shape.
+    svg = _svg_size(base64.b64decode(picture["svg"]).decode())
+    if any(p > s + 1 for p, s in zip(png, svg)) or abs(png[0] / png[1] - svg[0] / svg[1]) > 0.02 * svg[0] / svg[1]:
+        bad.append(f"{where}: the PNG is {png[0]} x {png[1]} px, the SVG {svg[0]} x {svg[1]} pt: "
+                   "not the same drawing")
+    if "s" in picture:  # a stepper: its step list follows its script, with the line the script hides
+        total = len(picture["s"]) + (picture["gap"][1] if "gap" in picture else 0)
+        if steps is None or _kind(steps) != "steps":
+            bad.append(f"{where}: a stepper of {total} steps, but no step list right after its script")
+        else:
+            listed = _step_list(steps)
+            if listed["hint_id"] != picture.get("hint"):
+                bad.append(f"{where}: the step list's hint line has id {listed['hint_id']!r}, "
+                           f"the script hides {picture.get('hint')!r}")
+            if listed["steps"] != total:
+                bad.append(f"{where}: the hint line speaks of {listed['steps']} steps, the stepper has {total}")
+    return bad
+
+
+def _check_plain_html(where: str, out: dict) -> list[str]:
+    """What is wrong with a stored step list or table: tags a sanitizer drops, or a missing hint."""
+    html = _text(out.get("data", {}).get("text/html"))
+    tags = set(re.findall(r"<([a-zA-Z][a-zA-Z0-9]*)", html)) - PLAIN_TAGS
+    bad = [f"{where}: tags {sorted(tags)} that an allowlist sanitizer drops"] if tags else []
+    if _kind(out) == "steps" and not _HINT.search(html):
+        bad.append(f"{where}: no line that says how to make the picture step (id dg-hint-...)")
+    return bad
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_stored_pictures_are_images_and_small(name):
+    """Each stored picture is a PNG (the same drawing as its script's SVG), its script
+    and its text; a stepper's step list follows it; no output is over 300 KB."""
     _, nb = _read(NOTEBOOK_DIR / name)
     bad = []
     for i, cell in enumerate(nb["cells"]):
         for j, out in enumerate(cell.get("outputs", [])):
             size = len(json.dumps(out.get("data", {})))
-            if size >= MAX_OUTPUT_BYTES:
+            if size > MAX_OUTPUT_BYTES:
                 bad.append(f"cell {i} output {j}: {size:,} bytes (limit {MAX_OUTPUT_BYTES:,})")
-    for i, j, out in _pictures(nb):
-        html = _html(out)
-        markup = _SCRIPT.sub("", html)  # the picture's markup, not view.js's source
-        if 'class="dg-out' not in html:
-            bad.append(f"cell {i} output {j}: old format (no div.dg-out; root class "
-                       f"{_DG_CLASS.search(html).group(1)!r}): re-run the notebook")
-        if "data:image/svg+xml;base64," not in html or 'class="dg-pic"' not in html:
-            bad.append(f"cell {i} output {j}: no <img class=\"dg-pic\" src=\"data:image/svg+xml;base64,...\">")
-        if "<svg" in markup:
-            bad.append(f"cell {i} output {j}: inline <svg> in the stored HTML (stripped in untrusted notebooks)")
+    for i, j, kind, out in _stored(nb):
+        where = f"cell {i} output {j}"
+        outputs = nb["cells"][i]["outputs"]
+        if kind == "old":
+            bad.append(f"{where}: a picture in the old format (text/html, root class "
+                       f"{_OLD_CLASS.search(_text(out['data']['text/html'])).group(1)!r}): re-run the notebook")
+        elif kind == "picture":
+            bad += _check_stored_picture(where, out, *(outputs[j + 1:j + 3] + [None, None])[:2])
+        elif kind in ("steps", "table"):
+            bad += _check_plain_html(where, out)
     assert not bad, f"{name}:\n" + "\n".join(bad)
 
 
@@ -189,6 +322,51 @@ def _shot_on_failure(page, name: str):
         raise
 
 
+# -- Measuring outputs in the browser ---------------------------------------------------
+
+# Defines window.__dgMeasure(child, kind): what one output (its .jp-OutputArea-child)
+# shows (`text`: its rendered text, so no <script> source that does not show). A picture's image and a step list's hint line and list are scrolled into view
+# first, and `on_top` says whether the point at the centre of their part on screen hits
+# them. Playwright runs this with the page's JavaScript off too.
+_MEASURE_JS = """() => {
+  const box = e => { const b = e.getBoundingClientRect(); return [Math.round(b.width), Math.round(b.height)]; };
+  const seen = e => {
+    e.scrollIntoView({block: 'center', inline: 'nearest'});
+    const b = e.getBoundingClientRect();
+    const l = Math.max(b.left, 0), r = Math.min(b.right, innerWidth), t = Math.max(b.top, 0), u = Math.min(b.bottom, innerHeight);
+    const hit = r > l && u > t ? document.elementFromPoint((l + r) / 2, (t + u) / 2) : null;
+    return {box: box(e), visible: e.checkVisibility({visibilityProperty: true, opacityProperty: true}),
+            on_top: !!hit && (hit === e || e.contains(hit)), hit: hit ? hit.tagName + '.' + hit.className : null};
+  };
+  window.__dgMeasure = (child, kind) => {
+    const node = child.querySelector('.jp-OutputArea-output');
+    // (nbconvert writes no data-mime-type on an image's output: its class says what it is)
+    const mime = node ? node.dataset.mimeType || (node.classList.contains('jp-RenderedImage') ? 'image/png' : '') : '';
+    const o = {kind, mime, text: child.innerText.slice(0, 3000),
+               buttons: child.querySelectorAll('button').length, inputs: child.querySelectorAll('input').length,
+               scripts: child.querySelectorAll('script').length, styles: child.querySelectorAll('style').length,
+               svg: child.querySelectorAll('svg').length, imgs: child.querySelectorAll('img').length,
+               dg: [...child.querySelectorAll('div.dg-out')].map(d => ({
+                 stepper: d.classList.contains('dg-stepper'), nodes: d.querySelectorAll('svg g.node').length,
+                 box: box(d.querySelector('svg') || d), bar: !!d.querySelector('.dg-bar')}))};
+    const img = child.querySelector('img');
+    if (img) o.img = {complete: img.complete, natural: [img.naturalWidth, img.naturalHeight],
+                      src: (img.getAttribute('src') || '').slice(0, 30), ...seen(img)};
+    const hint = child.querySelector('[id^="dg-hint-"]') ||
+                 [...child.querySelectorAll('div')].find(d => d.textContent.startsWith('To step through'));
+    if (hint) o.hint = {id: hint.id, text: hint.textContent, ...seen(hint)};
+    const list = child.querySelector('ol');
+    if (list) o.list = {items: [...list.querySelectorAll('li')].map(li => li.textContent), ...seen(list)};
+    const caption = child.querySelector('b');
+    if (caption) o.caption = {text: caption.textContent, visible: caption.checkVisibility()};
+    const steps = child.querySelector('.dg-steps') || node;
+    const more = steps && [...steps.children].filter(e => e.tagName === 'DIV').pop();
+    if (more && more !== hint) o.more = {text: more.textContent, visible: more.checkVisibility()};
+    return o;
+  };
+}"""
+
+
 # -- JupyterLab helpers -----------------------------------------------------------------
 
 # Opens a notebook in the main area (split to the right of `ref` when given), and
@@ -205,34 +383,24 @@ _CLOSE_JS = "path => { const w = window.__dgPanels[path]; delete window.__dgPane
 # every image in them has settled (loaded or failed).
 _RENDERED_JS = """path => { const w = window.__dgPanels[path];
   const cells = w.content.widgets.filter(c => c.model.type === 'code');
-  return cells.every(c => c.node.querySelectorAll('.jp-OutputArea-output').length >= c.model.outputs.length)
+  return cells.every(c => c.outputArea.widgets.length >= c.model.outputs.length)
     && [...w.node.querySelectorAll('.jp-OutputArea-output[data-mime-type="text/html"]')].every(o => o.childNodes.length)
     && [...w.node.querySelectorAll('.jp-OutputArea-output img')].every(i => i.complete); }"""
-# Per code cell (by model index): trust, what each output rendered as, and each
-# div.dg-out: its image, and what the sanitizer kept of its markup.
+# Per cell (by model index; null for a cell that is not code): its trust, how many
+# outputs its model holds, and what each shown output item shows (window.__dgMeasure;
+# each item's element is marked data-dg-test="c<cell>-o<output>" for screenshots). An
+# output with no safe mime type (a script, untrusted) is an empty widget, not an item.
 _REPORT_JS = """path => { const w = window.__dgPanels[path];
-  const box = e => { const b = e.getBoundingClientRect(); return [Math.round(b.width), Math.round(b.height)]; };
   return w.content.widgets.map((cell, index) => {
     if (cell.model.type !== 'code') return null;
-    const outputs = [...cell.node.querySelectorAll('.jp-OutputArea-output')].map(o => ({
-      mime: o.dataset.mimeType || '', text: o.textContent.slice(0, 200)}));
-    const pictures = [...cell.node.querySelectorAll('.dg-out')].map(d => {
-      const img = d.querySelector('img.dg-pic'), bar = d.querySelector('.dg-bar'), now = d.querySelector('.dg-now');
-      const canvas = d.querySelector('.dg-canvas');
-      return {
-        img: img && {complete: img.complete, natural: [img.naturalWidth, img.naturalHeight], box: box(img),
-                     visible: img.checkVisibility(), src: (img.getAttribute('src') || '').slice(0, 30),
-                     style: img.getAttribute('style')},
-        svg: d.querySelectorAll('svg').length, scripts: d.querySelectorAll('script').length,
-        style_element: !!d.querySelector('style'),
-        bar: bar && {hidden_attr: bar.hasAttribute('hidden'), visible: bar.checkVisibility(),
-                     buttons: bar.querySelectorAll('button').length},
-        now: now && {hidden_attr: now.hasAttribute('hidden'), visible: now.checkVisibility(), box: box(now)},
-        canvas: canvas && {style: canvas.getAttribute('style'), box: box(canvas),
-                           overflow: getComputedStyle(canvas).overflow, maxHeight: getComputedStyle(canvas).maxHeight},
-        details: !!d.querySelector('details'), text: d.textContent.slice(0, 300)};
+    const outputs = [];
+    cell.outputArea.widgets.forEach((child, m) => {
+      if (!child.node.classList.contains('jp-OutputArea-child')) return;
+      child.node.dataset.dgTest = 'c' + index + '-o' + m;
+      const model = m < cell.model.outputs.length ? cell.model.outputs.get(m) : null;
+      outputs.push(window.__dgMeasure(child.node, (model && model.metadata && model.metadata.dynagraph) || null));
     });
-    return {index, trusted: cell.model.trusted, outputs, pictures};
+    return {index, trusted: cell.model.trusted, stored: cell.model.outputs.length, outputs};
   }); }"""
 _THEME_JS = "theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})"
 _THEME_DONE_JS = "theme => document.body.dataset.jpThemeName === theme"
@@ -283,6 +451,10 @@ def _shot(page, locator, path: Path) -> None:
     page.screenshot(path=str(path))
 
 
+def _css_id(page, name: str) -> str:
+    return page.evaluate("p => CSS.escape(window.__dgPanels[p].id)", name)
+
+
 # -- 1. Untrusted notebooks ---------------------------------------------------------------
 
 
@@ -290,34 +462,40 @@ def _shot(page, locator, path: Path) -> None:
 def untrusted(lab, browser, snapshot) -> dict[str, dict]:
     """Each stored notebook opened untrusted in JupyterLab, with no kernel, one at a
     time: ``{name: {"cells": per-cell report, "errors": console errors}}``. Saves
-    artifacts/untrusted.png (02's rolled RNN, or the last notebook's picture), untrusted.json
-    (what the sanitizer left of each picture) and untrusted-failed.png (the first
-    notebook whose pictures fail, as it looked)."""
+    artifacts/untrusted.png (02's last picture, a rolled 100-step RNN), untrusted-steps.png
+    (the first step list), untrusted.json (what each dynagraph output showed) and
+    untrusted-failed.png (the first notebook whose pictures fail, as it looked)."""
     _, notebooks = snapshot
-    seen, shot, failed = {}, False, False
+    seen, shots, failed = {}, set(), False
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "untrusted-failed.png").unlink(missing_ok=True)  # not a stale one
     with _lab_page(lab, browser) as (page, watch):
+        page.evaluate(_MEASURE_JS)
         for name, nb in notebooks.items():
-            expected = _pictures(nb)
+            stored = _stored(nb)
             errors_before = len(watch.errors)
             _open(page, name)
             _wait(page, _RENDERED_JS, name, OPEN_TIMEOUT)
             cells = page.evaluate(_REPORT_JS, name)
-            outs = page.locator(f"#{_css_id(page, name)} .dg-out")
-            # the screenshot: 02's last picture (a rolled 100-step RNN), else the first one
-            wanted = name.startswith("02") or (not shot and name == list(notebooks)[-1])
-            if outs.count() and wanted and not shot:
-                _shot(page, outs.last, ARTIFACTS / "untrusted.png")
-                shot = True
-            if not failed and _check_untrusted(name, nb, expected, cells):
+            panel = f"#{_css_id(page, name)}"
+            pictures = [(i, j) for i, j, kind, _ in stored if kind == "picture"]
+            steps = [(i, j) for i, j, kind, _ in stored if kind == "steps"]
+            if pictures and name.startswith("02") and "pictures" not in shots:
+                _shot(page, page.locator(f'{panel} [data-dg-test="c{pictures[-1][0]}-o{pictures[-1][1]}"]'),
+                      ARTIFACTS / "untrusted.png")
+                shots.add("pictures")
+            if steps and "steps" not in shots:
+                _shot(page, page.locator(f'{panel} [data-dg-test="c{steps[0][0]}-o{steps[0][1]}"]'),
+                      ARTIFACTS / "untrusted-steps.png")
+                shots.add("steps")
+            if not failed and _check_untrusted(name, nb, cells):
                 page.screenshot(path=str(ARTIFACTS / "untrusted-failed.png"))
                 failed = True
             page.evaluate(_CLOSE_JS, name)
             seen[name] = {"cells": cells, "errors": watch.errors[errors_before:]}
-    ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "untrusted.json").write_text(json.dumps(
-        {name: [{"cell": c["index"], **p} for c in r["cells"] if c for p in c["pictures"]]
+        {name: [{"cell": c["index"], "output": j, **o} for c in r["cells"] if c
+                for j, o in enumerate(c["outputs"]) if o["kind"]]
          for name, r in seen.items()}, indent=1))
     return seen
 
@@ -325,57 +503,123 @@ def untrusted(lab, browser, snapshot) -> dict[str, dict]:
 @pytest.mark.browser
 @pytest.mark.slow
 def test_untrusted_notebooks_show_every_picture(untrusted, snapshot):
+    """Every stored picture shows as its PNG, loaded and on screen when scrolled to;
+    every step list shows its hint line and its steps."""
     _, notebooks = snapshot
     problems = []
     for name, nb in notebooks.items():
-        problems += _check_untrusted(name, nb, _pictures(nb), untrusted[name]["cells"])
+        problems += _check_untrusted(name, nb, untrusted[name]["cells"])
         problems += [f"{name}: console: {e}" for e in untrusted[name]["errors"]]
     assert not problems, f"{len(problems)} problems in untrusted notebooks:\n" + "\n".join(problems)
 
 
-def _check_untrusted(name: str, nb: dict, expected, cells) -> list[str]:
+def _lab_indices(outputs: list[dict]) -> list[int]:
+    """Where each stored output is among JupyterLab's untrusted output items: it joins a
+    stream output (stdout, stderr) to the one before it when both are of the same
+    stream, and shows an output with no safe mime type (a script alone) as an empty
+    widget that is not an item (-1)."""
+    where: list[int] = []
+    previous, last = None, -1
+    for out in outputs:
+        if set(out.get("data", {"": 0})) == {"application/javascript"}:
+            where.append(-1)
+            continue
+        stream = out.get("name") if out.get("output_type") == "stream" else None
+        joined = stream is not None and stream == previous
+        last = last if joined else last + 1
+        where.append(last)
+        previous = stream
+    return where
+
+
+def _check_untrusted(name: str, nb: dict, cells) -> list[str]:
     """What is wrong with one untrusted notebook's rendered outputs, one line each."""
-    problems = []
-    by_cell: dict[int, list[tuple[int, dict]]] = {}
-    for i, j, out in expected:
-        by_cell.setdefault(i, []).append((j, out))
     if len(cells) != len(nb["cells"]):
         return [f"{name}: JupyterLab shows {len(cells)} cells, the file has {len(nb['cells'])}"]
-    found = sum(len(c["pictures"]) for c in cells if c)
-    if found != len(expected):
-        problems.append(f"{name}: {found} div.dg-out shown, {len(expected)} dynagraph outputs stored")
-    for cell in cells:
-        if cell is None:
-            continue
-        i, want, got = cell["index"], by_cell.get(cell["index"], []), cell["pictures"]
-        if cell["trusted"] and nb["cells"][i].get("outputs"):
+    problems = []
+    for cell in filter(None, cells):
+        i = cell["index"]
+        stored = nb["cells"][i].get("outputs", [])
+        if cell["trusted"] and stored:
             problems.append(f"{name} cell {i}: opened TRUSTED, so this does not test untrusted output")
-        for k, (j, out) in enumerate(want):
-            where = f"{name} cell {i} output {j}"
-            plain = _plain(out).strip()[:60]
-            if plain and any(o["mime"] == "text/plain" and plain in o["text"] for o in cell["outputs"]):
-                problems.append(f"{where}: shown as bare text {plain!r} instead of a picture")
-            if k >= len(got):
-                root = _DG_CLASS.search(_html(out)).group(1)
-                shown = [o["text"][:80] for o in cell["outputs"] if o["mime"] == "text/html"]
-                problems.append(f"{where}: no div.dg-out shown (stored root class {root!r}); "
-                                f"the cell's HTML outputs read {shown}")
-                continue
-            p = got[k]
-            img = p["img"]
-            if img is None:
-                problems.append(f"{where}: div.dg-out without img.dg-pic (svg elements: {p['svg']})")
-            elif not (img["complete"] and img["natural"][0] > 0):
-                problems.append(f"{where}: image not loaded (complete={img['complete']}, natural={img['natural']}, "
-                                f"src={img['src']!r})")
-            elif not img["visible"] or 0 in img["box"]:
-                problems.append(f"{where}: image not visible (box {img['box']})")
-            if any(s in p["text"] for s in ("<svg", "data:image", ".dg-out {", "function ()")):
-                problems.append(f"{where}: markup, CSS or script shown as text: {p['text'][:120]!r}")
-            if p["scripts"] or p["svg"]:
-                problems.append(f"{where}: {p['scripts']} <script> and {p['svg']} <svg> left in untrusted output")
-        if len(got) > len(want):
-            problems.append(f"{name} cell {i}: {len(got)} div.dg-out shown, {len(want)} stored")
+        where = _lab_indices(stored)
+        want, model = len(set(where) - {-1}), len(set(where) - {-1}) + where.count(-1)
+        if len(cell["outputs"]) != want or cell["stored"] != model:
+            problems.append(f"{name} cell {i}: {len(cell['outputs'])} outputs shown and {cell['stored']} in "
+                            f"JupyterLab's model, {want} and {model} expected from the {len(stored)} stored")
+    for i, j, kind, out in _stored(nb):
+        where = f"{name} cell {i} output {j}"
+        got, k = cells[i]["outputs"], _lab_indices(nb["cells"][i]["outputs"])[j]
+        if kind == "script":  # nothing to show untrusted (JupyterLab runs no script there)
+            if k != -1:
+                problems.append(f"{where}: a script output that JupyterLab shows as an output item")
+            continue
+        if k >= len(got):
+            problems.append(f"{where}: not shown (a {kind} output)")
+            continue
+        shown = got[k]
+        if kind == "old":
+            problems.append(f"{where}: a picture in the old format: re-run the notebook")
+        elif shown["kind"] != kind:
+            problems.append(f"{where}: JupyterLab's model says it is {shown['kind']!r}, the file {kind!r}")
+        elif kind == "picture":
+            problems += _check_untrusted_picture(where, out, shown)
+        elif kind == "steps":
+            problems += _check_untrusted_steps(where, out, shown)
+        elif shown["mime"] != "text/html":
+            problems.append(f"{where}: the {kind} shown as {shown['mime']!r}, not as HTML")
+    return problems
+
+
+def _check_untrusted_picture(where: str, out: dict, shown: dict) -> list[str]:
+    plain = _text(out["data"]["text/plain"]).strip().splitlines()[0]
+    if shown["mime"] != "image/png":
+        return [f"{where}: shown as {shown['mime']!r} with {shown['imgs']} <img>, not as its image/png "
+                f"(its text: {shown['text'][:80]!r})"]
+    img = shown.get("img")
+    if img is None:
+        return [f"{where}: shown as image/png, but holds no <img>"]
+    problems = []
+    if not (img["complete"] and img["natural"][0] > 0):
+        problems.append(f"{where}: image not loaded (complete={img['complete']}, natural={img['natural']}, "
+                        f"src={img['src']!r})")
+    elif tuple(img["natural"]) != _png_size(out):
+        problems.append(f"{where}: the image is {img['natural']} px, the stored PNG {_png_size(out)}")
+    if not img["visible"] or 0 in img["box"] or not img["on_top"]:
+        problems.append(f"{where}: image not visible when scrolled to (box {img['box']}, visible "
+                        f"{img['visible']}, the point at its centre hits {img['hit']})")
+    if plain in shown["text"]:
+        problems.append(f"{where}: its text/plain {plain[:60]!r} shown beside or instead of the picture")
+    return problems
+
+
+def _check_untrusted_steps(where: str, out: dict, shown: dict) -> list[str]:
+    want = _step_list(out)
+    hint, listed = shown.get("hint"), shown.get("list")
+    problems = []
+    if hint is None:
+        problems.append(f"{where}: no hint line 'To step through ...' (shown: {shown['text'][:120]!r})")
+    else:
+        if _words(hint["text"]) != _words(want["hint"] or ""):
+            problems.append(f"{where}: the hint line reads {hint['text']!r}, stored {want['hint']!r}")
+        if not hint["visible"] or 0 in hint["box"] or not hint["on_top"]:
+            problems.append(f"{where}: the hint line is not visible when scrolled to (box {hint['box']}, "
+                            f"the point at its centre hits {hint['hit']})")
+    if listed is None:
+        problems.append(f"{where}: no step list (<ol>) shown")
+    else:
+        if [_words(t) for t in listed["items"]] != [_words(t) for t in want["items"]]:
+            problems.append(f"{where}: the list shows {len(listed['items'])} steps {listed['items'][:3]}..., "
+                            f"stored {len(want['items'])} {want['items'][:3]}...")
+        if not listed["visible"] or 0 in listed["box"] or not listed["on_top"]:
+            problems.append(f"{where}: the step list is not visible when scrolled to (box {listed['box']}, "
+                            f"the point at its centre hits {listed['hit']})")
+    if want["caption"] and not (shown.get("caption") and shown["caption"]["visible"]
+                                and _words(shown["caption"]["text"]) == _words(want["caption"])):
+        problems.append(f"{where}: the caption {want['caption']!r} is not shown ({shown.get('caption')})")
+    if want["more"] and not (shown.get("more") and shown["more"]["visible"]
+                             and _words(shown["more"]["text"]) == _words(want["more"])):
+        problems.append(f"{where}: the line {want['more']!r} after the list is not shown ({shown.get('more')})")
     return problems
 
 
@@ -405,6 +649,9 @@ _CONTRAST_JS = """e => {
 @pytest.mark.browser
 @pytest.mark.slow
 def test_dark_theme_step_text_is_readable(lab_page, lab):
+    """In JupyterLab's Dark theme, a run (so trusted) stepper's step text, counter,
+    buttons and zoom level, and its step list's caption and steps, have a contrast of
+    at least 4.5:1 (WCAG AA) against what is behind them."""
     page, watch = lab_page
     name = "dark_theme_stepper.ipynb"
     _new_notebook(lab.folder, name, STEPPER_SOURCE)
@@ -415,13 +662,17 @@ def test_dark_theme_step_text_is_readable(lab_page, lab):
             if not _wait(page, _THEME_DONE_JS, "JupyterLab Dark", OPEN_TIMEOUT):
                 pytest.fail(f"the theme is {page.evaluate('document.body.dataset.jpThemeName')!r} "
                             "after apputils:change-theme to 'JupyterLab Dark'")
-            page.evaluate(_RUN_JS, name)  # outputs made by running are trusted: view.js runs
+            page.evaluate(_RUN_JS, name)  # outputs made by running are trusted: the script runs
             if not _wait(page, _RUN_DONE_JS, name, RUN_TIMEOUT):
                 pytest.fail(f"{name}: no live stepper within {RUN_TIMEOUT // 1000} s; "
                             f"cell errors {page.evaluate(_CELL_ERRORS_JS, name)}, console {watch.errors}")
-            out = page.locator(f"#{_css_id(page, name)} .dg-out").first
+            panel = page.locator(f"#{_css_id(page, name)}")
+            out = panel.locator(".dg-out").first
             measured = {sel: out.locator(sel).first.evaluate(_CONTRAST_JS) for sel in (
                 ".dg-now", ".dg-info", 'button[data-act="next"]', 'button[data-act="zin"]', ".dg-zoom")}
+            steps = panel.locator(".dg-steps")
+            assert steps.count() == 1, f"{steps.count()} step lists (div.dg-steps) shown, expected 1"
+            measured |= {f".dg-steps {sel}": steps.locator(sel).first.evaluate(_CONTRAST_JS) for sel in ("b", "li")}
             print("contrast in JupyterLab Dark:", {k: round(m["ratio"], 2) for k, m in measured.items()})
             _shot(page, out, ARTIFACTS / "dark.png")
             hidden = [k for k, m in measured.items() if not m["visible"]]
@@ -441,6 +692,8 @@ _INFO_JS = "d => [d.querySelector('.dg-info').textContent, d.querySelector('.dg-
 @pytest.mark.browser
 @pytest.mark.slow
 def test_same_notebook_open_twice_steps_both(lab_page, lab):
+    """Two trusted copies of one notebook, open side by side: a button in one steps
+    that copy only."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -460,13 +713,12 @@ def test_same_notebook_open_twice_steps_both(lab_page, lab):
         outs = [page.locator(f"#{_css_id(page, name)} .dg-out") for name in names]
         for name, out in zip(names, outs):
             _wait(page, _RENDERED_JS, name, OPEN_TIMEOUT)
-            assert out.count() == 1, f"{name}: {out.count()} div.dg-out, expected 1"
-            bar = out.locator(".dg-bar")
             try:
-                bar.wait_for(state="visible")
-            except Exception:  # noqa: BLE001 - a timeout or a detached page: either way the bar stayed hidden
-                pytest.fail(f"{name}: stepper bar stays hidden: view.js did not run (was the notebook trusted?)")
-            assert out.locator("svg g.node").count() > 0, f"{name}: the image was not upgraded to inline SVG"
+                out.first.locator(".dg-bar").wait_for(state="visible")
+            except Exception:  # noqa: BLE001 - a timeout or a detached page: either way no bar came
+                pytest.fail(f"{name}: no stepper bar: the picture's script did not run (was the notebook trusted?)")
+            assert out.count() == 1, f"{name}: {out.count()} div.dg-out, expected 1"
+            assert out.locator("svg g.node").count() > 0, f"{name}: the script drew no inline SVG with nodes"
         infos = [o.evaluate(_INFO_JS) for o in outs]
         n = int(infos[0][0].split("/")[1].split()[0])
         assert infos[0] == infos[1] and infos[0][0] == f"step {n} / {n}", f"steppers start at {infos}"
@@ -487,11 +739,20 @@ def test_same_notebook_open_twice_steps_both(lab_page, lab):
         assert not watch.errors, f"errors in the browser console: {watch.errors}"
 
 
-def _css_id(page, name: str) -> str:
-    return page.evaluate("p => CSS.escape(window.__dgPanels[p].id)", name)
+# -- 4. nbconvert HTML, without and with JavaScript ------------------------------------------
 
 
-# -- 4. nbconvert HTML without JavaScript ----------------------------------------------------
+@pytest.fixture(scope="module")
+def converted(snapshot, tmp_path_factory) -> Path:
+    """The snapshot's notebooks as `jupyter nbconvert --to html` pages: their folder."""
+    folder, notebooks = snapshot
+    out = tmp_path_factory.mktemp("nbconvert")
+    proc = subprocess.run(
+        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--output-dir", str(out),
+         *(str(folder / name) for name in notebooks)],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"nbconvert failed:\n{proc.stderr[-3000:]}"
+    return out
 
 
 class _NoScript(Watch):
@@ -504,62 +765,144 @@ class _NoScript(Watch):
         self.context.route("**/*", self._route)
 
 
-_STATIC_JS = """() => [...document.querySelectorAll('.dg-out')].map(d => {
-  const img = d.querySelector('img.dg-pic'), bar = d.querySelector('.dg-bar');
-  const b = img ? img.getBoundingClientRect() : {width: 0, height: 0};
-  return {img: !!img, complete: !!img && img.complete, natural: img ? [img.naturalWidth, img.naturalHeight] : [0, 0],
-          box: [Math.round(b.width), Math.round(b.height)], svg: d.querySelectorAll('svg').length,
-          bar: !!bar && bar.checkVisibility()}; })"""
+# Per cell of an nbconvert page (in order): what each output shows (window.__dgMeasure).
+_PAGE_JS = """() => [...document.querySelectorAll('.jp-Cell')].map(cell =>
+  [...cell.querySelectorAll('.jp-OutputArea-child')].map((child, j) => window.__dgMeasure(child, null)))"""
+
+
+def _page_report(page, nb: dict) -> tuple[list, list[str]]:
+    """What each cell of an nbconvert page shows, and a problem if its cells or outputs
+    do not line up with the notebook's."""
+    page.evaluate(_MEASURE_JS)
+    cells = page.evaluate(_PAGE_JS)
+    if len(cells) != len(nb["cells"]):
+        return cells, [f"{len(cells)} cells in the page, {len(nb['cells'])} in the notebook"]
+    return cells, [f"cell {i}: {len(shown)} outputs in the page, {len(cell.get('outputs', []))} stored"
+                   for i, (cell, shown) in enumerate(zip(nb["cells"], cells))
+                   if len(shown) != len(cell.get("outputs", []))]
+
+
+def _converted_pages(page, notebooks: dict, converted: Path, problems: list[str]):
+    """Open each notebook's nbconvert page in ``page``; yield ``(name, notebook, what each
+    cell shows)`` for each page whose cells and outputs line up with the notebook's (and
+    add a problem for each that does not)."""
+    for name, nb in notebooks.items():
+        page.goto((converted / (Path(name).stem + ".html")).as_uri(), wait_until="load")
+        cells, bad = _page_report(page, nb)
+        problems += [f"{name}: {b}" for b in bad]
+        if not bad:
+            yield name, nb, cells
 
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_nbconvert_html_without_javascript_shows_every_picture(snapshot, browser, tmp_path):
-    folder, notebooks = snapshot
-    proc = subprocess.run(
-        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--output-dir", str(tmp_path),
-         *(str(folder / name) for name in notebooks)],
-        capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, f"nbconvert failed:\n{proc.stderr[-3000:]}"
+def test_nbconvert_html_without_javascript_shows_every_picture(snapshot, converted, browser):
+    """With JavaScript off, each stored picture of an nbconvert page shows as its PNG
+    (loaded, on screen when scrolled to), each step list shows its hint line, and no
+    output shows controls or script text."""
+    _, notebooks = snapshot
     watch = _NoScript(browser)
     problems = []
+    shot = ARTIFACTS / "nbconvert-nojs-failed.png"  # the first output that fails, as it looked
+    shot.unlink(missing_ok=True)
     try:
         page = watch.new_page()
-        for name, nb in notebooks.items():
-            expected = _pictures(nb)
-            html = tmp_path / (Path(name).stem + ".html")
-            page.goto(html.as_uri(), wait_until="load")
-            shown = page.evaluate(_STATIC_JS)
-            if len(shown) != len(expected):
-                problems.append(f"{name}: {len(shown)} div.dg-out in the HTML, "
-                                f"{len(expected)} dynagraph outputs stored")
-            for (i, j, _), p in zip(expected, shown):
-                if not (p["complete"] and p["natural"][0] > 0) or 0 in p["box"]:
-                    problems.append(f"{name} cell {i} output {j}: picture not shown without JavaScript: {p}")
-                if p["bar"]:
-                    problems.append(f"{name} cell {i} output {j}: buttons shown that need JavaScript")
+        for name, nb, cells in _converted_pages(page, notebooks, converted, problems):
+            for i, j, kind, out in _stored(nb):
+                where, shown = f"{name} cell {i} output {j}", cells[i][j]
+                found = _dead_controls(where, shown)
+                if kind == "picture":
+                    found += _check_untrusted_picture(where, out, shown)
+                elif kind == "steps":
+                    found += _check_untrusted_steps(where, out, shown)
+                elif kind == "old":
+                    found.append(f"{where}: a picture in the old format: re-run the notebook")
+                if found and not shot.exists():
+                    _shot(page, page.locator(".jp-Cell").nth(i).locator(".jp-OutputArea-child").nth(j), shot)
+                problems += found
     finally:
         watch.close()
-    assert not problems, "\n".join(problems)
+    print(f"nbconvert pages without JavaScript requested (blocked): {sorted(set(watch.blocked))}")
+    assert not problems, f"{len(problems)} problems in nbconvert pages without JavaScript:\n" + "\n".join(problems)
     assert not watch.errors, f"errors in the browser console: {watch.errors}"
-    print(f"nbconvert pages without JavaScript requested (blocked): {watch.blocked}")
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_nbconvert_html_with_javascript_shows_live_pictures(snapshot, converted, browser):
+    """With JavaScript on (and nothing loaded from other sites), each stored picture of an
+    nbconvert page is drawn once as inline SVG with nodes; each stepper steps
+    (check_stepper) and hides its step list's hint line."""
+    _, notebooks = snapshot
+    watch = Watch(browser)
+    problems, steppers = [], 0
+    try:
+        page = watch.new_page()
+        for name, nb, cells in _converted_pages(page, notebooks, converted, problems):
+            for i, j, out in _pictures(nb):
+                where, shown = f"{name} cell {i} output {j}", cells[i][j]
+                if _kind(out) == "old":
+                    problems.append(f"{where}: a picture in the old format: re-run the notebook")
+                    continue
+                script = cells[i][j + 1]  # the script's output draws the live picture
+                live = script["dg"]
+                want_steps = "s" in _data(nb["cells"][i]["outputs"][j + 1])
+                if len(live) != 1:
+                    problems.append(f"{where}: {len(live)} live pictures (div.dg-out) after it, expected 1 "
+                                    f"(shown as {script['mime']!r})")
+                elif live[0]["nodes"] == 0 or 0 in live[0]["box"] or not live[0]["bar"]:
+                    problems.append(f"{where}: the live picture has no nodes, an empty box or no bar: {live[0]}")
+                elif live[0]["stepper"] != want_steps:
+                    problems.append(f"{where}: stepper is {live[0]['stepper']}, its data has steps: {want_steps}")
+                if script["imgs"] or (shown.get("img") or {}).get("visible", True):
+                    problems.append(f"{where}: the PNG still shows beside the live picture (the script hides it)")
+            stepper = page.locator("div.dg-stepper")
+            for k in range(stepper.count()):
+                check_stepper(stepper.nth(k))
+            steppers += stepper.count()
+            if name.startswith("05") and stepper.count():
+                _shot(page, stepper.first, ARTIFACTS / "nbconvert-js.png")
+    finally:
+        watch.close()
+    print(f"nbconvert pages with JavaScript: {steppers} steppers checked; requested (blocked): {sorted(set(watch.blocked))}")
+    assert not problems, f"{len(problems)} problems in nbconvert pages with JavaScript:\n" + "\n".join(problems)
+    # The only errors allowed: loading the scripts from other sites that the page links (blocked here).
+    errors = [e for e in watch.errors if not (watch.blocked and "net::ERR_FAILED" in e)]
+    assert not errors, f"errors in the browser console: {errors}"
 
 
 # -- Last (so that -x runs the rest first): what untrusted output must not show -------
 
 
+def _dead_controls(where: str, shown: dict) -> list[str]:
+    """Controls, or the script's text, in an output where no script runs to make them work."""
+    bad = []
+    parts = {k: shown[k] for k in ("buttons", "inputs") if shown[k]}
+    if parts:
+        bad.append(f"{where}: controls shown: {parts}")
+    controls = sorted(set(_CONTROL_TEXT.findall(shown["text"])))
+    if controls:
+        bad.append(f"{where}: the controls' text {controls} shown")
+    script = _SCRIPT_TEXT.search(shown["text"])
+    if script:
+        bad.append(f"{where}: the script shown as text: "
+                   f"{shown['text'][max(0, script.start() - 40):script.end() + 40]!r}")
+    return bad
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 def test_untrusted_notebooks_show_no_dead_controls(untrusted):
-    """No script runs in untrusted output, so its stepper and zoom buttons would do
-    nothing: they must stay hidden. (JupyterLab's sanitizer drops the `hidden`
-    attribute and <style> elements; an inline ``style="display:none"`` survives.)"""
+    """No script runs in untrusted output, so no button, slider, step counter or zoom
+    level may show there (they would do nothing), nor the script's source as text; no
+    output of any cell holds a button."""
     dead = []
     for name, report in untrusted.items():
         for cell in filter(None, report["cells"]):
-            for p in cell["pictures"]:
-                if p["bar"] and p["bar"]["visible"]:
-                    dead.append(f"{name} cell {cell['index']}: div.dg-bar with {p['bar']['buttons']} buttons shown")
-                if p["now"] and p["now"]["visible"] and p["now"]["box"][1] > 0:
-                    dead.append(f"{name} cell {cell['index']}: div.dg-now (the step text box) shown, empty")
-    assert not dead, ("controls that cannot work are shown in untrusted output:\n" + "\n".join(dead))
+            for j, shown in enumerate(cell["outputs"]):
+                where = f"{name} cell {cell['index']} output {j}"
+                if shown["kind"]:
+                    dead += _dead_controls(where, shown)
+                elif shown["buttons"] or _SCRIPT_TEXT.search(shown["text"]):
+                    dead.append(f"{where}: {shown['buttons']} buttons or the script's text: {shown['text'][:120]!r}")
+    assert not dead, "controls that cannot work are shown in untrusted output:\n" + "\n".join(dead)

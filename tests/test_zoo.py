@@ -2,7 +2,6 @@
 ``grad_fn`` walk, memory equals the saved-tensor-hook oracle, every view stays under
 300 KB, and rolled blocks are titled with the layers they stand for."""
 
-import json
 
 import pytest
 import torch
@@ -11,7 +10,7 @@ from test_memory import packed_storages  # the saved_tensors_hooks oracle
 
 import dynagraph as dg
 
-from _helpers import load_benchmark, pictures, svg_texts
+from _helpers import html_of, load_benchmark, pictures, stored, svg_texts
 
 zoo = load_benchmark("zoo")
 
@@ -32,8 +31,8 @@ def name(request):
 
 
 def bundle_size(view):
-    """Bytes of what Jupyter stores for ``view``: its mimebundle as JSON."""
-    return len(json.dumps(view._repr_mimebundle_()))
+    """Bytes of what Jupyter stores for ``view``: its outputs as JSON."""
+    return stored(view)
 
 
 def test_every_model_is_seeded_and_every_parameter_gets_a_gradient(name):
@@ -94,7 +93,7 @@ def test_packed_rnns_at_benchmark_sizes_keep_every_view_at_most_300_kb(factory):
 def block_titles(graph):
     """The titles of the rolled blocks of ``graph``'s picture, and the text its SVG shows."""
     titles = [f"\u00d7{b.repeats:,}  {b.label}" for b in graph.picture().blocks]  # as _dot.py writes them
-    (svg,) = pictures(graph._repr_mimebundle_()["text/html"])
+    (svg,) = pictures(html_of(graph))
     return titles, [t.replace("\xa0", " ") for t in svg_texts(svg)]  # the renderer keeps the two spaces as nbsp
 
 

@@ -1,22 +1,37 @@
-// dynagraph's picture: upgrades the <img> it follows into inline SVG, adds zoom,
-// pan and node details on hover and, when the data holds steps, a stepper.
-// It finds its own output through document.currentScript and uses no element ids,
-// so the same output shown twice in one page (two copies of a notebook) works twice.
-// The data it reads (script.dg-data) is described in DATA.md beside this file.
-(function () {
-  const me = document.currentScript, root = me && me.parentElement;
-  if (!root || root.dataset.dgReady) return;
-  root.dataset.dgReady = "1";
-  const data = JSON.parse(root.querySelector("script.dg-data").textContent);
-  const img = root.querySelector("img.dg-pic"), canvas = root.querySelector(".dg-canvas");
-  const bar = root.querySelector(".dg-bar"), now = root.querySelector(".dg-now");
-  const text = new TextDecoder().decode(
-    Uint8Array.from(atob(img.src.slice(img.src.indexOf(",") + 1)), (c) => c.charCodeAt(0)));
-  const svg = document.importNode(
-    new DOMParser().parseFromString(text, "image/svg+xml").documentElement, true);
+// dynagraph's picture where scripts run: inline SVG with zoom, pan and node details
+// on hover and, when the data holds steps, a stepper. _page.py puts this file, a call
+// of dynagraphView and the picture's data into an `application/javascript` output of
+// its own (data format: DATA.md beside this file), after the picture's `image/png`
+// output, which every viewer shows; here the live picture takes the PNG's place. The
+// steps are a plain list in an output after them.
+// It uses no element ids of its own, so the same output shown twice in one page (two
+// copies of a notebook) works twice.
+function dynagraphView(host, data, css) {
+  // JupyterLab and nbconvert hand the output's element as `element` (a jQuery object
+  // in the classic notebook); pages that just run the script (Sphinx) have the script.
+  const mark = document.currentScript;
+  if (host && host.jquery) host = host[0];
+  if (!host && !(mark && mark.parentNode)) return;
+  const el = (tag, cls, text) => {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text) e.textContent = text;
+    return e;
+  };
+  const root = el("div", "dg-out" + (data.s ? " dg-stepper" : ""));
+  root.dgData = data;  // (for tests and the browser's console)
+  const style = el("style");
+  // The plain step list's line that says how to make the picture step: now it does.
+  style.textContent = css + (data.hint ? "\n#" + data.hint + " { display: none; }" : "");
+  const bar = el("div", "dg-bar"), now = data.s ? el("div", "dg-now") : null, canvas = el("div", "dg-canvas");
+  const text = new TextDecoder().decode(Uint8Array.from(atob(data.svg), (c) => c.charCodeAt(0)));  // base64 UTF-8
+  const svg = document.importNode(new DOMParser().parseFromString(text, "image/svg+xml").documentElement, true);
   svg.querySelectorAll("[id]").forEach((e) => e.removeAttribute("id"));
   const W = parseFloat(svg.getAttribute("width")), H = parseFloat(svg.getAttribute("height"));
-  img.replaceWith(svg);
+  canvas.append(svg);
+  root.append(style, bar, ...(now ? [now] : []), canvas);
+  if (host) host.append(root); else mark.parentNode.insertBefore(root, mark);
+  if (data.png) hidePng(root, data.png);
 
   // Zoom (buttons) and pan (drag, or the scroll bars).
   let zoom = 1;
@@ -39,23 +54,41 @@
     canvas.scrollTop = drag[3] - (e.clientY - drag[1]);
   });
 
-  // Node details on hover.
+  // Node details: shown at once on hover, and on a tap (a touch screen has no hover).
+  // (Not an SVG <title>: browsers show those after a delay, and never on touch.)
   const idOf = (g, re) => { const m = (g.getAttribute("class") || "").match(re); return m; };
   const nodes = [...svg.querySelectorAll("g.node")].map((g) => [g, +(idOf(g, /dg-n(\d+)/) || [0, -1])[1]]);
+  const details = new Map();
   for (const [g, id] of nodes) {
     if (!(id in (data.info || {}))) continue;
-    const t = document.createElementNS(svg.namespaceURI, "title");
-    t.textContent = data.info[id];
-    g.prepend(t);
+    details.set(g, data.info[id]);
+    g.setAttribute("aria-label", data.info[id]);
   }
+  const tip = el("div", "dg-tip");
+  tip.hidden = true;
+  root.append(tip);
+  const nodeAt = (e) => (e.target.closest ? e.target.closest("g.node") : null);
+  const showTip = (g, e) => {
+    if (!details.has(g)) { tip.hidden = true; return; }
+    tip.textContent = details.get(g);
+    tip.hidden = false;
+    const box = root.getBoundingClientRect();
+    tip.style.left = Math.min(e.clientX - box.left + 12, Math.max(0, box.width - tip.offsetWidth)) + "px";
+    tip.style.top = e.clientY - box.top + 14 + "px";
+  };
+  svg.addEventListener("pointermove", (e) => {
+    if (e.pointerType === "touch") return;
+    const g = nodeAt(e);
+    if (g) showTip(g, e); else tip.hidden = true;
+  });
+  svg.addEventListener("pointerleave", (e) => { if (e.pointerType !== "touch") tip.hidden = true; });
+  document.addEventListener("pointerdown", (e) => {  // a tap shows a node's details; a tap elsewhere hides them
+    if (e.pointerType !== "touch") return;
+    const g = svg.contains(e.target) ? nodeAt(e) : null;
+    if (g) showTip(g, e); else tip.hidden = true;
+  });
 
   // The controls: built here, since they work only where this script runs.
-  const el = (tag, cls, text) => {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text) e.textContent = text;
-    return e;
-  };
   const button = (a, text, title) => {
     const b = el("button", "", text);
     b.type = "button"; b.dataset.act = a; b.title = title;
@@ -71,13 +104,10 @@
   }
   for (const [a, t] of [["zout", "\u2212"], ["fit", "fit"], ["one", "1:1"], ["zin", "+"]]) bar.append(button(a, t, "zoom: " + a));
   bar.append(el("span", "dg-zoom"));
-  const hint = root.querySelector(".dg-hint");
-  if (hint) hint.remove();  // it says how to make the stepper step: now it does
 
   const act = { zin: () => setZoom(zoom * 1.25), zout: () => setZoom(zoom / 1.25), fit: fit, one: () => setZoom(1) };
   if (data.s) stepper(act);
   root.querySelectorAll("button[data-act]").forEach((b) => b.addEventListener("click", () => act[b.dataset.act]()));
-  bar.style.display = "";
   setZoom(1);
 
   function stepper(act) {
@@ -136,7 +166,32 @@
       },
     });
     slider.addEventListener("input", () => show(+slider.value));
-    now.style.display = "";
     show(S - 1);
   }
-})();
+}
+
+// Hide the output before `from` that holds the picture's PNG: the nearest earlier
+// sibling, of `from` or of one of its first few ancestors, whose one image is
+// `size` ([width, height] in pixels, from its attributes or once it has loaded).
+// JupyterLab may attach the output to the page after this script runs: try again
+// a few times until it is there.
+function hidePng(from, size, tries) {
+  tries = tries || 0;
+  if (!document.contains(from)) {
+    if (tries < 50) setTimeout(() => hidePng(from, size, tries + 1), 100);
+    return;
+  }
+  const [w, h] = size;
+  for (let node = from, up = 0; node && up < 6; node = node.parentElement, up++) {
+    const prev = node.previousElementSibling;
+    if (!prev) continue;
+    const imgs = prev.tagName === "IMG" ? [prev] : [...prev.querySelectorAll("img")];
+    if (imgs.length !== 1) continue;
+    const img = imgs[0];
+    const ours = () => (+img.getAttribute("width") === w && +img.getAttribute("height") === h) ||
+      (img.naturalWidth === w && img.naturalHeight === h);
+    if (ours()) prev.style.display = "none";
+    else if (!img.complete) img.addEventListener("load", () => { if (ours()) prev.style.display = "none"; }, { once: true });
+    return;  // the nearest output with one image: ours or not, look no further
+  }
+}

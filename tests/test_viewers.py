@@ -1,0 +1,497 @@
+"""Viewers that sanitize HTML, and dark pages: every committed notebook's pictures show
+through ``nbconvert --sanitize-html`` and through an nh3 viewer (as GitHub-like sites
+show notebooks) with no control text, and a view's text is readable (WCAG contrast of
+at least 4.5) on a dark page without theme variables and on the docs site in dark mode.
+
+Screenshots go to artifacts/ (git-ignored) for a person to look at.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import html
+import io
+import json
+import re
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import nh3
+import pytest
+import torch
+from PIL import Image
+
+import dynagraph as dg
+
+from _chromium import ARTIFACTS, ROOT, Watch, chromium
+from _helpers import html_of, pictures
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+MIN_CONTRAST = 4.5  # WCAG 2 level AA for normal text
+
+
+def _notebook(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _joined(value: str | list[str]) -> str:
+    """A notebook's multi-line string (stored as a string or as a list of lines)."""
+    return value if isinstance(value, str) else "".join(value)
+
+
+def picture_outputs(nb: dict) -> list[tuple[str, int]]:
+    """``(cell id, output index)`` of every dynagraph picture output in a notebook's JSON."""
+    return [(cell["id"], j) for cell in nb["cells"] for j, out in enumerate(cell.get("outputs", []))
+            if out.get("metadata", {}).get("dynagraph") == "picture"]
+
+
+def png_width(data: str) -> int:
+    """The width in pixels that a base64 PNG's header (IHDR) states."""
+    raw = base64.b64decode(_joined(data))
+    if raw[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError(f"not a PNG: it starts with {raw[:8]!r}")
+    return struct.unpack(">I", raw[16:20])[0]
+
+
+# -- What a page shows: loaded pictures, and no control text -----------------------
+
+# (Checks read outputs only, where dynagraph writes: prose and code are the authors'.)
+# Each output element's visible text (innerText: no <style>/<script> text, nothing
+# hidden) and its images, with whether each loaded.
+_OUTPUT_JS = """([cellId, sel, j]) => {
+  const cell = document.getElementById('cell-id=' + cellId);
+  if (!cell) return null;
+  const outs = cell.querySelectorAll(sel);
+  const o = outs[j];
+  if (!o) return {count: outs.length, images: []};
+  return {count: outs.length, images: [...o.querySelectorAll('img')].map(i => ({
+    src: (i.getAttribute('src') || '').slice(0, 30), width: i.complete ? i.naturalWidth : 0}))};
+}"""
+_TEXTS_JS = "sel => [...document.querySelectorAll(sel)].map(o => o.innerText)"
+
+# The words on the picture's buttons (view.js), and what else a bar of them shows:
+# arrows, the zoom buttons' signs and the zoom percent.
+_LABELS = re.compile(r"prev|play|next|fit|1:1")
+_BAR_REST = re.compile(r"[\s\u2039\u203a\u00ab\u00bb\u2212+%\d]*")
+# Text that is the view's code or markup, not what it shows: CSS, JavaScript, tags
+# that a sanitizer escaped (shown as text instead of being dropped or kept).
+_CODE_TEXT = ("dg-out {", ".dg-", "dynagraphView", "function (", "&lt;", "<div", "<details", "<summary",
+              "<button", "<style", "<script", "<img", "<svg", "<span", "<table", "<ol", "<li", "<b>", "<i>")
+
+
+def control_text(texts: list[str]) -> list[str]:
+    """The lines of ``texts`` (outputs' visible text) that are controls or code: a line
+    made only of button labels ("‹ prev", "play", "fit", "1:1"; joined or apart), or
+    one that holds CSS, JavaScript or an escaped tag."""
+    bad = []
+    for text in texts:
+        for line in text.splitlines():
+            if _LABELS.search(line) and _BAR_REST.fullmatch(_LABELS.sub("", line)):
+                bad.append(f"button labels: {line.strip()!r}")
+            bad += [f"code or markup {c!r}: {line.strip()[:80]!r}" for c in _CODE_TEXT if c in line]
+    return bad
+
+
+def shown_problems(page, nb: dict, out_sel: str) -> list[str]:
+    """What is wrong on ``page``, a notebook ``nb`` as a viewer shows it (each cell an
+    element with id ``cell-id=<id>``, each output in it an element matching ``out_sel``):
+    a picture output that shows no loaded image as wide as its PNG's header says, and any
+    control text in any output. Empty: nothing."""
+    cells = {cell["id"]: cell for cell in nb["cells"]}
+    problems = []
+    for cell_id, j in picture_outputs(nb):
+        found = page.evaluate(_OUTPUT_JS, [cell_id, out_sel, j])
+        outputs = cells[cell_id]["outputs"]
+        if found is None or found["count"] != len(outputs):
+            problems.append(f"cell {cell_id}: the page shows {found and found['count']} outputs, "
+                            f"the notebook has {len(outputs)}")
+            continue
+        png = outputs[j]["data"].get("image/png")
+        width = png_width(png) if png else None  # (an output by hand may have none: then any image will do)
+        loaded = [i for i in found["images"] if i["width"] > 0 and width in (None, i["width"])]
+        if not loaded:
+            problems.append(f"cell {cell_id} output {j}: no loaded image {width or 'any'} px wide; "
+                            f"images: {found['images']}")
+    return problems + control_text(page.evaluate(_TEXTS_JS, out_sel))
+
+
+def _screenshot_first_picture(page, nb: dict, out_sel: str, path: Path) -> None:
+    """Save the viewport, scrolled to the notebook's first picture output."""
+    path.parent.mkdir(exist_ok=True)
+    first = picture_outputs(nb)[:1]
+    if first:
+        page.evaluate("""([cellId, sel, j]) => { const o = document.getElementById('cell-id=' + cellId)
+                           .querySelectorAll(sel)[j]; if (o) o.scrollIntoView({block: 'start'}); }""",
+                      [first[0][0], out_sel, first[0][1]])
+    page.screenshot(path=str(path))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as b:
+        yield b
+
+
+def _open(browser, path: Path):
+    """A Watch and its page, at ``path`` loaded (images included)."""
+    watch = Watch(browser)
+    page = watch.new_page()
+    page.goto(path.as_uri(), wait_until="load")
+    return watch, page
+
+
+# -- An nh3 viewer ---------------------------------------------------------------------
+# nh3 is ammonia, the allowlist sanitizer GitHub-like viewers use. Such a viewer shows
+# one mime type per output, as nbconvert picks them but among the types a static
+# viewer shows: text/html, image/png, image/jpeg, text/plain. It does not show
+# application/javascript (it runs no script) or image/svg+xml (an SVG can hold
+# scripts and links, so such viewers leave it out or sanitize it away).
+VIEWER_ORDER = ("text/html", "image/png", "image/jpeg", "text/plain")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def viewer_output(out: dict) -> str:
+    """The HTML an nh3 viewer shows for one notebook output."""
+    if out["output_type"] == "stream":
+        return f"<pre>{html.escape(_joined(out['text']))}</pre>"
+    if out["output_type"] == "error":
+        return f"<pre>{html.escape(_ANSI.sub('', chr(10).join(out['traceback'])))}</pre>"
+    data = out.get("data", {})
+    kind = next((k for k in VIEWER_ORDER if k in data), None)
+    if kind == "text/html":
+        return nh3.clean(_joined(data[kind]))
+    if kind in ("image/png", "image/jpeg"):  # the viewer writes this tag itself: it is not sanitized
+        return f'<img src="data:{kind};base64,{_joined(data[kind]).strip()}">'
+    if kind == "text/plain":
+        return f"<pre>{html.escape(_joined(data[kind]))}</pre>"
+    return ""
+
+
+def viewer_page(nb: dict) -> str:
+    """A notebook's code cells and their outputs as an nh3 viewer shows them: each cell
+    a ``div`` with id ``cell-id=<id>``, each output in it a ``div.out``."""
+    cells = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        outs = "".join(f'<div class="out">{viewer_output(o)}</div>' for o in cell.get("outputs", []))
+        cells.append(f'<div id="cell-id={html.escape(cell["id"])}"><pre>{html.escape(_joined(cell["source"]))}'
+                     f"</pre>{outs}</div>")
+    return "<!doctype html><html><head><meta charset='utf-8'></head><body>" + "".join(cells) + "</body></html>"
+
+
+@pytest.mark.browser
+def test_nh3_viewer_shows_every_picture(browser, tmp_path):
+    assert NOTEBOOKS, "no committed notebooks in notebooks/"
+    failures = {}
+    for path in NOTEBOOKS:
+        nb = _notebook(path)
+        page_path = tmp_path / f"{path.stem}.html"
+        page_path.write_text(viewer_page(nb))
+        watch, page = _open(browser, page_path)
+        try:
+            if path == _first_with_pictures():
+                _screenshot_first_picture(page, nb, "div.out", ARTIFACTS / "viewers-nh3.png")
+            problems = shown_problems(page, nb, "div.out")
+        finally:
+            watch.close()
+        if problems:
+            failures[path.name] = problems
+    assert not failures, "through an nh3 viewer:\n" + "\n".join(f"{k}: {v}" for k, v in failures.items())
+
+
+def old_format_output() -> dict:
+    """A picture output in the old format, built by hand: one text/html that holds the
+    picture as an ``<img>`` of an SVG data URL, the buttons, the CSS and the script."""
+    svg = pictures(html_of(dg.draw((torch.ones(2, requires_grad=True) * 2).sum())))[0]
+    uri = "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
+    buttons = "".join(f'<button data-act="{a}">{t}</button>' for a, t in (
+        ("first", "\u00ab"), ("prev", "\u2039 prev"), ("play", "play"), ("next", "next \u203a"),
+        ("last", "\u00bb"), ("zout", "\u2212"), ("fit", "fit"), ("one", "1:1"), ("zin", "+")))
+    page = (f'<div class="dg-out dg-stepper"><style>.dg-out {{ color: #212529 }}</style>'
+            f'<div class="dg-bar">{buttons}<span class="dg-zoom">100%</span></div>'
+            f'<div class="dg-canvas"><img class="dg-pic" src="{uri}"></div>'
+            "<details><summary>2 steps</summary><ol><li>mul</li><li>sum</li></ol></details>"
+            "<script>(function () { dynagraphView(null, {}, ''); })();</script></div>")
+    return {"output_type": "display_data", "data": {"text/html": page, "text/plain": "<Graph>"},
+            "metadata": {"dynagraph": "picture"}}
+
+
+@pytest.mark.browser
+def test_nh3_viewer_check_fails_on_the_old_format(browser, tmp_path):
+    """The emulation can fail: the old format's picture (an SVG data URL, which nh3
+    drops) shows no image, and its buttons' labels show as text."""
+    nb = {"cells": [{"cell_type": "code", "id": "old", "source": "dg.draw(y)", "outputs": [old_format_output()]}]}
+    page_path = tmp_path / "old.html"
+    page_path.write_text(viewer_page(nb))
+    watch, page = _open(browser, page_path)
+    try:
+        problems = shown_problems(page, nb, "div.out")
+    finally:
+        watch.close()
+    assert any("no loaded image" in p for p in problems), problems
+    assert any(p.startswith("button labels") for p in problems), problems
+
+
+def test_control_text_finds_labels_and_code():
+    assert control_text(["\u00ab\u2039 prevplaynext \u203a\u00bb\u2212fit1:1+100%"]) == [
+        "button labels: '\u00ab\u2039 prevplaynext \u203a\u00bb\u2212fit1:1+100%'"]
+    assert control_text(["play", "1:1"]) == ["button labels: 'play'", "button labels: '1:1'"]
+    assert control_text(["mul [this cell, line 3] y = next(it)", "fit the model"]) == []
+    assert len(control_text(['<div class="dg-steps">', ".dg-out { color: red }"])) == 3
+
+
+def test_png_width_reads_the_header():
+    buf = io.BytesIO()
+    Image.new("RGB", (37, 5)).save(buf, "PNG")
+    assert png_width(base64.b64encode(buf.getvalue()).decode()) == 37
+    with pytest.raises(ValueError, match="not a PNG"):
+        png_width(base64.b64encode(b"GIF89a" + bytes(30)).decode())
+
+
+# -- Contrast on a dark page without theme variables -----------------------------------
+
+_COLOUR = re.compile(r"rgba?\(\s*([\d.]+)[,\s]+([\d.]+)[,\s]+([\d.]+)(?:\s*[,/]\s*([\d.]+%?))?\s*\)"
+                     r"|color\(srgb\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)(?:\s*/\s*([\d.]+%?))?\s*\)")
+
+
+def rgba(text: str) -> tuple[float, float, float, float]:
+    """A computed CSS colour (``rgb()``, ``rgba()`` or ``color(srgb ...)``) as 0-1 floats."""
+    m = _COLOUR.fullmatch(text.strip())
+    if not m:
+        raise ValueError(f"cannot read the colour {text!r}: expected rgb(), rgba() or color(srgb ...)")
+    g = m.groups()
+    r, gr, b, a = g[:4] if g[0] is not None else g[4:]
+    scale = 255.0 if g[0] is not None else 1.0
+    alpha = 1.0 if a is None else (float(a[:-1]) / 100 if a.endswith("%") else float(a))
+    return float(r) / scale, float(gr) / scale, float(b) / scale, alpha
+
+
+def over(top: tuple[float, ...], bottom: tuple[float, ...]) -> tuple[float, float, float, float]:
+    """``top`` composited over the opaque ``bottom`` (source-over)."""
+    a = top[3]
+    return (*(a * t + (1 - a) * u for t, u in zip(top[:3], bottom[:3])), 1.0)
+
+
+def luminance(c: tuple[float, ...]) -> float:
+    """WCAG 2 relative luminance of an sRGB colour."""
+    lin = [v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4 for v in c[:3]]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def contrast(fg: tuple[float, ...], bg: tuple[float, ...]) -> float:
+    """WCAG 2 contrast ratio of two opaque colours (1 to 21)."""
+    hi, lo = sorted((luminance(fg), luminance(bg)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def backdrop(layers: list[str]) -> tuple[float, float, float, float]:
+    """The colour behind an element: its and its ancestors' background colours
+    (innermost first) composited from the first opaque one (white, the browser's
+    canvas, when none is opaque)."""
+    colours = [rgba(c) for c in layers]
+    first = next((i for i, c in enumerate(colours) if c[3] >= 1), len(colours))
+    bg = colours[first] if first < len(colours) else (1.0, 1.0, 1.0, 1.0)
+    for c in reversed(colours[:first]):
+        bg = over(c, bg)
+    return bg
+
+
+# Every HTML element with text of its own that shows, inside the roots (the graph's
+# SVG aside: Graphviz draws its text in its own colours on the picture's white canvas).
+_TEXT_COLOURS_JS = """sel => {
+  const seen = new Set(), out = [];
+  for (const root of document.querySelectorAll(sel)) for (const e of [root, ...root.querySelectorAll('*')]) {
+    if (seen.has(e) || e.closest('svg')) continue;
+    seen.add(e);
+    const text = [...e.childNodes].filter(n => n.nodeType === 3).map(n => n.data).join('').trim();
+    const box = e.getBoundingClientRect();
+    if (!text || !box.width || !box.height || !e.checkVisibility({opacityProperty: true, visibilityProperty: true}))
+      continue;
+    const layers = [];
+    for (let a = e; a; a = a.parentElement) layers.push(getComputedStyle(a).backgroundColor);
+    const cls = el => (el.className ? '.' + String(el.className).split(' ').join('.') : '');
+    out.push({where: root.tagName.toLowerCase() + cls(root) + ' ' + e.tagName.toLowerCase() + cls(e),
+              text: text.slice(0, 40), color: getComputedStyle(e).color, layers});
+  }
+  return out;
+}"""
+DG_TEXT = "div.dg-out, div.dg-steps, table.dg-diff"
+
+
+def low_contrast(page, sel: str = DG_TEXT) -> tuple[list[str], int]:
+    """The text elements inside ``sel`` whose contrast is under :data:`MIN_CONTRAST`
+    (each described), and how many text elements were measured."""
+    found = page.evaluate(_TEXT_COLOURS_JS, sel)
+    bad = []
+    for e in found:
+        bg = backdrop(e["layers"])
+        ratio = contrast(over(rgba(e["color"]), bg), bg)
+        if ratio < MIN_CONTRAST:
+            bad.append(f"{e['where']} {e['text']!r}: {ratio:.2f} ({e['color']} on {e['layers'][:4]})")
+    return bad, len(found)
+
+
+def test_contrast_matches_wcag_examples():
+    white, black = (1, 1, 1, 1), (0, 0, 0, 1)
+    assert contrast(black, white) == pytest.approx(21)
+    assert contrast(rgba("rgb(119, 119, 119)"), white) == pytest.approx(4.48, abs=0.01)  # #777: just under AA
+    assert contrast(rgba("rgb(118, 118, 118)"), white) == pytest.approx(4.54, abs=0.01)  # #767676: just over
+    half = over(rgba("rgba(0, 0, 0, 0.5)"), white)
+    assert half[:3] == pytest.approx((0.5, 0.5, 0.5))
+    assert backdrop(["rgba(0, 0, 0, 0)", "rgba(0, 0, 0, 0.5)", "rgb(255, 255, 255)"])[:3] == pytest.approx(half[:3])
+    assert backdrop(["rgba(0, 0, 0, 0)"]) == (1, 1, 1, 1)
+    assert rgba("color(srgb 1 0.5 0 / 0.25)") == (1, 0.5, 0, 0.25)
+    with pytest.raises(ValueError, match="cannot read the colour 'oklch"):
+        rgba("oklch(0.5 0.1 30)")
+
+
+def _views_for_a_dark_page() -> str:
+    """A recording's, a backward trace's and a diff's outputs, as a page with scripts shows them."""
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with dg.live(params={"x": x}) as rec:
+        y = (2 * x + 1).sum()
+    with dg.trace_backward(y) as bt:
+        y.backward()
+    d = dg.diff(dg.draw((x * 2).sum()), dg.draw((torch.tanh(x * 2) + 1).sum()), labels=("short", "long"))
+    return html_of(rec) + html_of(bt) + html_of(d)
+
+
+# A page without any theme variables, in VS Code's dark colours.
+_DARK_BODY = "background:#1e1e1e;color:#d4d4d4"
+# Makes the step texts unreadable: the current step and the step list, #777 on #666
+# (contrast 1.3), stronger than the outputs' own colours.
+_BAD_STYLE = (".dg-now, .dg-steps, .dg-steps * { color: #777 !important; background: #666 !important; }")
+
+
+@pytest.mark.browser
+def test_views_are_readable_on_a_dark_page_without_theme_variables(browser, tmp_path):
+    path = tmp_path / "dark.html"
+    path.write_text(f"<!doctype html><html><head><meta charset='utf-8'></head><body style='{_DARK_BODY}'>"
+                    f"{_views_for_a_dark_page()}</body></html>")
+    watch, page = _open(browser, path)
+    try:
+        assert page.locator("div.dg-stepper").count() == 2, "the scripts did not draw both steppers"
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "viewers-dark-page.png"), full_page=True)
+        bad, measured = low_contrast(page)
+        kinds = page.evaluate(f"() => [...document.querySelectorAll('{DG_TEXT}')].map(e => e.className)")
+        page.add_style_tag(content=_BAD_STYLE)
+        caught, _ = low_contrast(page)
+        errors = watch.errors
+    finally:
+        watch.close()
+    assert {"dg-out dg-stepper", "dg-steps", "dg-diff", "dg-out"} <= set(kinds)
+    assert measured >= 20, f"only {measured} text elements measured"
+    assert not bad, f"text under contrast {MIN_CONTRAST} on a dark page:\n" + "\n".join(bad)
+    assert any(".dg-now" in c for c in caught) and any("dg-steps" in c for c in caught), caught
+    assert not errors, errors
+
+
+# -- The docs site in dark mode --------------------------------------------------------
+
+
+def _docs_page_with_a_stepper() -> str:
+    """The notebook whose outputs hold the most kinds of dynagraph output (a stepper's
+    picture and steps, and a diff's table when one has it); its stem."""
+    def kinds(path: Path) -> set[str]:
+        return {o.get("metadata", {}).get("dynagraph") for c in _notebook(path)["cells"]
+                for o in c.get("outputs", [])} - {None}
+    with_steps = [p for p in NOTEBOOKS if "steps" in kinds(p)]
+    if not with_steps:
+        pytest.fail("no committed notebook has a stepper (an output with dynagraph 'steps')")
+    return max(with_steps, key=lambda p: len(kinds(p))).stem
+
+
+# pydata-sphinx-theme reads the colour mode from localStorage before the page shows.
+_DARK_INIT = "localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');"
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_docs_site_in_dark_mode_is_readable(browser, site):
+    stem = _docs_page_with_a_stepper()
+    watch = Watch(browser)
+    try:
+        watch.context.add_init_script(_DARK_INIT)
+        page = watch.new_page()
+        page.emulate_media(color_scheme="dark")
+        page.goto((site / "notebooks" / f"{stem}.html").as_uri(), wait_until="load")
+        page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; "
+                      "document.documentElement.dataset.mode = 'dark'; }")
+        body = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+        assert luminance(rgba(body)) < 0.05, f"the page is not dark: its body is {body}"
+        assert page.locator("div.dg-stepper").count() > 0, f"{stem}: no stepper drawn"
+        page.locator("div.dg-stepper").first.scroll_into_view_if_needed()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "viewers-docs-dark.png"))
+        bad, measured = low_contrast(page)
+        page.add_style_tag(content=_BAD_STYLE)
+        caught, _ = low_contrast(page)
+    finally:
+        watch.close()
+    assert measured >= 20, f"only {measured} text elements measured"
+    assert not bad, f"{stem} in dark mode: text under contrast {MIN_CONTRAST}:\n" + "\n".join(bad)
+    assert any(".dg-now" in c for c in caught) and any("dg-steps" in c for c in caught), caught
+
+
+# -- nbconvert --sanitize-html --------------------------------------------------------
+# How nbconvert (7.x) shows an output with --sanitize-html (HTMLExporter.sanitize_html,
+# exporters/html.py; the lab template, templates/lab/base.html.j2):
+# - It picks ONE mime type per output: the first of HTMLExporter's
+#   display_data_priority that the output holds (WidgetsDataTypeFilter):
+#   widget-view, application/javascript, text/html, text/markdown, image/svg+xml,
+#   text/vnd.mermaid, text/latex, image/png, image/jpeg, text/plain. So a bundle
+#   with application/javascript and image/png would be shown as its script: dynagraph
+#   puts its script in an output of its own, after the PNG's.
+# - With sanitize_html, the template's data_javascript block writes the output's
+#   <div> without the <script>: the output shows nothing. It does not fall back to
+#   the next mime type.
+# - text/html and Markdown go through the clean_html filter (filters/strings.py):
+#   bleach.clean with bleach's tags plus div pre code span table tr td, the
+#   attributes class and id, and strip=False, so a tag outside that list is
+#   escaped (shown as text), and style attributes are dropped. (Markdown's own <p>
+#   is not in the list: every paragraph of prose shows a literal "<p>". That is
+#   nbconvert's, not ours: the checks read outputs only.)
+# - The SanitizeHTML preprocessor (preprocessors/sanitize.py), which deletes
+#   application/javascript and keeps image/png, is NOT run by --sanitize-html:
+#   the HTML exporter does not enable it (it runs only if a config adds it).
+
+
+@pytest.fixture(scope="module")
+def sanitized(tmp_path_factory) -> Path:
+    """Every committed notebook converted with ``jupyter nbconvert --to html --sanitize-html``
+    (the venv's jupyter) into a temporary folder; the folder."""
+    pytest.importorskip("nbconvert", reason="needs nbconvert: pip install nbconvert (JupyterLab brings it)")
+    out = tmp_path_factory.mktemp("sanitized")
+    for path in NOTEBOOKS:
+        shutil.copy(path, out / path.name)
+    proc = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--sanitize-html",
+                           *(p.name for p in NOTEBOOKS)], cwd=out, capture_output=True, text=True, timeout=600)
+    if proc.returncode:
+        pytest.fail(f"nbconvert failed:\n{proc.stderr[-4000:]}")
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_nbconvert_sanitized_html_shows_every_picture(browser, sanitized, path):
+    nb = _notebook(path)
+    watch, page = _open(browser, sanitized / f"{path.stem}.html")
+    try:
+        if path == _first_with_pictures():
+            _screenshot_first_picture(page, nb, ".jp-OutputArea-child", ARTIFACTS / "viewers-nbconvert.png")
+        problems = shown_problems(page, nb, ".jp-OutputArea-child")
+    finally:
+        watch.close()
+    assert not problems, f"{path.name} through nbconvert --sanitize-html:\n" + "\n".join(problems)
+
+
+@functools.cache
+def _first_with_pictures() -> Path | None:
+    return next((p for p in NOTEBOOKS if picture_outputs(_notebook(p))), None)
