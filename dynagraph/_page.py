@@ -55,6 +55,7 @@ LISTED_STEPS = 20
 PNG_DPI = 72
 PNG_COLOURS = 64
 PNG_MIN_DPI = 36
+PNG_PIXELS = 4_000_000
 # Steps a stepper plays, at most: the first and last halves of a longer recording
 # (80,000 steps would be ~650 KB of step data); the page says what it left out. An
 # output still over MAX_BYTES, with its step data the bigger part, plays fewer.
@@ -158,32 +159,52 @@ def _drawn(graph: Graph, overlay: Overlay) -> _Drawn:
 
 
 def _with_png(drawn: _Drawn) -> _Drawn:
-    """``drawn`` with its PNG, at a lower dpi when its output would be over :data:`MAX_BYTES`
-    (a tall picture: the text gets small, the PNG is only for viewers without scripts)."""
-    # PNG bytes grow with dpi squared; at 72 dpi they are about 3.3 times the SVG's on
-    # the zoo's models (2.8-3.3): start where the PNG should just fit, to render once.
-    dpi = min(PNG_DPI, int(PNG_DPI * (0.85 * MAX_BYTES / (3.3 * len(drawn.svg) + 1)) ** 0.5))
+    """``drawn`` with its PNG, smaller when its output would be over :data:`MAX_BYTES` (a
+    tall picture: the text gets small, the PNG is only for viewers without scripts).
+    Graphviz draws it once (a 4,000-px PNG takes it ~1.5 s); Pillow scales it down."""
+    from PIL import Image
+
+    # PNG bytes grow with the area; at 72 dpi they are about 3.3 times the SVG's on
+    # the zoo's models (2.8-3.3): start where the PNG should just fit, and at most
+    # PNG_PIXELS (drawing and packing a wide 5,500 x 4,000-px PNG took 2.4 s).
+    size = re.match(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', drawn.svg)
+    area = float(size[1]) * float(size[2]) if size else 0.0
+    fit = min(0.85 * MAX_BYTES / (3.3 * len(drawn.svg) + 1), PNG_PIXELS / area if area else 1.0) ** 0.5
+    dpi = max(PNG_MIN_DPI, min(PNG_DPI, int(PNG_DPI * fit)))
+    im = _raster(drawn.dot, dpi)
     while True:
-        dpi = max(dpi, PNG_MIN_DPI)
-        b64, size = png(drawn.dot, dpi)
+        b64 = _encoded(im)
         if len(b64) + 2_000 <= MAX_BYTES or dpi <= PNG_MIN_DPI:
-            return drawn._replace(png=b64, png_size=size)
-        dpi = int(dpi * (0.9 * MAX_BYTES / len(b64)) ** 0.5)
+            return drawn._replace(png=b64, png_size=im.size)
+        scale = (0.7 * MAX_BYTES / len(b64)) ** 0.5  # (smaller pictures pack less well: aim low)
+        dpi = max(PNG_MIN_DPI, int(dpi * scale))
+        size = (max(1, int(im.width * scale)), max(1, int(im.height * scale)))
+        im = im.resize(size, Image.Resampling.LANCZOS)
 
 
-def png(dot: str, dpi: int = 72) -> tuple[str, tuple[int, int]]:
-    """The PNG of ``dot`` that viewers without scripts show, base64, and its size in
-    pixels: :data:`PNG_DPI`, :data:`PNG_COLOURS` colours (Pillow's fast octree
-    palette: ~0.1 s for 600x5,000 px)."""
+def _raster(dot: str, dpi: int) -> Any:
+    """``dot`` drawn by Graphviz as an RGB Pillow image at ``dpi``."""
     from PIL import Image  # matplotlib's dependency too: always there beside it
 
     head, brace, rest = dot.partition("{")
-    raw = render.pipe(f"{head}{brace}\n  dpi={dpi};{rest}", "png")
-    with Image.open(io.BytesIO(raw)) as im:
-        small = im.convert("RGB").quantize(PNG_COLOURS, method=Image.Quantize.FASTOCTREE)
+    with Image.open(io.BytesIO(render.pipe(f"{head}{brace}\n  dpi={dpi};{rest}", "png"))) as im:
+        return im.convert("RGB")
+
+
+def _encoded(im: Any) -> str:
+    """``im`` as a PNG of :data:`PNG_COLOURS` colours (Pillow's fast octree palette:
+    ~0.1 s for 600x5,000 px), base64."""
+    from PIL import Image
+
     buf = io.BytesIO()
-    small.save(buf, "PNG")
-    return base64.b64encode(buf.getvalue()).decode(), small.size
+    im.quantize(PNG_COLOURS, method=Image.Quantize.FASTOCTREE).save(buf, "PNG")
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def png(dot: str, dpi: int = PNG_DPI) -> tuple[str, tuple[int, int]]:
+    """The PNG of ``dot`` that viewers without scripts show, base64, and its size in pixels."""
+    im = _raster(dot, dpi)
+    return _encoded(im), im.size
 
 
 def _compose(drawn: _Drawn, overlay: Overlay, text: str, caption: str, table: str,
