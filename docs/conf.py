@@ -4,8 +4,9 @@ Build with ``python3 dev.py docs`` (or ``sphinx-build -b html docs docs/_build/h
 
 Why Sphinx + myst-nb + pydata-sphinx-theme: it renders committed notebook outputs
 without running them, runs dynagraph's pictures as their scripts (the
-``application/javascript`` output that draws the SVG, zoom and stepper), generates the API reference from the docstrings (autodoc +
-napoleon), and builds with no network once MathJax is served from _static.
+``application/javascript`` output that draws the SVG, zoom and stepper), generates the
+API reference from the docstrings (autodoc + napoleon), and builds with no network once
+MathJax is served from _static.
 jupyter-book 2 builds through a Node.js tool that downloads its site theme at build
 time (no offline build), and MkDocs Material has announced its end of life.
 """
