@@ -167,8 +167,8 @@ def _with_png(drawn: _Drawn) -> _Drawn:
     # PNG bytes grow with the area; at 72 dpi they are about 3.3 times the SVG's on
     # the zoo's models (2.8-3.3): start where the PNG should just fit, and at most
     # PNG_PIXELS (drawing and packing a wide 5,500 x 4,000-px PNG took 2.4 s).
-    size = re.match(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', drawn.svg)
-    area = float(size[1]) * float(size[2]) if size else 0.0
+    pt = re.match(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', drawn.svg)
+    area = float(pt[1]) * float(pt[2]) if pt else 0.0
     fit = min(0.85 * MAX_BYTES / (3.3 * len(drawn.svg) + 1), PNG_PIXELS / area if area else 1.0) ** 0.5
     dpi = max(PNG_MIN_DPI, min(PNG_DPI, int(PNG_DPI * fit)))
     im = _raster(drawn.dot, dpi)
@@ -178,8 +178,8 @@ def _with_png(drawn: _Drawn) -> _Drawn:
             return drawn._replace(png=b64, png_size=im.size)
         scale = (0.7 * MAX_BYTES / len(b64)) ** 0.5  # (smaller pictures pack less well: aim low)
         dpi = max(PNG_MIN_DPI, int(dpi * scale))
-        size = (max(1, int(im.width * scale)), max(1, int(im.height * scale)))
-        im = im.resize(size, Image.Resampling.LANCZOS)
+        im = im.resize((max(1, int(im.width * scale)), max(1, int(im.height * scale))),
+                       Image.Resampling.LANCZOS)
 
 
 def _raster(dot: str, dpi: int) -> Any:
