@@ -32,7 +32,6 @@ import argparse
 import contextlib
 import functools
 import importlib.metadata
-import json
 import math
 import multiprocessing
 import os
@@ -51,6 +50,7 @@ import torch
 from torch import nn
 
 import dynagraph as dg
+from dynagraph import _page
 
 TIMEOUT = 30.0  # seconds allowed for one measured case (``--timeout``)
 QUICK_TIMEOUT = 10.0  # the same under ``--quick``
@@ -310,12 +310,7 @@ def display_cost(spec: Spec, view: str) -> dict:
     start = time.perf_counter()
     outputs = obj._outputs()
     seconds = time.perf_counter() - start
-    return {"s": seconds, "kb": largest_output(outputs) / 1024}
-
-
-def largest_output(outputs: list) -> int:
-    """Bytes of the largest of a view's outputs as a notebook stores it (the budget is per output)."""
-    return max(len(json.dumps(out.data)) + len(json.dumps(out.metadata)) for out in outputs)
+    return {"s": seconds, "kb": _page.largest_output(outputs) / 1024}
 
 
 def torchviz_cost(spec: Spec) -> dict:
@@ -576,7 +571,7 @@ def long_recording_display(steps: int) -> dict:
     rec.steps  # noqa: B018 - the walk that a read triggers is recording, not display
     start = time.perf_counter()
     outputs = rec._outputs()
-    return {"s": time.perf_counter() - start, "kb": largest_output(outputs) / 1e3}
+    return {"s": time.perf_counter() - start, "kb": _page.largest_output(outputs) / 1e3}
 
 
 def long_lines(results: dict) -> tuple[list[str], bool]:

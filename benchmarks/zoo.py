@@ -21,7 +21,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from collections.abc import Callable
@@ -32,7 +31,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 import dynagraph as dg
-from dynagraph import render
+from dynagraph import _page, render
 
 SEED = 0
 VOCAB = 1000  # the Hugging Face models' vocabulary: small, so the embeddings stay small
@@ -415,7 +414,7 @@ def display_cost(factory: Factory, view: str, repeats: int) -> tuple[float, floa
         start = time.perf_counter()
         outputs = obj._outputs()
         times.append(time.perf_counter() - start)
-        kb = max(len(json.dumps(out.data)) + len(json.dumps(out.metadata)) for out in outputs) / 1024
+        kb = _page.largest_output(outputs) / 1024
     return statistics.median(times), kb
 
 

@@ -2,7 +2,7 @@
 
 A view displays as up to four outputs (:class:`Output`), in this order:
 
-- a diff's table (``text/html`` of plain tags), only for :class:`~dynagraph.diff.Diff`;
+- a diff's table (``text/html`` of plain tags), only for :class:`~dynagraph.diff.GraphDiff`;
 - **the picture**: ``image/png`` and ``text/plain``, which every viewer shows (a
   notebook opened without running it, a viewer that sanitizes HTML such as GitHub's or
   ``nbconvert --sanitize-html``);
@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle 
     from .graph import Graph
 
 __all__ = ["FILL", "LISTED_STEPS", "MAX_BYTES", "PLACEHOLDER", "Output", "View", "diff_table", "fragment",
-           "outputs", "played", "stored_bytes"]
+           "largest_output", "outputs", "played", "stored_bytes"]
 
 # A view's output (its script with the SVG and steps, say) over this many bytes is drawn
 # again with more of the middle folded: notebooks stay small and quick to open.
@@ -69,7 +69,7 @@ PLACEHOLDER = {"text/plain": "dynagraph: recording..."}
 
 class Output(NamedTuple):
     """One Jupyter output: its data (mime type -> text) and its metadata, whose
-    ``"dynagraph"`` key says which part of a view it is (``table picture steps``)."""
+    ``"dynagraph"`` key says which part of a view it is (``table picture script steps``)."""
 
     data: dict[str, str]
     metadata: dict[str, Any]
@@ -109,11 +109,11 @@ def _outputs(graph: Graph, text: str, overlay: Overlay, caption: str, table: str
     drawn = _drawn(graph, overlay)
     for _ in range(6):  # over budget (rare): a big graph with no repeats, or thousands of steps
         outs, sizes = _compose(drawn, overlay, text, caption, table, steps)
-        size = max(stored_bytes([o]) for o in outs)
+        size = largest_output(outs)
         if size <= MAX_BYTES and still and not drawn.png:  # the PNG last: for a drawing whose script fits
             drawn = _with_png(drawn)
             outs, sizes = _compose(drawn, overlay, text, caption, table, steps)
-            size = max(stored_bytes([o]) for o in outs)
+            size = largest_output(outs)
         if size <= MAX_BYTES:
             break
         can_fold = sizes["nodes"] > _picture.ROLL_ABOVE  # (a small picture is not what makes it big)
@@ -138,6 +138,11 @@ def stored_bytes(outs: Sequence[Output]) -> int:
     return sum(len(json.dumps(o.data)) + len(json.dumps(o.metadata)) for o in outs)
 
 
+def largest_output(outs: Sequence[Output]) -> int:
+    """Bytes of the largest of ``outs`` as a notebook stores it: what :data:`MAX_BYTES` bounds."""
+    return max(stored_bytes([o]) for o in outs)
+
+
 class _Drawn(NamedTuple):
     """The part of a view's outputs that playing fewer steps leaves as it is."""
 
@@ -151,6 +156,7 @@ class _Drawn(NamedTuple):
 
 
 def _drawn(graph: Graph, overlay: Overlay) -> _Drawn:
+    """``graph`` drawn with ``overlay``: its SVG, hover texts and frames (no PNG yet)."""
     pic, dot, series = _picture.drawing(graph, overlay)
     drawn = pic.graph
     data: dict[str, Any] = {"frames": _dot.frames(drawn.nodes, drawn.edges, drawn.blocks),
@@ -199,12 +205,6 @@ def _encoded(im: Any) -> str:
     buf = io.BytesIO()
     im.quantize(PNG_COLOURS, method=Image.Quantize.FASTOCTREE).save(buf, "PNG")
     return base64.b64encode(buf.getvalue()).decode()
-
-
-def png(dot: str, dpi: int = PNG_DPI) -> tuple[str, tuple[int, int]]:
-    """The PNG of ``dot`` that viewers without scripts show, base64, and its size in pixels."""
-    im = _raster(dot, dpi)
-    return _encoded(im), im.size
 
 
 def _compose(drawn: _Drawn, overlay: Overlay, text: str, caption: str, table: str,

@@ -45,7 +45,7 @@ def html_of(view) -> str:
 
 def stored(view) -> int:
     """Bytes of a view's largest output as a notebook stores it (the budget is per output)."""
-    return max(_page.stored_bytes([out]) for out in view._outputs())
+    return _page.largest_output(view._outputs())
 
 
 def outputs_of(view) -> dict[str, dict[str, str]]:

@@ -92,7 +92,7 @@ PLAIN_TAGS = {"b", "div", "i", "li", "ol", "span", "table", "td", "tr"}
 def check(view):
     """What every view's outputs must satisfy; returns the parsed page of its HTML."""
     outs = view._outputs()
-    assert max(stored_bytes([o]) for o in outs) < 300_000  # every output
+    assert _page.largest_output(outs) < 300_000  # every output
     parts = [o.metadata["dynagraph"] for o in outs]
     assert parts in (["picture", "script"], ["picture", "script", "steps"], ["table", "picture", "script"]), parts
     picture = outs[parts.index("picture")]

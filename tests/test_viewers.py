@@ -184,6 +184,19 @@ def viewer_page(nb: dict) -> str:
     return "<!doctype html><html><head><meta charset='utf-8'></head><body>" + "".join(cells) + "</body></html>"
 
 
+def viewed_problems(browser, page_path: Path, path: Path, nb: dict, output: str, shot: Path) -> list[str]:
+    """Open ``page_path`` (a viewer's page of notebook ``path``, whose outputs match the CSS
+    selector ``output``) and return :func:`shown_problems`; the first notebook with pictures
+    also leaves a screenshot of its first one at ``shot``."""
+    watch, page = _open(browser, page_path)
+    try:
+        if path == _first_with_pictures():
+            _screenshot_first_picture(page, nb, output, shot)
+        return shown_problems(page, nb, output)
+    finally:
+        watch.close()
+
+
 @pytest.mark.browser
 def test_nh3_viewer_shows_every_picture(browser, tmp_path):
     assert NOTEBOOKS, "no committed notebooks in notebooks/"
@@ -192,13 +205,7 @@ def test_nh3_viewer_shows_every_picture(browser, tmp_path):
         nb = _notebook(path)
         page_path = tmp_path / f"{path.stem}.html"
         page_path.write_text(viewer_page(nb))
-        watch, page = _open(browser, page_path)
-        try:
-            if path == _first_with_pictures():
-                _screenshot_first_picture(page, nb, "div.out", ARTIFACTS / "viewers-nh3.png")
-            problems = shown_problems(page, nb, "div.out")
-        finally:
-            watch.close()
+        problems = viewed_problems(browser, page_path, path, nb, "div.out", ARTIFACTS / "viewers-nh3.png")
         if problems:
             failures[path.name] = problems
     assert not failures, "through an nh3 viewer:\n" + "\n".join(f"{k}: {v}" for k, v in failures.items())
@@ -482,13 +489,8 @@ def sanitized(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_nbconvert_sanitized_html_shows_every_picture(browser, sanitized, path):
     nb = _notebook(path)
-    watch, page = _open(browser, sanitized / f"{path.stem}.html")
-    try:
-        if path == _first_with_pictures():
-            _screenshot_first_picture(page, nb, ".jp-OutputArea-child", ARTIFACTS / "viewers-nbconvert.png")
-        problems = shown_problems(page, nb, ".jp-OutputArea-child")
-    finally:
-        watch.close()
+    problems = viewed_problems(browser, sanitized / f"{path.stem}.html", path, nb, ".jp-OutputArea-child",
+                               ARTIFACTS / "viewers-nbconvert.png")
     assert not problems, f"{path.name} through nbconvert --sanitize-html:\n" + "\n".join(problems)
 
 
