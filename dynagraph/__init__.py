@@ -7,6 +7,7 @@ Example:
 """
 
 from ._device import device
+from ._language import language, set_language
 from ._records import Node
 from ._tags import track_modules
 from .backward import BackwardTrace, trace_backward
@@ -39,9 +40,11 @@ __all__ = [  # sorted; literal, so that linters and type checkers read it
     "diff",
     "draw",
     "grad_norms",
+    "language",
     "live",
     "plot_grad_history",
     "plot_grad_norms",
+    "set_language",
     "trace_backward",
     "track_modules",
 ]

@@ -1,0 +1,79 @@
+"""The language of learner-facing messages: English (the default) or Chinese.
+
+What a learner reads from dynagraph (the exercise checks' verdicts and hints, the
+stepper's controls and step list, plot titles) follows one setting::
+
+    dg.set_language("zh")   # the Chinese notebooks do this in their first cell
+
+Error messages meant for programmers (a bad argument, a missing renderer) stay in
+English, as do the names inside pictures (op names, module and parameter names,
+shapes): they are code, and code reads the same in every language.
+
+Each message is written in English in the code, as the argument of :func:`tr`; the
+translations live in catalogs keyed by that English text (``dynagraph/_zh.py`` for the
+package, ``dynagraph/exercises/_zh.py`` for the exercise checks).
+``tests/test_language.py`` fails when a message has no translation or a translation
+has no message.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = ["LANGUAGES", "language", "set_language", "tr"]
+
+LANGUAGES = ("en", "zh")  # English (the default) and Simplified Chinese
+_CATALOGS = {"zh": ("dynagraph._zh", "dynagraph.exercises._zh")}  # modules holding MESSAGES dicts
+_current = ["en"]
+_loaded: dict[str, dict[str, str]] = {}
+
+
+def set_language(lang: str) -> None:
+    """Choose the language of learner-facing messages: ``"en"`` or ``"zh"``.
+
+    Raises:
+        ValueError: ``lang`` is not one of :data:`LANGUAGES`.
+
+    Example:
+        >>> dg.set_language("zh")
+        >>> dg.language()
+        'zh'
+    """
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}: use one of {', '.join(map(repr, LANGUAGES))} "
+                         "('en' is English, 'zh' is Simplified Chinese)")
+    _current[0] = lang
+
+
+def language() -> str:
+    """The language chosen with :func:`set_language` (``"en"`` until then)."""
+    return _current[0]
+
+
+def tr(message: str, /, **fields: Any) -> str:
+    """``message`` (English) in the current language, with ``fields`` filled in.
+
+    Args:
+        message: The English text, a literal (the catalogs are keyed by it); names
+            in braces are filled from ``fields`` as :meth:`str.format` does.
+        fields: Values for the names in braces.
+
+    Example:
+        >>> tr("{n} steps", n=3)
+        '3 steps'
+    """
+    text = message
+    if _current[0] != "en":
+        text = catalog(_current[0]).get(message, message)
+    return text.format(**fields) if fields else text
+
+
+def catalog(lang: str) -> dict[str, str]:
+    """``{English message: translation}`` for ``lang``, from all its catalog modules."""
+    if lang not in _loaded:
+        merged: dict[str, str] = {}
+        for name in _CATALOGS.get(lang, ()):
+            merged.update(importlib.import_module(name).MESSAGES)
+        _loaded[lang] = merged
+    return _loaded[lang]

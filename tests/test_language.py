@@ -1,0 +1,80 @@
+"""dg.set_language and the message catalogs: every message the package passes to tr()
+has a translation, every translation a message, with the same fields."""
+
+import ast
+import re
+import string
+from pathlib import Path
+
+import pytest
+
+import dynagraph as dg
+from dynagraph import _language as language
+
+PACKAGE = Path(__file__).resolve().parent.parent / "dynagraph"
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def tr_calls() -> dict[str, list[str]]:
+    """``{message: [file:line, ...]}`` for every ``tr(...)`` call in the package;
+    a call whose first argument is not a string literal is listed under ``""``."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute)
+                    and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) == "tr"):
+                arg = node.args[0] if node.args else None
+                key = arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else ""
+                found.setdefault(key, []).append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    return found
+
+
+def fields(text: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+
+
+@pytest.fixture
+def chinese():
+    dg.set_language("zh")
+    yield
+    dg.set_language("en")
+
+
+def test_every_tr_call_passes_a_literal():
+    calls = tr_calls()
+    assert "" not in calls, f"tr() needs a string literal (the catalog key), at {calls.get('')}"
+
+
+def test_every_message_has_a_translation_and_every_translation_a_message():
+    used, zh = set(tr_calls()), language.catalog("zh")
+    missing = sorted(used - set(zh))
+    unused = sorted(set(zh) - used)
+    assert not missing, f"{len(missing)} messages have no Chinese translation, e.g. {missing[:3]}"
+    assert not unused, f"{len(unused)} Chinese translations translate no message, e.g. {unused[:3]}"
+
+
+def test_translations_keep_the_fields_and_are_chinese():
+    for english, chinese in language.catalog("zh").items():
+        assert fields(chinese) == fields(english), f"fields differ: {english!r} -> {chinese!r}"
+        assert CJK.search(chinese) or not re.search(r"[A-Za-z]{3}", english), \
+            f"no Chinese in the translation of {english!r}: {chinese!r}"
+
+
+def test_english_is_the_default_and_set_language_switches(chinese):
+    assert dg.language() == "zh"
+    dg.set_language("en")
+    assert dg.language() == "en"
+    assert language.tr("{n} steps", n=3) == "3 steps"   # not in a catalog: the English, filled in
+
+
+def test_a_translated_message_reads_in_chinese(chinese):
+    english, chinese_text = next(iter(language.catalog("zh").items()), (None, None))
+    if english is None:
+        pytest.skip("no message is translated yet")
+    assert language.tr(english) == chinese_text
+
+
+def test_set_language_rejects_an_unknown_language():
+    with pytest.raises(ValueError, match=r"unknown language 'fr': use one of 'en', 'zh'"):
+        dg.set_language("fr")
+    assert dg.language() == "en"
