@@ -14,6 +14,10 @@ translations live in catalogs keyed by that English text (``dynagraph/_zh.py`` f
 package, ``dynagraph/exercises/_zh.py`` for the exercise checks).
 ``tests/test_language.py`` fails when a message has no translation or a translation
 has no message.
+
+A message defined at import time, before a learner chooses a language (an exercise's
+title), is marked where it is defined with :func:`N_`, which returns it unchanged, and
+translated where it is shown with :func:`translated`, which takes a variable.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["LANGUAGES", "language", "set_language", "tr"]
+__all__ = ["LANGUAGES", "N_", "language", "set_language", "tr", "translated"]
 
 LANGUAGES = ("en", "zh")  # English (the default) and Simplified Chinese
 _CATALOGS = {"zh": ("dynagraph._zh", "dynagraph.exercises._zh")}  # modules holding MESSAGES dicts
@@ -63,9 +67,32 @@ def tr(message: str, /, **fields: Any) -> str:
         >>> tr("{n} steps", n=3)
         '3 steps'
     """
-    text = message
+    return translated(message, **fields)
+
+
+def N_(message: str, /) -> str:
+    """``message`` unchanged: marks an English message defined at import time, to be
+    translated where it is shown with :func:`translated` (gettext's ``N_``).
+
+    Example:
+        >>> TITLE = N_("an SGD step")
+        >>> TITLE
+        'an SGD step'
+    """
+    return message
+
+
+def translated(text: str, /, **fields: Any) -> str:
+    """``text`` (an English message marked with :func:`N_` where it was defined) in the
+    current language, with ``fields`` filled in: :func:`tr` for a message held in a variable.
+
+    Example:
+        >>> title = N_("an SGD step")
+        >>> translated(title)
+        'an SGD step'
+    """
     if _current[0] != "en":
-        text = catalog(_current[0]).get(message, message)
+        text = catalog(_current[0]).get(text, text)
     return text.format(**fields) if fields else text
 
 

@@ -16,13 +16,14 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def tr_calls() -> dict[str, list[str]]:
-    """``{message: [file:line, ...]}`` for every ``tr(...)`` call in the package;
+    """``{message: [file:line, ...]}`` for every ``tr(...)`` call in the package, and every
+    ``N_(...)`` (a message marked where it is defined, translated where it is shown);
     a call whose first argument is not a string literal is listed under ``""``."""
     found: dict[str, list[str]] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute)
-                    and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) == "tr"):
+                    and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) in ("tr", "N_")):
                 arg = node.args[0] if node.args else None
                 key = arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else ""
                 found.setdefault(key, []).append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
@@ -42,7 +43,7 @@ def chinese():
 
 def test_every_tr_call_passes_a_literal():
     calls = tr_calls()
-    assert "" not in calls, f"tr() needs a string literal (the catalog key), at {calls.get('')}"
+    assert "" not in calls, f"tr() and N_() need a string literal (the catalog key), at {calls.get('')}"
 
 
 def test_every_message_has_a_translation_and_every_translation_a_message():
@@ -72,6 +73,23 @@ def test_a_translated_message_reads_in_chinese(chinese):
     if english is None:
         pytest.skip("no message is translated yet")
     assert language.tr(english) == chinese_text
+
+
+def test_n_marks_a_message_and_returns_it_unchanged(chinese):
+    assert language.N_("{n} steps") == "{n} steps"   # unchanged in any language: it only marks
+
+
+def test_translated_looks_up_a_message_held_in_a_variable(chinese):
+    marked = language.N_("{n} steps")                # not in a catalog: the English, filled in
+    assert language.translated(marked, n=3) == "3 steps"
+    assert language.translated(marked) == "{n} steps"
+    english, chinese_text = next(iter(language.catalog("zh").items()), (None, None))
+    if english is None:
+        pytest.skip("no message is translated yet")
+    held = str(english)                              # a variable, not a literal
+    assert language.translated(held) == language.tr(english) == chinese_text
+    dg.set_language("en")
+    assert language.translated(held) == english
 
 
 def test_set_language_rejects_an_unknown_language():

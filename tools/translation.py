@@ -141,9 +141,11 @@ def new(name: str) -> Path:
         if z["cell_type"] == "code":
             z["outputs"], z["execution_count"] = [], None
             lines = source(z).splitlines(keepends=True)
-            if not added and "import dynagraph as dg\n" in lines:
-                at = lines.index("import dynagraph as dg\n") + 1
-                z["source"] = "".join(lines[:at] + [SET_LANGUAGE] + lines[at:])
+            bare = [line.rstrip("\n") for line in lines]
+            if not added and "import dynagraph as dg" in bare:
+                at = bare.index("import dynagraph as dg")
+                lines[at] = "import dynagraph as dg\n"  # (the cell's last line has no newline)
+                z["source"] = "".join(lines[:at + 1] + [SET_LANGUAGE] + lines[at + 1:]).rstrip("\n")
                 added = True
     out = ZH / name
     if out.exists():

@@ -32,6 +32,10 @@ A hint gives the idea first. Where a check also has a code hint (``expect(...,
 code=...)``), it is shown only from the second wrong try at the same exercise on,
 so that a learner thinks before reading code.
 
+Verdicts and hints follow ``dg.set_language``: each hint is written in English as
+``tr("...", field=value)`` and translated in ``_zh.py``; a title or a :class:`Kind`'s text,
+defined at import time, is marked with ``N_("...")`` and translated where it is shown.
+
 The checks for notebook NN live in ``dynagraph/exercises/nbNN.py``; ``tests/test_exercises.py``
 proves each one passes on its solution and fails on its stub and on wrong answers.
 """
@@ -47,6 +51,7 @@ from typing import Any
 
 import torch
 
+from .._language import N_, tr, translated
 from ._state import as_found
 
 __all__ = ["Result", "Wrong", "check", "exercise", "expect", "grade", "keys"]
@@ -73,28 +78,29 @@ class NotDone(Exception):
 @dataclass(frozen=True)
 class Kind:
     """What kind of answer an exercise wants: ``wants`` and ``how`` (with ``{name}``, the
-    answer's name) are for the hint; ``accepts`` tells whether a value is of this kind."""
+    answer's name) are for the hint; ``accepts`` tells whether a value is of this kind.
+    ``wants`` is marked with ``N_`` (it is translated where the hint is made); ``how`` is code."""
 
     wants: str
     how: str
     accepts: Callable[[Any], bool]
 
 
-FUNCTION = Kind("a function", "def {name}(...): ...",
+FUNCTION = Kind(N_("a function"), "def {name}(...): ...",
                 lambda a: callable(a) and not isinstance(a, type))
-CLASS = Kind("a class", "class {name}: ...", lambda a: isinstance(a, type))
+CLASS = Kind(N_("a class"), "class {name}: ...", lambda a: isinstance(a, type))
 AUTOGRAD_FUNCTION = Kind(
-    "a subclass of torch.autograd.Function, with forward and backward staticmethods",
+    N_("a subclass of torch.autograd.Function, with forward and backward staticmethods"),
     "class {name}(Function): ...",
     lambda a: isinstance(a, type) and issubclass(a, torch.autograd.Function))
-STRING = Kind("a string of pdb commands, one command per line", '{name} = "p ...\\nc\\n"',
+STRING = Kind(N_("a string of pdb commands, one command per line"), '{name} = "p ...\\nc\\n"',
               lambda a: isinstance(a, str))
 
 
 @dataclass(frozen=True)
 class Exercise:
     key: str
-    title: str
+    title: str  # English, marked with N_: translated when a verdict shows it
     answer: str  # the name the stub cell defines and the check cell passes
     run: Callable[[Any], None]
     kind: Kind = FUNCTION
@@ -118,7 +124,7 @@ _WRONG_TRIES: dict[str, int] = {}  # wrong answers graded so far in this process
 
 def exercise(key: str, title: str, answer: str,
              kind: Kind = FUNCTION) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
-    """Register a check: ``@exercise("01.4", "an SGD step", answer="sgd_step")``.
+    """Register a check: ``@exercise("01.4", N_("an SGD step"), answer="sgd_step")``.
 
     The decorated function receives the learner's answer and raises :class:`Wrong`
     (via :func:`expect`) with a hint when it is not right; it returns on success. It
@@ -176,9 +182,9 @@ def keys(notebook: str | None = None) -> list[str]:
 def grade(key: str, answer: Any) -> Result:
     """Run exercise ``key``'s check on ``answer`` and return the verdict (prints nothing)."""
     ex = _lookup(key)
-    label = f"Exercise {key.split('.', 1)[1]}"
-    todo = Result(key, TODO, f"⏳ {label}: not done yet. Fill in `{ex.answer}` in the cell above, "
-                             "then run this cell again.")
+    label = tr("Exercise {number}", number=key.split(".", 1)[1])
+    todo = Result(key, TODO, tr("⏳ {label}: not done yet. Fill in `{answer}` in the cell above, "
+                                "then run this cell again.", label=label, answer=ex.answer))
     if answer is ... or answer is None:
         return todo
     try:
@@ -188,12 +194,13 @@ def grade(key: str, answer: Any) -> Result:
     except (NotDone, NotImplementedError):
         return todo
     except Wrong as e:
-        return Result(key, WRONG, f"✗ {label}: not right yet. {e}{_code_hint(key, e.code)}")
+        return Result(key, WRONG, tr("✗ {label}: not right yet. {hint}{code_hint}",
+                                     label=label, hint=e, code_hint=_code_hint(key, e.code)))
     except Exception as e:  # noqa: BLE001 - the learner's code failed inside the check
         _code_hint(key, None)
-        return Result(key, WRONG, f"✗ {label}: not right yet. Your answer raised "
-                                  f"{type(e).__name__}: {e}")
-    return Result(key, SOLVED, f"✓ {label} solved: {ex.title}.")
+        return Result(key, WRONG, tr("✗ {label}: not right yet. Your answer raised {error}: {message}",
+                                     label=label, error=type(e).__name__, message=e))
+    return Result(key, SOLVED, tr("✓ {label} solved: {title}.", label=label, title=translated(ex.title)))
 
 
 def _code_hint(key: str, code: str | None) -> str:
@@ -202,31 +209,32 @@ def _code_hint(key: str, code: str | None) -> str:
     if code is None:
         return ""
     if tries < 2:
-        return " (Try again. If it is still wrong, the check shows a code hint.)"
-    return f" Code hint: {code}"
+        return tr(" (Try again. If it is still wrong, the check shows a code hint.)")
+    return tr(" Code hint: {code}", code=code)
 
 
 def _expect_kind(ex: Exercise, answer: Any) -> None:
     """Fail with a hint that names the kind wanted unless ``answer`` is of ``ex.kind``."""
     how = ex.kind.how.format(name=ex.answer)
     expect(ex.kind.accepts(answer),
-           f"{ex.key} wants {ex.kind.wants}; got {_kind_of(answer)}. Write `{how}` in the cell "
-           "above, run it, then run this cell again.")
+           tr("{key} wants {wants}; got {got}. Write `{how}` in the cell above, run it, then run "
+              "this cell again.", key=ex.key, wants=translated(ex.kind.wants), got=_kind_of(answer), how=how))
 
 
 def _kind_of(value: Any) -> str:
     """What ``value`` is, for a hint: "a function (`square`)", "a tensor", "an int"."""
     if isinstance(value, type):
-        base = "a class"
         if issubclass(value, torch.autograd.Function):
-            base = "a subclass of torch.autograd.Function"
-        return f"{base} (`{value.__name__[:40]}`)"
+            return tr("a subclass of torch.autograd.Function (`{name}`)", name=value.__name__[:40])
+        return tr("a class (`{name}`)", name=value.__name__[:40])
     if callable(value) and hasattr(value, "__name__"):
-        return f"a function (`{str(value.__name__)[:40]}`)"
+        return tr("a function (`{name}`)", name=str(value.__name__)[:40])
     if isinstance(value, torch.Tensor):             # a Parameter too
-        return "a tensor"
-    name = "string" if isinstance(value, str) else type(value).__name__[:40]
-    return f"{'an' if name[:1] in tuple('aeiou') else 'a'} {name}"
+        return tr("a tensor")
+    if isinstance(value, str):
+        return tr("a string")
+    name = type(value).__name__[:40]
+    return tr("an {name}", name=name) if name[:1] in tuple("aeiou") else tr("a {name}", name=name)
 
 
 def check(key: str, answer: Any) -> None:

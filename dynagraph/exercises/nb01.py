@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from .._language import N_, tr, translated
 from . import CLASS, Wrong, exercise, expect
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
@@ -82,40 +83,42 @@ def _watched(f: _Fn, passes: _Passes, xs: torch.Tensor) -> _Fn:
     return f_watched
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "es" if word.endswith("s") else "s")
+def _count(n: int, one: str, many: str) -> str:
+    """``n`` things for a hint: ``one`` or ``many`` (messages marked with ``N_``, with ``{n}``)."""
+    return translated(one if n == 1 else many, n=n)
 
 
 def _one_pass(passes: _Passes, shape: tuple[int, ...]) -> None:
     """Fail unless ``derivative`` called f once on all the points and ran one plain backward pass."""
     n = shape[0]  # the number of points
     expect(not passes.on_xs,
-           "`f` ran on `xs` itself, so your answer made the caller's tensor require grad, even if "
-           "only for a while. Leave `xs` as it is: make your own leaf, a copy of `xs` that "
-           "requires grad, and call `f` on that.",
+           tr("`f` ran on `xs` itself, so your answer made the caller's tensor require grad, even if "
+              "only for a while. Leave `xs` as it is: make your own leaf, a copy of `xs` that "
+              "requires grad, and call `f` on that."),
            code="`x = xs.clone().requires_grad_()`")
     expect(not any(wrapped for _, wrapped in passes.f_inputs),
-           "`f` ran inside a `torch.func` transform (`vmap`, `grad`, `jacrev`). This exercise is about "
-           "the graph that autograd records: call f on a leaf that holds all the points, then run "
-           "one backward pass (section 4).")
+           tr("`f` ran inside a `torch.func` transform (`vmap`, `grad`, `jacrev`). This exercise is about "
+              "the graph that autograd records: call f on a leaf that holds all the points, then run "
+              "one backward pass (section 4)."))
     expect(len(passes.f_inputs) == 1 and passes.f_inputs[0][0] == shape,
-           f"`f` was called {_plural(len(passes.f_inputs), 'time')}, on inputs of shape "
-           f"{[s for s, _ in passes.f_inputs]}, but `xs` has shape {shape}. Call f once, on one "
-           "leaf that holds all the points: one graph gives every derivative.")
+           tr("`f` was called {times}, on inputs of shape {shapes}, but `xs` has shape {shape}. Call f "
+              "once, on one leaf that holds all the points: one graph gives every derivative.",
+              times=_count(len(passes.f_inputs), N_("{n} time"), N_("{n} times")),
+              shapes=[s for s, _ in passes.f_inputs], shape=shape))
     expect(not passes.batched,
-           "A batched backward pass (`vectorize=True`, `is_grads_batched=True`) computes a whole "
-           "Jacobian, one row per output. For an elementwise f one plain pass is enough: weight "
-           "every output by 1 (section 4).")
+           tr("A batched backward pass (`vectorize=True`, `is_grads_batched=True`) computes a whole "
+              "Jacobian, one row per output. For an elementwise f one plain pass is enough: weight "
+              "every output by 1 (section 4)."))
     expect(passes.backward == 1,
-           f"Your answer ran {_plural(passes.backward, 'backward pass')} for "
-           f"{_plural(n, 'point')}. One pass gives "
-           "the derivative at every point of an elementwise f: weight every output by 1 with "
-           "`gradient=` (section 4).",
-           code="one leaf `x` that holds all the points, `y = f(x)`, then a single "
-                "`y.backward(gradient=...)`: which weight does each point need?")
+           tr("Your answer ran {passes} for {points}. One pass gives the derivative at every point of "
+              "an elementwise f: weight every output by 1 with `gradient=` (section 4).",
+              passes=_count(passes.backward, N_("{n} backward pass"), N_("{n} backward passes")),
+              points=_count(n, N_("{n} point"), N_("{n} points"))),
+           code=tr("one leaf `x` that holds all the points, `y = f(x)`, then a single "
+                   "`y.backward(gradient=...)`: which weight does each point need?"))
 
 
-@exercise("01.1", "the derivative of an elementwise function at many points, with one backward pass",
+@exercise("01.1", N_("the derivative of an elementwise function at many points, with one backward pass"),
           answer="derivative")
 def _derivative(derivative: Any) -> None:
     cases = [  # (f, its analytic derivative, the points)
@@ -132,34 +135,37 @@ def _derivative(derivative: Any) -> None:
                     got = derivative(_watched(f, passes, xs), xs)
             except RuntimeError as e:
                 expect("implicitly created only for scalar" not in str(e),
-                       "`backward()` without an argument works only for a scalar output. Here "
-                       "`f(x)` has one value per point: give backward a weight for each output, "
-                       "with `gradient=` (section 4).",
-                       code="`y.backward(gradient=...)`, where `...` has the shape of `y` and "
-                            "the same weight for every point: which weight?")
+                       tr("`backward()` without an argument works only for a scalar output. Here "
+                          "`f(x)` has one value per point: give backward a weight for each output, "
+                          "with `gradient=` (section 4)."),
+                       code=tr("`y.backward(gradient=...)`, where `...` has the shape of `y` and "
+                               "the same weight for every point: which weight?"))
                 raise
             expect(not xs.requires_grad and xs.grad is None,
-                   "Your function changed the caller's tensor (`requires_grad_` or `.grad` on "
-                   "`xs` itself). Leave `xs` as it is: make your own leaf, a copy of `xs` that "
-                   "requires grad.",
+                   tr("Your function changed the caller's tensor (`requires_grad_` or `.grad` on "
+                      "`xs` itself). Leave `xs` as it is: make your own leaf, a copy of `xs` that "
+                      "requires grad."),
                    code="`x = xs.clone().requires_grad_()`")
             expect(isinstance(got, torch.Tensor) and got.shape == xs.shape,
-                   f"Return a tensor of shape {tuple(xs.shape)} (one derivative per point), got "
-                   f"{type(got).__name__} {tuple(getattr(got, 'shape', ()))}.")
+                   tr("Return a tensor of shape {shape} (one derivative per point), got {type} {got_shape}.",
+                      shape=tuple(xs.shape), type=type(got).__name__,
+                      got_shape=tuple(getattr(got, "shape", ()))))
             expect(got.grad_fn is None,
-                   "The result still carries a graph (`grad_fn`): return the leaf's `.grad`.")
+                   tr("The result still carries a graph (`grad_fn`): return the leaf's `.grad`."))
             want = df(torch.tensor(points))
             if not torch.allclose(got, want, rtol=1e-5, atol=1e-6):
                 expect(not torch.allclose(got, want, rtol=1e-2, atol=1e-2),
-                       f"At x = {points} the derivative is {want.tolist()}, you got {got.tolist()}: "
-                       "close, not exact. Finite differences are an approximation; let `backward()` "
-                       "compute the derivative.")
-                expect(False, f"At x = {points} the derivative is {want.tolist()}, you got "
-                              f"{got.tolist()}. `gradient=` weights each output (it is v in v·J): "
-                              "for the plain derivative every weight is 1 (section 4).")
+                       tr("At x = {points} the derivative is {want}, you got {got}: close, not exact. "
+                          "Finite differences are an approximation; let `backward()` compute the "
+                          "derivative.", points=points, want=want.tolist(), got=got.tolist()))
+                expect(False, tr("At x = {points} the derivative is {want}, you got {got}. `gradient=` "
+                                 "weights each output (it is v in v·J): for the plain derivative every "
+                                 "weight is 1 (section 4).", points=points, want=want.tolist(),
+                                 got=got.tolist()))
             _one_pass(passes, tuple(xs.shape))
     x = torch.tensor([1.0, 2.0])
-    expect(not derivative(torch.exp, x).requires_grad, "Return a plain tensor, not one that requires grad.")
+    expect(not derivative(torch.exp, x).requires_grad,
+           tr("Return a plain tensor, not one that requires grad."))
 
 
 # -- 01.2 -------------------------------------------------------------------------------
@@ -191,8 +197,8 @@ def _without_dynagraph() -> Iterator[None]:
     saved = {name: getattr(dynagraph, name) for name in _WALKERS}
 
     def refused(*args: Any, **kwargs: Any) -> Any:
-        raise Wrong("`dynagraph` is switched off inside this check: the exercise is to write the "
-                    "walk yourself. Start at `t.grad_fn` and follow each node's `next_functions`.")
+        raise Wrong(tr("`dynagraph` is switched off inside this check: the exercise is to write the "
+                       "walk yourself. Start at `t.grad_fn` and follow each node's `next_functions`."))
 
     try:
         for name in _WALKERS:
@@ -203,7 +209,7 @@ def _without_dynagraph() -> Iterator[None]:
             setattr(dynagraph, name, fn)
 
 
-@exercise("01.2", "a walk over grad_fn and next_functions that counts every node once",
+@exercise("01.2", N_("a walk over grad_fn and next_functions that counts every node once"),
           answer="count_nodes")
 def _count_nodes(count_nodes: Any) -> None:
     x = torch.tensor([1.0], requires_grad=True)
@@ -227,25 +233,26 @@ def _count_nodes(count_nodes: Any) -> None:
             got, again = count_nodes(t), count_nodes(t)
         want = _nodes(t)
         expect(got == again,
-               f"For `{code}` your function returned {got}, then {again} for the same graph: "
-               "something carries over from one call to the next. Make the set of seen nodes "
-               "inside the function, new for each call.")
+               tr("For `{code}` your function returned {got}, then {again} for the same graph: "
+                  "something carries over from one call to the next. Make the set of seen nodes "
+                  "inside the function, new for each call.", code=code, got=got, again=again))
         expect(isinstance(got, int) and not isinstance(got, bool),
-               f"Return the number of nodes as an int, got {type(got).__name__}.")
+               tr("Return the number of nodes as an int, got {type}.", type=type(got).__name__))
         if got == want:
             continue
         expect(got != _nodes(t, tree=True),
-               f"For `{code}` you counted {got} nodes, but the graph has {want}: a node that two "
-               "paths reach was counted once per path. This happens to any node whose result is "
-               "used twice, an operation's node as well as a leaf's `AccumulateGrad`. Keep a set "
-               "of all the nodes already seen.")
+               tr("For `{code}` you counted {got} nodes, but the graph has {want}: a node that two "
+                  "paths reach was counted once per path. This happens to any node whose result is "
+                  "used twice, an operation's node as well as a leaf's `AccumulateGrad`. Keep a set "
+                  "of all the nodes already seen.", code=code, got=got, want=want))
         expect(got != _nodes(t, leaves=False),
-               f"For `{code}` you counted {got} nodes, but the graph has {want}: the leaves' "
-               "`AccumulateGrad` nodes count too (they appear in `next_functions`).")
-        expect(False, f"For `{code}` you counted {got} nodes, but the graph has {want}. Follow "
-                      "*every* entry of `next_functions` (not only the first), skip the `None` "
-                      "entries (inputs that need no gradient), and count each node once, also an "
-                      "operation's node that two paths reach.")
+               tr("For `{code}` you counted {got} nodes, but the graph has {want}: the leaves' "
+                  "`AccumulateGrad` nodes count too (they appear in `next_functions`).",
+                  code=code, got=got, want=want))
+        expect(False, tr("For `{code}` you counted {got} nodes, but the graph has {want}. Follow "
+                         "*every* entry of `next_functions` (not only the first), skip the `None` "
+                         "entries (inputs that need no gradient), and count each node once, also an "
+                         "operation's node that two paths reach.", code=code, got=got, want=want))
 
 
 # -- 01.3 -------------------------------------------------------------------------------
@@ -272,7 +279,7 @@ def _watching_retain_grad() -> Iterator[list[torch.Tensor]]:
             delattr(torch.Tensor, "retain_grad")
 
 
-@exercise("01.3", "the gradient that reaches an intermediate tensor, kept with retain_grad()",
+@exercise("01.3", N_("the gradient that reaches an intermediate tensor, kept with retain_grad()"),
           answer="h_grad")
 def _h_grad(h_grad: Any) -> None:
     for start in ([1.0, 2.0], [-0.5, 0.5, 3.0], [2.0]):
@@ -282,35 +289,36 @@ def _h_grad(h_grad: Any) -> None:
             got = h_grad(x)
         warned = any("not a leaf" in str(w.message) for w in caught)
         expect(got is not None,
-               "You returned `None`: `h` is not a leaf, so `backward()` does not keep its "
-               "`.grad`. Call `h.retain_grad()` *before* `backward()` (section 5)."
-               + (" PyTorch warned you about it." if warned else ""))
+               tr("You returned `None`: `h` is not a leaf, so `backward()` does not keep its "
+                  "`.grad`. Call `h.retain_grad()` *before* `backward()` (section 5).")
+               + (tr(" PyTorch warned you about it.") if warned else ""))
         xs = torch.tensor(start)
         want = 2 * xs ** 2                                       # y = sum(h^2): dy/dh = 2h = 2x^2
         expect(isinstance(got, torch.Tensor) and got.shape == x.shape,
-               f"Return dy/dh, a tensor of shape {tuple(x.shape)}.")
-        x_grad = _filled(x.grad, "`x.grad` was not filled. `y.backward()` fills the leaves' `.grad` "
-                                 "(`torch.autograd.grad` does not), and only when `h` is computed "
-                                 "from `x` itself, not from a detached copy.")
+               tr("Return dy/dh, a tensor of shape {shape}.", shape=tuple(x.shape)))
+        x_grad = _filled(x.grad, tr("`x.grad` was not filled. `y.backward()` fills the leaves' `.grad` "
+                                    "(`torch.autograd.grad` does not), and only when `h` is computed "
+                                    "from `x` itself, not from a detached copy."))
         expect(not torch.allclose(got, 2 * want),
-               f"At x = {start} you got {got.tolist()}, twice dy/dh = {want.tolist()}: gradients "
-               "accumulate, so call `backward()` only once.")
+               tr("At x = {start} you got {got}, twice dy/dh = {want}: gradients accumulate, so call "
+                  "`backward()` only once.", start=start, got=got.tolist(), want=want.tolist()))
         expect(torch.allclose(got, want),
-               f"At x = {start}, dy/dh should be 2h = {want.tolist()}, got {got.tolist()}. Return "
-               "the gradient that reached `h` (`h.grad`), not `x.grad`.")
+               tr("At x = {start}, dy/dh should be 2h = {want}, got {got}. Return the gradient that "
+                  "reached `h` (`h.grad`), not `x.grad`.", start=start, want=want.tolist(),
+                  got=got.tolist()))
         expect(torch.allclose(x_grad, 4 * xs ** 3),
-               f"After one backward(), x.grad should be dy/dx = 4x^3 = {(4 * xs ** 3).tolist()}, "
-               f"got {x_grad.tolist()}.")
-        expect(not got.requires_grad, "Return a plain tensor (`h.grad`), not one with a graph.")
+               tr("After one backward(), x.grad should be dy/dx = 4x^3 = {want}, got {got}.",
+                  want=(4 * xs ** 3).tolist(), got=x_grad.tolist()))
+        expect(not got.requires_grad, tr("Return a plain tensor (`h.grad`), not one with a graph."))
         expect(any(t.grad is not None and torch.equal(t.grad, got) for t in retained),
-               "The value is right, but no tensor kept this gradient with `retain_grad()`. The "
-               "exercise is to let backward() compute dy/dh and keep it on `h` with "
-               "`retain_grad()`: not to catch it with a hook, nor to work it out by hand.")
+               tr("The value is right, but no tensor kept this gradient with `retain_grad()`. The "
+                  "exercise is to let backward() compute dy/dh and keep it on `h` with "
+                  "`retain_grad()`: not to catch it with a hook, nor to work it out by hand."))
 
 
 # -- 01.4 -------------------------------------------------------------------------------
 
-@exercise("01.4", "an SGD step that updates the leaf in place, unrecorded, and clears its gradient",
+@exercise("01.4", N_("an SGD step that updates the leaf in place, unrecorded, and clears its gradient"),
           answer="sgd_step")
 def _sgd_step(sgd_step: Any) -> None:
     for start, lr in (([1.0, -1.0], 0.5), ([3.0, 0.5, -2.0], 0.1)):
@@ -322,28 +330,28 @@ def _sgd_step(sgd_step: Any) -> None:
             out = sgd_step(w, lr)
         except RuntimeError as e:
             expect("leaf Variable that requires grad" not in str(e),
-                   "PyTorch refused the in-place change: `w` is a leaf that requires grad, and "
-                   "autograd was recording. Make the update where nothing is recorded (section 8).")
+                   tr("PyTorch refused the in-place change: `w` is a leaf that requires grad, and "
+                      "autograd was recording. Make the update where nothing is recorded (section 8)."))
             raise
         expect(out is None or out is w,
-               "Update `w` itself; `sgd_step` should not build and return a new tensor.")
+               tr("Update `w` itself; `sgd_step` should not build and return a new tensor."))
         expect(w.is_leaf and w.grad_fn is None,
-               "`w` is no longer a leaf: the update was recorded. Do it under `torch.no_grad()`.")
+               tr("`w` is no longer a leaf: the update was recorded. Do it under `torch.no_grad()`."))
         expect(w.data_ptr() == before,
-               "`w` points at new memory: change the numbers inside `w` in place, so that it "
-               "stays the same tensor.",
-               code="`w -= ...` or `w.sub_(...)`, under `torch.no_grad()`")
-        expect(w.requires_grad, "`w` no longer requires grad; keep it a trainable leaf.")
+               tr("`w` points at new memory: change the numbers inside `w` in place, so that it "
+                  "stays the same tensor."),
+               code=tr("`w -= ...` or `w.sub_(...)`, under `torch.no_grad()`"))
+        expect(w.requires_grad, tr("`w` no longer requires grad; keep it a trainable leaf."))
         expect(torch.allclose(w.detach(), want),
-               f"With lr={lr}, w should become {want.tolist()}, got {w.detach().tolist()}: "
-               "step against the gradient, w - lr * w.grad.")
+               tr("With lr={lr}, w should become {want}, got {got}: step against the gradient, "
+                  "w - lr * w.grad.", lr=lr, want=want.tolist(), got=w.detach().tolist()))
         expect(w._version > version,
-               "`w` changed, but its version counter (`w._version`) did not: the update went "
-               "through `.data`, which autograd cannot see. If a graph had saved `w`, its backward "
-               "would silently use the new value. Change `w` itself, in place, under "
-               "`torch.no_grad()`: that bumps `w._version` (section 8).")
+               tr("`w` changed, but its version counter (`w._version`) did not: the update went "
+                  "through `.data`, which autograd cannot see. If a graph had saved `w`, its backward "
+                  "would silently use the new value. Change `w` itself, in place, under "
+                  "`torch.no_grad()`: that bumps `w._version` (section 8)."))
         expect(w.grad is None or not w.grad.any(),
-               "`w.grad` still holds the old gradient: clear it, or the next backward adds to it.",
+               tr("`w.grad` still holds the old gradient: clear it, or the next backward adds to it."),
                code="`w.grad = None`")
 
 
@@ -432,7 +440,7 @@ def _close(got: list[float], want: list[float]) -> bool:
     return all(math.isclose(g, w, rel_tol=1e-9, abs_tol=1e-12) for g, w in zip(got, want))
 
 
-@exercise("01.5", "a scalar autograd engine whose backward() runs the nodes in reverse topological order",
+@exercise("01.5", N_("a scalar autograd engine whose backward() runs the nodes in reverse topological order"),
           answer="Value", kind=CLASS)
 def _value(Value: Any) -> None:
     programs = [_SQUARE, _SHARED] + _RANDOM
@@ -441,28 +449,30 @@ def _value(Value: Any) -> None:
         datas = [v.data for v in leaves]
         root.backward()
         expect(root.grad == 1,
-               f"After `out.backward()`, `out.grad` should be 1 (d out / d out), it is {root.grad}. "
-               "Seed the output's own gradient before any `_backward` runs.")
-        expect([v.data for v in leaves] == datas, "backward() changed `.data`; it should only fill `.grad`.")
+               tr("After `out.backward()`, `out.grad` should be 1 (d out / d out), it is {grad}. "
+                  "Seed the output's own gradient before any `_backward` runs.", grad=root.grad))
+        expect([v.data for v in leaves] == datas,
+               tr("backward() changed `.data`; it should only fill `.grad`."))
         got, want = [v.grad for v in leaves], _torch_grads(program)
         if _close(got, want):
             continue
         expect(any(got),
-               f"For `{program.name}` every leaf's grad is still 0: no gradient reached the leaves. "
-               "Each `_backward` passes on the grad that its Value holds at that moment. So seed "
-               "the output's grad with 1 *before* any `_backward` runs, and start with the "
-               "output: a Value runs only after every Value made from it.")
+               tr("For `{program}` every leaf's grad is still 0: no gradient reached the leaves. "
+                  "Each `_backward` passes on the grad that its Value holds at that moment. So seed "
+                  "the output's grad with 1 *before* any `_backward` runs, and start with the "
+                  "output: a Value runs only after every Value made from it.", program=program.name))
         if program is _SQUARE:
-            expect(False, f"For `x * x` at x = 3, x.grad should be 2x = 6, got {got[0]}. A Value used "
-                          "twice must get the sum of both contributions: every `_backward` adds "
-                          "into `.grad` (`+=`), never assigns it.")
+            expect(False, tr("For `x * x` at x = 3, x.grad should be 2x = 6, got {got}. A Value used "
+                             "twice must get the sum of both contributions: every `_backward` adds "
+                             "into `.grad` (`+=`), never assigns it.", got=got[0]))
         if program is _SHARED:
-            expect(False, f"For `{program.name}` at x = 1.5, y = -2, the leaves' grads should be "
-                          f"{want}, got {got}. The Value `h` ran its `_backward` before both of "
-                          "its users had added their gradient to `h.grad`. Run the Values in "
-                          "reverse topological order: a Value only after every Value made from it.",
-                   code="a depth-first walk that appends a Value after all of its `_prev` gives "
-                        "`order`; then call `v._backward()` for v in reversed(order)")
-        expect(False, f"For `{program.code()}` PyTorch's grads of the leaves are {want}, yours are "
-                      f"{got}. Visit each Value once, in reverse topological order, and add (`+=`) "
-                      "what arrives.")
+            expect(False, tr("For `{program}` at x = 1.5, y = -2, the leaves' grads should be "
+                             "{want}, got {got}. The Value `h` ran its `_backward` before both of "
+                             "its users had added their gradient to `h.grad`. Run the Values in "
+                             "reverse topological order: a Value only after every Value made from it.",
+                             program=program.name, want=want, got=got),
+                   code=tr("a depth-first walk that appends a Value after all of its `_prev` gives "
+                           "`order`; then call `v._backward()` for v in reversed(order)"))
+        expect(False, tr("For `{code}` PyTorch's grads of the leaves are {want}, yours are {got}. Visit "
+                         "each Value once, in reverse topological order, and add (`+=`) what arrives.",
+                         code=program.code(), want=want, got=got))

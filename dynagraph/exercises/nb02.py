@@ -9,6 +9,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from .._language import N_, tr, translated
 from .._walk import reach
 from . import Wrong, exercise, expect
 
@@ -39,9 +40,9 @@ def _loop(rnn: nn.RNN, x: torch.Tensor, lengths: list[int]) -> torch.Tensor:
 
 
 def _index_hint(e: IndexError) -> AssertionError:
-    return Wrong(f"indexing failed ({e}): a sequence of length n has the steps 0 to n - 1, so its "
-                 "last real step is one before its length.",
-                 code="for row i the last real step is `out[i, lengths[i] - 1]`.")
+    return Wrong(tr("indexing failed ({error}): a sequence of length n has the steps 0 to n - 1, so its "
+                    "last real step is one before its length.", error=e),
+                 code=tr("for row i the last real step is `out[i, lengths[i] - 1]`."))
 
 
 def _counting(module: nn.Module) -> tuple[list[int], Callable[[], None]]:
@@ -59,7 +60,7 @@ def _counting(module: nn.Module) -> tuple[list[int], Callable[[], None]]:
     return calls, lambda: delattr(module, "forward")
 
 
-@exercise("02.1", "each sequence's output at its last real step, from the padded outputs",
+@exercise("02.1", N_("each sequence's output at its last real step, from the padded outputs"),
           answer="last_outputs")
 def _last_outputs(last_outputs: Any) -> None:
     g = torch.Generator().manual_seed(0)
@@ -72,17 +73,18 @@ def _last_outputs(last_outputs: Any) -> None:
         except IndexError as e:
             raise _index_hint(e) from e
         expect(isinstance(got, torch.Tensor) and got.shape == want.shape,
-               f"for a batch of {len(lengths)} with hidden size 3 return shape "
-               f"{tuple(want.shape)}, one row per sequence; got {tuple(getattr(got, 'shape', ()))}.")
+               tr("for a batch of {batch} with hidden size 3 return shape {shape}, one row per "
+                  "sequence; got {got_shape}.", batch=len(lengths), shape=tuple(want.shape),
+                  got_shape=tuple(getattr(got, "shape", ()))))
         expect(torch.equal(got, want) or not torch.equal(got, out[:, -1]),
-               "you took the last *padded* step: for every sequence shorter than the longest, "
-               "that step is padding. Each row needs its own last real step.",
-               code="`out[:, -1]` is one time step for all rows; row i needs step `lengths[i] - 1`.")
+               tr("you took the last *padded* step: for every sequence shorter than the longest, "
+                  "that step is padding. Each row needs its own last real step."),
+               code=tr("`out[:, -1]` is one time step for all rows; row i needs step `lengths[i] - 1`."))
         expect(torch.equal(got, want),
-               f"with lengths {lengths}, row i should be the output at row i's own last real step. "
-               "Pick one (batch, time) pair per row: index both dimensions together.",
-               code="`out[rows, steps]` with two index tensors of length batch picks "
-                    "`out[rows[k], steps[k]]` for each k.")
+               tr("with lengths {lengths}, row i should be the output at row i's own last real step. "
+                  "Pick one (batch, time) pair per row: index both dimensions together.", lengths=lengths),
+               code=tr("`out[rows, steps]` with two index tensors of length batch picks "
+                       "`out[rows[k], steps[k]]` for each k."))
     with torch.random.fork_rng():              # and on a real RNN: the outputs end where h_n is
         torch.manual_seed(0)                   # (without touching the notebook's random state)
         rnn = nn.RNN(3, 4, batch_first=True)
@@ -93,7 +95,7 @@ def _last_outputs(last_outputs: Any) -> None:
     out_packed, h_n = rnn(packed)
     out, out_lengths = nn.utils.rnn.pad_packed_sequence(out_packed, batch_first=True)
     expect(torch.allclose(last_outputs(out, out_lengths), h_n[-1]),
-           "on the padded outputs of a real RNN your rows differ from its final hidden states.")
+           tr("on the padded outputs of a real RNN your rows differ from its final hidden states."))
 
 
 def _nodes(t: torch.Tensor) -> int:
@@ -126,12 +128,12 @@ class _GradCalls(TorchFunctionMode):
         return out
 
 
-_BUILT = ("your function built or used tensors that require grad (`{}`). The question asks for "
-          "a prediction: work the count out from the numbers section 3 measured, without "
-          "building or drawing a graph.")
+_BUILT = N_("your function built or used tensors that require grad (`{call}`). The question asks for "
+            "a prediction: work the count out from the numbers section 3 measured, without "
+            "building or drawing a graph.")
 
 
-@exercise("02.2", "the node count of the cell loop for any length, predicted without drawing",
+@exercise("02.2", N_("the node count of the cell loop for any length, predicted without drawing"),
           answer="predicted_nodes")
 def _predicted_nodes(predicted_nodes: Any) -> None:
     with torch.random.fork_rng():
@@ -150,26 +152,27 @@ def _predicted_nodes(predicted_nodes: Any) -> None:
             except NotImplementedError:
                 raise                          # the stub: "not done yet"
             except Exception as e:
-                expect(not calls.names, _BUILT.format(calls.names[0] if calls.names else ""))
+                expect(not calls.names, translated(_BUILT, call=calls.names[0] if calls.names else ""))
                 expect(not isinstance(e, (KeyError, IndexError)),
-                       f"your function has no answer for length {n} ({type(e).__name__}). "
-                       "Find a rule that works for every length n >= 1.")
+                       tr("your function has no answer for length {n} ({error}). Find a rule that "
+                          "works for every length n >= 1.", n=n, error=type(e).__name__))
                 raise
-        expect(not calls.names, _BUILT.format(calls.names[0] if calls.names else ""))
+        expect(not calls.names, translated(_BUILT, call=calls.names[0] if calls.names else ""))
         expect(isinstance(got, int) and not isinstance(got, bool),
-               f"return the number of nodes as an int, got {type(got).__name__}.")
+               tr("return the number of nodes as an int, got {type}.", type=type(got).__name__))
         if got == want:
             continue
         per_step = _nodes_after(cell, seq, 2) - _nodes_after(cell, seq, 1)
         expect(got != per_step * n,
-               f"for length {n} you predict {got}, the graph has {want}: the 4 parameters' "
-               "`AccumulateGrad` nodes are there once, whatever the length.")
+               tr("for length {n} you predict {got}, the graph has {want}: the 4 parameters' "
+                  "`AccumulateGrad` nodes are there once, whatever the length.", n=n, got=got, want=want))
         expect(got != _nodes_after(cell, seq, 1) * n,
-               f"for length {n} you predict {got}, the graph has {want}: scaling the whole "
-               "length-1 graph counts the shared parameters once per step; they are shared "
-               "(one `AccumulateGrad` each), only `per_step` nodes repeat.")
-        expect(False, f"for length {n} you predict {got}, the graph has {want}. Start from the "
-                      "length-1 or length-2 total and add `per_step` per extra step (section 3).")
+               tr("for length {n} you predict {got}, the graph has {want}: scaling the whole "
+                  "length-1 graph counts the shared parameters once per step; they are shared "
+                  "(one `AccumulateGrad` each), only `per_step` nodes repeat.", n=n, got=got, want=want))
+        expect(False, tr("for length {n} you predict {got}, the graph has {want}. Start from the "
+                         "length-1 or length-2 total and add `per_step` per extra step (section 3).",
+                         n=n, got=got, want=want))
 
 
 def _nodes_after(cell: nn.RNNCell, seq: torch.Tensor, n: int) -> int:
@@ -179,7 +182,7 @@ def _nodes_after(cell: nn.RNNCell, seq: torch.Tensor, n: int) -> int:
     return _nodes(h)
 
 
-@exercise("02.3", "the top layer's final states of a padded batch, from one packed call",
+@exercise("02.3", N_("the top layer's final states of a padded batch, from one packed call"),
           answer="final_states")
 def _final_states(final_states: Any) -> None:
     for seed, (layers, lengths) in enumerate([(1, [2, 5, 3, 1]), (2, [3, 1, 6, 6, 2]), (2, [1, 4])]):
@@ -194,53 +197,58 @@ def _final_states(final_states: Any) -> None:
             raise
         except RuntimeError as e:
             expect("enforce_sorted" not in str(e),
-                   "the lengths are not sorted, and packing expects them longest first unless "
-                   "you tell it otherwise. PyTorch can sort them, and put `h_n` back in the "
-                   "original order, for you (section 5).",
+                   tr("the lengths are not sorted, and packing expects them longest first unless "
+                      "you tell it otherwise. PyTorch can sort them, and put `h_n` back in the "
+                      "original order, for you (section 5)."),
                    code="`pack_padded_sequence(..., enforce_sorted=False)`")
-            raise Wrong(f"your function raised RuntimeError: {str(e).rstrip('.')}. Here `x` is (batch, time, "
-                        "features): check that your packing call knows that the batch comes first.",
+            raise Wrong(tr("your function raised RuntimeError: {message}. Here `x` is (batch, time, "
+                           "features): check that your packing call knows that the batch comes first.",
+                           message=str(e).rstrip(".")),
                         code="`pack_padded_sequence(x, lengths, batch_first=True, ...)`") from e
         finally:
             stop()
         want = _loop(rnn, x, lengths)
         expect(isinstance(got, torch.Tensor),
-               f"return a tensor of shape {tuple(want.shape)}, got {type(got).__name__}.")
+               tr("return a tensor of shape {shape}, got {type}.", shape=tuple(want.shape),
+                  type=type(got).__name__))
         expect(got.shape == want.shape,
-               f"with {layers} layer(s) `h_n` is (num_layers, batch, hidden): return the top "
-               f"layer, shape {tuple(want.shape)}; got {tuple(got.shape)}.")
+               tr("with {layers} layer(s) `h_n` is (num_layers, batch, hidden): return the top "
+                  "layer, shape {shape}; got {got_shape}.", layers=layers, shape=tuple(want.shape),
+                  got_shape=tuple(got.shape)))
         expect(len(calls) == 1,
-               f"your function called the RNN {len(calls)} times: pack the batch and call it once.")
+               tr("your function called the RNN {calls} times: pack the batch and call it once.",
+                  calls=len(calls)))
         with torch.no_grad():
             unpacked = rnn(x)[1][-1]
         expect(not torch.allclose(got, unpacked),
-               "these are the final states of the *padded* tensor: the RNN read the padding. "
-               "Tell the RNN each sequence's real length first (section 5).",
+               tr("these are the final states of the *padded* tensor: the RNN read the padding. "
+                  "Tell the RNN each sequence's real length first (section 5)."),
                code="`nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, ...)`")
         order = torch.argsort(torch.tensor(lengths), descending=True, stable=True)
         in_order = torch.equal(order, torch.arange(len(lengths)))
         expect(in_order or not torch.allclose(got, want[order], atol=1e-6),
-               "your rows are in the order of the sorted lengths, longest first, not in the "
-               "order of the batch. Put them back, or let PyTorch sort and unsort them (section 5).",
-               code="`pack_padded_sequence(..., enforce_sorted=False)` returns `h_n` in the original order.")
+               tr("your rows are in the order of the sorted lengths, longest first, not in the "
+                  "order of the batch. Put them back, or let PyTorch sort and unsort them (section 5)."),
+               code=tr("`pack_padded_sequence(..., enforce_sorted=False)` returns `h_n` in the "
+                       "original order."))
         expect(not bool((got.detach().abs().sum(dim=1) == 0).any()),
-               "some rows are all zero: in padded outputs, the steps after a sequence's end are "
-               "zeros. A final state is the state at each sequence's own last real step.")
+               tr("some rows are all zero: in padded outputs, the steps after a sequence's end are "
+                  "zeros. A final state is the state at each sequence's own last real step."))
         if layers > 1:
             expect(not torch.allclose(got, rnn(nn.utils.rnn.pack_padded_sequence(
                        x, torch.tensor(lengths), batch_first=True, enforce_sorted=False))[1][0]),
-                   f"with {layers} layers these are the bottom layer's states. `h_n` holds one "
-                   "row per layer, the bottom layer first: return the top one.",
-                   code="`h_n[-1]` is the top layer, `h_n[0]` the bottom one.")
+                   tr("with {layers} layers these are the bottom layer's states. `h_n` holds one "
+                      "row per layer, the bottom layer first: return the top one.", layers=layers),
+                   code=tr("`h_n[-1]` is the top layer, `h_n[0]` the bottom one."))
         expect(torch.allclose(got, want, atol=1e-6),
-               f"with lengths {lengths} your states differ from the per-sequence loop's. "
-               "Take the lengths from `lengths`, not from the values of `x`: a real step can be "
-               "all zeros.")
+               tr("with lengths {lengths} your states differ from the per-sequence loop's. "
+                  "Take the lengths from `lengths`, not from the values of `x`: a real step can be "
+                  "all zeros.", lengths=lengths))
         _expect_same_gradients(
             got, want, rnn,
-            "the values are right, but they carry no gradient: training needs the RNN's "
-            "weights to get one through these states. Do not detach them or use `no_grad()`.",
-            "the values are right but the weights' gradients differ from the per-sequence loop's.")
+            tr("the values are right, but they carry no gradient: training needs the RNN's "
+               "weights to get one through these states. Do not detach them or use `no_grad()`."),
+            tr("the values are right but the weights' gradients differ from the per-sequence loop's."))
 
 
 def _cell_loop(cell: nn.RNNCell, x: torch.Tensor, lengths: list[int]) -> torch.Tensor:
@@ -254,7 +262,7 @@ def _cell_loop(cell: nn.RNNCell, x: torch.Tensor, lengths: list[int]) -> torch.T
     return torch.stack(finals)
 
 
-@exercise("02.4", "a batched cell loop that freezes each sequence's state after its last step",
+@exercise("02.4", N_("a batched cell loop that freezes each sequence's state after its last step"),
           answer="run_cell_masked")
 def _run_cell_masked(run_cell_masked: Any) -> None:
     for seed, lengths in enumerate(([2, 5, 3, 1], [4, 4, 1], [1, 6, 2, 6, 3])):
@@ -269,38 +277,39 @@ def _run_cell_masked(run_cell_masked: Any) -> None:
             stop()
         want = _cell_loop(cell, x, lengths)
         expect(isinstance(got, torch.Tensor) and got.shape == want.shape,
-               f"return the final states, shape {tuple(want.shape)}.")
+               tr("return the final states, shape {shape}.", shape=tuple(want.shape)))
         expect(len(calls) == max(lengths) and all(b == len(lengths) for b in calls),
-               f"your function called the cell {len(calls)} times on batches of {sorted(set(calls))}: "
-               f"run it once per time step ({max(lengths)} steps) on the whole batch.")
+               tr("your function called the cell {calls} times on batches of {sizes}: run it once per "
+                  "time step ({steps} steps) on the whole batch.", calls=len(calls),
+                  sizes=sorted(set(calls)), steps=max(lengths)))
         unmasked = x.new_zeros(len(lengths), 4)
         with torch.no_grad():
             for t in range(max(lengths)):
                 unmasked = cell(x[:, t], unmasked)
         expect(not torch.allclose(got, unmasked),
-               "these are the states after stepping through the padding too: a sequence must "
-               "keep its state once its real steps are over. Choose, row by row, between the "
-               "new state and the old one.",
-               code="`torch.where(mask, a, b)` takes `a` where `mask` is True and `b` elsewhere.")
+               tr("these are the states after stepping through the padding too: a sequence must "
+                  "keep its state once its real steps are over. Choose, row by row, between the "
+                  "new state and the old one."),
+               code=tr("`torch.where(mask, a, b)` takes `a` where `mask` is True and `b` elsewhere."))
         zero = (got.detach().abs().sum(dim=1) == 0).tolist()
         expect(zero != [n < max(lengths) for n in lengths],
-               "the final states of all the shorter sequences are zero: a finished sequence "
-               "must *keep* its last state, not lose it. Multiplying by the mask erases it.",
-               code="`torch.where` keeps a row as it was; a product with a 0/1 mask sets it to 0.")
+               tr("the final states of all the shorter sequences are zero: a finished sequence "
+                  "must *keep* its last state, not lose it. Multiplying by the mask erases it."),
+               code=tr("`torch.where` keeps a row as it was; a product with a 0/1 mask sets it to 0."))
         expect(not any(zero),
-               "some final states are still the zero start state: those sequences never took "
-               "their real steps. At step t a sequence is still running when t < its length.")
+               tr("some final states are still the zero start state: those sequences never took "
+                  "their real steps. At step t a sequence is still running when t < its length."))
         expect(torch.allclose(got, want, atol=1e-6),
-               f"with lengths {lengths} your states differ from running each sequence on its own. "
-               "At step t a sequence is still running when t < its length. Use `lengths`, not "
-               "the values of `x`: a real step can be all zeros.")
+               tr("with lengths {lengths} your states differ from running each sequence on its own. "
+                  "At step t a sequence is still running when t < its length. Use `lengths`, not "
+                  "the values of `x`: a real step can be all zeros.", lengths=lengths))
         _expect_same_gradients(
             got, want, cell,
-            "the values are right, but they carry no gradient: the check compares the "
-            "parameter gradients too. Do not detach the result or use `no_grad()`.",
-            "the values are right but the parameter gradients are not. A kept state must carry "
-            "its gradient back to the steps that made it, and a step the mask discards must "
-            "give no gradient.")
+            tr("the values are right, but they carry no gradient: the check compares the "
+               "parameter gradients too. Do not detach the result or use `no_grad()`."),
+            tr("the values are right but the parameter gradients are not. A kept state must carry "
+               "its gradient back to the steps that made it, and a step the mask discards must "
+               "give no gradient."))
 
 
 def _expect_same_gradients(got: torch.Tensor, want: torch.Tensor, module: nn.Module,

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 from torch.autograd import gradcheck
 
+from .._language import N_, tr
 from .._walk import reach
 from . import STRING, Wrong, exercise, expect
 from ._state import debugger_as_found
@@ -69,12 +70,13 @@ def _session(commands: str, x: torch.Tensor) -> tuple[torch.Tensor, str, Any]:
             warnings.simplefilter("ignore")
             b = _forward(x, dbg, made)
     except bdb.BdbQuit as e:
-        raise Wrong("the debugger quit and stopped the program (`BdbQuit`): when the commands run "
-                    "out, pdb reads end-of-file, which means quit. The last command must let the "
-                    "program go on (section 1).", code="end the string with `c\\n` (continue)") from e
+        raise Wrong(tr("the debugger quit and stopped the program (`BdbQuit`): when the commands run "
+                       "out, pdb reads end-of-file, which means quit. The last command must let the "
+                       "program go on (section 1)."),
+                    code=tr("end the string with `c\\n` (continue)")) from e
     expect(isinstance(b, torch.Tensor),
-           f"the function returned a {type(b).__name__}, not a tensor: your commands replaced `a` "
-           "with something that is not a tensor.")
+           tr("the function returned a {type}, not a tensor: your commands replaced `a` "
+              "with something that is not a tensor.", type=type(b).__name__))
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
     return b, text, made[0]
 
@@ -101,7 +103,7 @@ def _after_prompt(text: str) -> str:
 
 def _shown(printed: str) -> str:
     """``printed`` for a hint: file paths masked, at most the last 300 characters, indented."""
-    shown = _PATH.sub("<file>", printed).strip()[-300:] or "(nothing)"
+    shown = _PATH.sub("<file>", printed).strip()[-300:] or tr("(nothing)")
     return "".join(f"    {line}\n" for line in shown.splitlines())
 
 
@@ -116,56 +118,57 @@ def _printed_numbers(text: str) -> list[float]:
     return numbers
 
 
-@exercise("03.1", "a pdb script that prints the number in `a` at the breakpoint", answer="commands1",
+@exercise("03.1", N_("a pdb script that prints the number in `a` at the breakpoint"), answer="commands1",
           kind=STRING)
 def _commands1(commands1: Any) -> None:
     for value in (5.0, -1.5, 0.25):
         x = torch.tensor([value], requires_grad=True)
         b, text, _ = _session(commands1, x)
         expect(b.item() == 3 * value + 1,
-               f"for x = {value} the function returned {b.item()} instead of {3 * value + 1}: "
-               "your commands changed `a`. Only print it.")
+               tr("for x = {x} the function returned {got} instead of {want}: your commands changed "
+                  "`a`. Only print it.", x=value, got=b.item(), want=3 * value + 1))
         printed = _after_prompt(text)
         numbers = _printed_numbers(printed)
         expect(3 * value in numbers or not re.search(r"^tensor\(", printed, re.M),
-               f"the transcript shows a tensor (`tensor([{3 * value}], ...)`), not the number in "
-               "it. Print a Python float: a tensor method turns a one-element tensor into one.",
-               code="`t.item()` is the Python number held by a one-element tensor `t`")
+               tr("the transcript shows a tensor (`tensor([{a}], ...)`), not the number in it. Print "
+                  "a Python float: a tensor method turns a one-element tensor into one.", a=3 * value),
+               code=tr("`t.item()` is the Python number held by a one-element tensor `t`"))
         expect(3 * value in numbers,
-               f"for x = {value}, `a` holds {3 * value}, but no line your commands printed is "
-               "that number. Use pdb's print command on the number held by `a` (section 1). "
-               "Your commands printed:\n" + _shown(printed),
-               code="`p expression` prints the value of a Python expression in the stopped function")
+               tr("for x = {x}, `a` holds {a}, but no line your commands printed is that number. Use "
+                  "pdb's print command on the number held by `a` (section 1). Your commands printed:\n",
+                  x=value, a=3 * value) + _shown(printed),
+               code=tr("`p expression` prints the value of a Python expression in the stopped function"))
 
 
-@exercise("03.2", "a pdb script that doubles `a` at the breakpoint, changing result and gradient",
+@exercise("03.2", N_("a pdb script that doubles `a` at the breakpoint, changing result and gradient"),
           answer="commands2", kind=STRING)
 def _commands2(commands2: Any) -> None:
     for value in (2.0, -1.0, 0.5):
         x = torch.tensor([value], requires_grad=True)
         b, _, original = _session(commands2, x)
         expect(b.item() != 3 * value + 1,
-               f"for x = {value} the result is still 3x + 1 = {b.item()}: `a` was not changed. At "
-               "the pdb prompt, a line that starts with `a` is pdb's `args` command, not Python. "
-               "Mark the line as a Python statement (section 2).",
-               code="`!` in front of a line runs it as Python: `!name = ...`")
+               tr("for x = {x} the result is still 3x + 1 = {got}: `a` was not changed. At the pdb "
+                  "prompt, a line that starts with `a` is pdb's `args` command, not Python. Mark the "
+                  "line as a Python statement (section 2).", x=value, got=b.item()),
+               code=tr("`!` in front of a line runs it as Python: `!name = ...`"))
         expect(b.item() == 6 * value + 1,
-               f"for x = {value} the result should be 2·3x + 1 = {6 * value + 1}, got {b.item()}.")
+               tr("for x = {x} the result should be 2·3x + 1 = {want}, got {got}.",
+                  x=value, want=6 * value + 1, got=b.item()))
         expect(b.requires_grad,
-               "the result no longer requires grad: your new `a` was cut from the graph "
-               "(`.detach()`, `.data`, `.item()`); compute it from `a` itself.")
+               tr("the result no longer requires grad: your new `a` was cut from the graph "
+                  "(`.detach()`, `.data`, `.item()`); compute it from `a` itself."))
         expect(_reaches(b.grad_fn, original),
-               f"for x = {value} the result is right, but it no longer uses the `a` that the debugger "
-               "stopped at: your commands computed a new `a` from `x` again. The question asks you "
-               "to double the `a` that is already there (section 2).")
+               tr("for x = {x} the result is right, but it no longer uses the `a` that the debugger "
+                  "stopped at: your commands computed a new `a` from `x` again. The question asks you "
+                  "to double the `a` that is already there (section 2).", x=value))
         b.backward()
-        x_grad = _filled(x.grad, "the result is not connected to x: compute the new `a` from `a`.")
+        x_grad = _filled(x.grad, tr("the result is not connected to x: compute the new `a` from `a`."))
         expect(x_grad.item() == 6.0,
-               f"the result is right, but x.grad = {x_grad.item()} instead of 6: the doubled `a` "
-               "must be computed from `a` (a recorded op), so the gradient follows.")
+               tr("the result is right, but x.grad = {grad} instead of 6: the doubled `a` must be "
+                  "computed from `a` (a recorded op), so the gradient follows.", grad=x_grad.item()))
 
 
-@exercise("03.3", "a hook that records the gradient flowing into a tensor, without changing it",
+@exercise("03.3", N_("a hook that records the gradient flowing into a tensor, without changing it"),
           answer="watch")
 def _watch(watch: Any) -> None:
     cases = [(lambda x: x.exp(), lambda h: (h * h).sum(), [0.0, 1.0]),
@@ -179,59 +182,62 @@ def _watch(watch: Any) -> None:
         x = torch.tensor(start, requires_grad=True)
         h = f(x)
         seen = watch(h)
-        expect(isinstance(seen, list), f"return the list the hook fills, got {type(seen).__name__}.")
+        expect(isinstance(seen, list),
+               tr("return the list the hook fills, got {type}.", type=type(seen).__name__))
         loss_fn(h).backward(retain_graph=True)
         expect(len(seen) == 1 and seen[0] is not None,
-               f"after one backward() the list holds {seen!r}, not one gradient. Register a hook "
-               "on `h`: a function that autograd calls with the gradient of `h` during backward. "
-               "Let it add that gradient to the list (section 4).",
-               code="`h.register_hook(fn)` makes autograd call `fn(grad)`")
+               tr("after one backward() the list holds {seen!r}, not one gradient. Register a hook "
+                  "on `h`: a function that autograd calls with the gradient of `h` during backward. "
+                  "Let it add that gradient to the list (section 4).", seen=seen),
+               code=tr("`h.register_hook(fn)` makes autograd call `fn(grad)`"))
         expect(isinstance(seen[0], torch.Tensor) and seen[0].shape == h.shape,
-               f"record the gradient itself, shaped like h {tuple(h.shape)}.")
+               tr("record the gradient itself, shaped like h {shape}.", shape=tuple(h.shape)))
         expect(torch.allclose(seen[0], want_h),
-               f"you recorded {seen[0].tolist()}, but dL/dh is {want_h.tolist()}.")
-        x_grad = _filled(x.grad, "x.grad was not filled: leave the graph from x to h as it is.")
+               tr("you recorded {got}, but dL/dh is {want}.", got=seen[0].tolist(), want=want_h.tolist()))
+        x_grad = _filled(x.grad, tr("x.grad was not filled: leave the graph from x to h as it is."))
         expect(torch.allclose(x_grad, want_x),
-               f"x.grad is {x_grad.tolist()} instead of {want_x.tolist()}: your hook changed the "
-               "gradient. A hook that returns a tensor replaces it; a watching hook returns None.")
+               tr("x.grad is {got} instead of {want}: your hook changed the gradient. A hook that "
+                  "returns a tensor replaces it; a watching hook returns None.",
+                  got=x_grad.tolist(), want=want_x.tolist()))
         loss_fn(h).backward()                 # a second pass through the same h
         expect(len(seen) == 2,
-               "a second backward() through h should add a second gradient to the list: the hook "
-               "must stay registered and append each time.")
+               tr("a second backward() through h should add a second gradient to the list: the hook "
+                  "must stay registered and append each time."))
 
 
-@exercise("03.4", "log with the same values but a finite gradient where x <= 0", answer="safe_log")
+@exercise("03.4", N_("log with the same values but a finite gradient where x <= 0"), answer="safe_log")
 def _safe_log(safe_log: Any) -> None:
     for start in ([0.0, 2.0], [-1.0, 0.0, 0.5, 3.0], [1e-3, 1e-20, 0.0, -0.0, 10.0]):
         x = torch.tensor(start, dtype=torch.float64, requires_grad=True)
         want = torch.where(x > 0, x.detach().log(), 0.0)
         y = safe_log(x)
         expect(isinstance(y, torch.Tensor) and y.shape == x.shape,
-               f"return a tensor shaped like x, {tuple(x.shape)}.")
+               tr("return a tensor shaped like x, {shape}.", shape=tuple(x.shape)))
         tiny = (x.detach() > 0) & (x.detach() < 1e-6)
         expect(torch.allclose(y.detach()[~tiny], want[~tiny]),
-               f"at x = {start} the values should be log(x) where x > 0 and 0 elsewhere, "
-               f"{want.tolist()}; got {y.detach().tolist()}.")
+               tr("at x = {x} the values should be log(x) where x > 0 and 0 elsewhere, {want}; "
+                  "got {got}.", x=start, want=want.tolist(), got=y.detach().tolist()))
         if not torch.allclose(y.detach(), want):  # then the values differ at a tiny x > 0
-            raise Wrong(f"at x = {start} the values are wrong only at the tiny x > 0: log(1e-20) is "
-                        f"{want[tiny][0].item():.1f}, you give {y.detach()[tiny][0].item():.1f}. A clamp "
-                        "or a small number added to x changes log(x) there: change the input of log "
-                        "only where x <= 0.")
-        expect(y.requires_grad, "the result does not require grad: keep it a function of x "
-               "(no `.detach()`, `.data` or `.item()`).")
+            raise Wrong(tr("at x = {x} the values are wrong only at the tiny x > 0: log(1e-20) is "
+                           "{want:.1f}, you give {got:.1f}. A clamp or a small number added to x changes "
+                           "log(x) there: change the input of log only where x <= 0.",
+                           x=start, want=want[tiny][0].item(), got=y.detach()[tiny][0].item()))
+        expect(y.requires_grad, tr("the result does not require grad: keep it a function of x "
+                                   "(no `.detach()`, `.data` or `.item()`)."))
         y.sum().backward()
-        x_grad = _filled(x.grad, "the result is not connected to x: keep it a function of x.")
+        x_grad = _filled(x.grad, tr("the result is not connected to x: keep it a function of x."))
         expect(not torch.isnan(x_grad).any(),
-               f"at x = {start} the gradient has NaN ({x_grad.tolist()}): `torch.where` sends "
-               "0 to the branch it discards, and log's backward makes 0 · (1/0) = NaN there. Make "
-               "the discarded branch safe: take the log of a harmless value where x <= 0 (section 5).",
-               code="a safe input is `torch.where(x > 0, x, c)`, with a constant c where log is smooth")
+               tr("at x = {x} the gradient has NaN ({grad}): `torch.where` sends 0 to the branch it "
+                  "discards, and log's backward makes 0 · (1/0) = NaN there. Make the discarded branch "
+                  "safe: take the log of a harmless value where x <= 0 (section 5).",
+                  x=start, grad=x_grad.tolist()),
+               code=tr("a safe input is `torch.where(x > 0, x, c)`, with a constant c where log is smooth"))
         want_grad = torch.where(x > 0, 1 / x.detach(), 0.0)
         expect(torch.allclose(x_grad, want_grad),
-               f"at x = {start} the gradient should be 1/x where x > 0 and 0 elsewhere, "
-               f"{want_grad.tolist()}; got {x_grad.tolist()}.")
+               tr("at x = {x} the gradient should be 1/x where x > 0 and 0 elsewhere, {want}; got {got}.",
+                  x=start, want=want_grad.tolist(), got=x_grad.tolist()))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pts = torch.tensor([-2.0, -0.5, 0.5, 3.0], dtype=torch.float64, requires_grad=True)
         expect(gradcheck(safe_log, (pts,), raise_exception=False),
-               "`gradcheck` disagrees with your gradient at points away from 0.")
+               tr("`gradcheck` disagrees with your gradient at points away from 0."))

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from torch.autograd import gradcheck, gradgradcheck
 
+from .._language import N_, tr
 from . import AUTOGRAD_FUNCTION, Wrong, exercise, expect
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
@@ -41,7 +42,7 @@ def _grad(fn: Callable[..., torch.Tensor], x: torch.Tensor, w: torch.Tensor, *ar
     """d/dx of sum(fn(x, *args) * w), through the answer's backward."""
     x = x.clone().requires_grad_()
     (fn(x, *args) * w).sum().backward()
-    return _filled(x.grad, "x.grad was not filled: `backward` must return a gradient for x.")
+    return _filled(x.grad, tr("x.grad was not filled: `backward` must return a gradient for x."))
 
 
 def _first(t: torch.Tensor) -> str:
@@ -51,40 +52,40 @@ def _first(t: torch.Tensor) -> str:
 
 def _count_gradients_error(e: RuntimeError) -> None:
     expect("incorrect number of gradients" not in str(e),
-           "`backward` must return one gradient per input of `forward`, in order. The "
-           "threshold is an input too, and its gradient is 0 except at the jump (section 4).",
+           tr("`backward` must return one gradient per input of `forward`, in order. The "
+              "threshold is an input too, and its gradient is 0 except at the jump (section 4)."),
            code="`return grad_x, None`")
 
 
-@exercise("04.1", "the backward of y = x**2, checked by gradcheck and gradgradcheck", answer="Square",
+@exercise("04.1", N_("the backward of y = x**2, checked by gradcheck and gradgradcheck"), answer="Square",
           kind=AUTOGRAD_FUNCTION)
 def _square(Square: Any) -> None:
     for seed in range(3):
         x, w = _points(seed, 5), _weights(seed, 5)
         y = Square.apply(x.clone().requires_grad_())
-        expect(torch.allclose(y, x * x), "keep the forward as it was: `Square` must compute x * x.")
+        expect(torch.allclose(y, x * x), tr("keep the forward as it was: `Square` must compute x * x."))
         got = _grad(Square.apply, x, w)
         expect(got is not None and got.shape == x.shape,
-               "`backward` must return a gradient shaped like x.")
+               tr("`backward` must return a gradient shaped like x."))
         expect(not torch.allclose(got, 2 * x),
-               "your gradient ignores `grad_output`. The chain rule multiplies the local "
-               "derivative by the gradient that arrives from above.",
-               code="`x, = ctx.saved_tensors`, then `local_derivative * grad_output`")
-        expect(not torch.allclose(got, x * w), "you return x * grad_output, but d(x²)/dx is 2x.")
+               tr("your gradient ignores `grad_output`. The chain rule multiplies the local "
+                  "derivative by the gradient that arrives from above."),
+               code=tr("`x, = ctx.saved_tensors`, then `local_derivative * grad_output`"))
+        expect(not torch.allclose(got, x * w), tr("you return x * grad_output, but d(x²)/dx is 2x."))
         expect(torch.allclose(got, 2 * x * w),
-               f"d(x²)/dx is 2x, times grad_output. At x = {_first(x)} autograd gets "
-               f"{_first(2 * x * w)}, you {_first(got)}.")
+               tr("d(x²)/dx is 2x, times grad_output. At x = {x} autograd gets {want}, you {got}.",
+                  x=_first(x), want=_first(2 * x * w), got=_first(got)))
     x = _points(7, 4).requires_grad_()
     expect(gradcheck(Square.apply, (x,), raise_exception=False),
-           "`gradcheck` disagrees with your backward: compare it with finite differences.")
+           tr("`gradcheck` disagrees with your backward: compare it with finite differences."))
     expect(gradgradcheck(Square.apply, (x,), raise_exception=False),
-           "first derivatives are right, but second derivatives are not (`gradgradcheck` "
-           "fails). Autograd must be able to differentiate your backward in float64. Compute it "
-           "with torch ops on the saved `x`, without `.detach()`, `.data`, `.item()`, NumPy, "
-           "`torch.no_grad()` or a float32 copy.")
+           tr("first derivatives are right, but second derivatives are not (`gradgradcheck` "
+              "fails). Autograd must be able to differentiate your backward in float64. Compute it "
+              "with torch ops on the saved `x`, without `.detach()`, `.data`, `.item()`, NumPy, "
+              "`torch.no_grad()` or a float32 copy."))
 
 
-@exercise("04.2", "LeakyThreshold's true derivative in backward", answer="LeakyThreshold",
+@exercise("04.2", N_("LeakyThreshold's true derivative in backward"), answer="LeakyThreshold",
           kind=AUTOGRAD_FUNCTION)
 def _leaky(LeakyThreshold: Any) -> None:
     for seed, t in enumerate((5.0, -1.0, 0.0)):
@@ -96,21 +97,21 @@ def _leaky(LeakyThreshold: Any) -> None:
             _count_gradients_error(e)
             raise
         expect(not torch.allclose(got, torch.where(x > t, w, 0.0)),
-               "below the threshold LeakyThreshold is 0.1 * x, so its slope there is 0.1, "
-               "not 0: that was ThresholdReLU's backward.")
+               tr("below the threshold LeakyThreshold is 0.1 * x, so its slope there is 0.1, "
+                  "not 0: that was ThresholdReLU's backward."))
         expect(not torch.allclose(got, torch.where(x > t, 1.0, 0.1).to(x.dtype)),
-               "your gradient ignores `grad_output`: multiply the local slope (1 or 0.1) by it.")
+               tr("your gradient ignores `grad_output`: multiply the local slope (1 or 0.1) by it."))
         expect(torch.allclose(got, want),
-               f"with threshold {t}, the local slope is 1 above the threshold and 0.1 below "
-               "it. Check two things: both sides are multiplied by grad_output, and x is "
-               "compared with the threshold that forward got, `ctx.threshold`.",
-               code="`torch.where(x > ctx.threshold, a, b)` picks `a` above the threshold, `b` below it")
+               tr("with threshold {t}, the local slope is 1 above the threshold and 0.1 below "
+                  "it. Check two things: both sides are multiplied by grad_output, and x is "
+                  "compared with the threshold that forward got, `ctx.threshold`.", t=t),
+               code=tr("`torch.where(x > ctx.threshold, a, b)` picks `a` above the threshold, `b` below it"))
     x = _points(9, 6, 5.0).requires_grad_()
     expect(gradcheck(lambda v: LeakyThreshold.apply(v, 5.0), (x,), raise_exception=False),
-           "`gradcheck` disagrees with your backward (float64 points away from the threshold).")
+           tr("`gradcheck` disagrees with your backward (float64 points away from the threshold)."))
 
 
-@exercise("04.3", "LeakyThreshold in the setup_context style, under vmap(grad(...))",
+@exercise("04.3", N_("LeakyThreshold in the setup_context style, under vmap(grad(...))"),
           answer="LeakyThreshold2", kind=AUTOGRAD_FUNCTION)
 def _leaky2(LeakyThreshold2: Any) -> None:
     for seed, t in enumerate((5.0, -1.0)):
@@ -123,26 +124,27 @@ def _leaky2(LeakyThreshold2: Any) -> None:
             got = per_row(batch, w)
         except RuntimeError as e:
             expect("setup_context" not in str(e),
-                   "`torch.func` transforms need the new style: a `forward` that only computes, "
-                   "without `ctx`, and a separate `setup_context` that saves what `backward` "
-                   "needs (section 7).",
-                   code="`def forward(x, threshold): ...` and `def setup_context(ctx, inputs, output): ...`")
+                   tr("`torch.func` transforms need the new style: a `forward` that only computes, "
+                      "without `ctx`, and a separate `setup_context` that saves what `backward` "
+                      "needs (section 7)."),
+                   code=tr("`def forward(x, threshold): ...` and "
+                           "`def setup_context(ctx, inputs, output): ...`"))
             expect("generate_vmap_rule" not in str(e),
-                   "vmap needs a batching rule: ask PyTorch to derive it from the ops you used "
-                   "(section 7).",
-                   code="`generate_vmap_rule = True`, a class attribute")
+                   tr("vmap needs a batching rule: ask PyTorch to derive it from the ops you used "
+                      "(section 7)."),
+                   code=tr("`generate_vmap_rule = True`, a class attribute"))
             _count_gradients_error(e)
             raise
         expect(not torch.allclose(got, torch.where(batch > t, 1.0, 0.1).to(batch.dtype)),
-               "your gradient ignores `grad_output`: multiply the local slope (1 or 0.1) by it.")
+               tr("your gradient ignores `grad_output`: multiply the local slope (1 or 0.1) by it."))
         expect(torch.allclose(got, oracle(batch, w)),
-               f"per-row gradients with threshold {t} differ from autograd through built-in "
-               "ops. The local slope is 1 above the threshold and 0.1 below it, and both sides "
-               "are multiplied by grad_output. Does `backward` compare the saved *input* x (not "
-               "the output) with the threshold?")
+               tr("per-row gradients with threshold {t} differ from autograd through built-in "
+                  "ops. The local slope is 1 above the threshold and 0.1 below it, and both sides "
+                  "are multiplied by grad_output. Does `backward` compare the saved *input* x (not "
+                  "the output) with the threshold?", t=t))
         values = LeakyThreshold2.apply(batch, t)
         expect(torch.allclose(values, torch.where(batch > t, batch, 0.1 * batch)),
-               "the forward values are wrong: y = where(x > t, x, 0.1 * x).")
+               tr("the forward values are wrong: y = where(x > t, x, 0.1 * x)."))
     x = _points(3, 6, 5.0).requires_grad_()
     expect(gradcheck(lambda v: LeakyThreshold2.apply(v, 5.0), (x,), raise_exception=False),
-           "`gradcheck` disagrees with your backward (float64 points away from the threshold).")
+           tr("`gradcheck` disagrees with your backward (float64 points away from the threshold)."))

@@ -12,6 +12,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .._language import N_, tr
 from ..draw import draw
 from . import exercise, expect
 
@@ -118,7 +119,7 @@ def _model(dim: int, max_depth: int, seed: int) -> _DynamicDepthNet:
     return _DynamicDepthNet(dim, max_depth)
 
 
-@exercise("05.1", "predicting which parameters a batch of depths leaves without a gradient",
+@exercise("05.1", N_("predicting which parameters a batch of depths leaves without a gradient"),
           answer="never_reached")
 def _never_reached(never_reached: Any) -> None:
     cases = [([1, 2, 2, 1], 5), ([3, 1], 3), ([1], 4), ([4, 2, 4], 6), ([2, 5, 1, 3], 5)]
@@ -131,20 +132,21 @@ def _never_reached(never_reached: Any) -> None:
             except _BackwardRefused:
                 predicted = None
         expect(not attempts and all(p.grad is None for p in model.parameters()),
-               "`never_reached` started a backward pass (on the model or on a copy of it): the "
-               "question asks you to predict, from `depths` and the model's layers alone.")
+               tr("`never_reached` started a backward pass (on the model or on a copy of it): the "
+                  "question asks you to predict, from `depths` and the model's layers alone."))
         x = torch.randn(len(depths_list), 2)
         F.mse_loss(model(x, depths), torch.zeros(len(depths_list), 1)).backward()
         want = [name for name, p in model.named_parameters() if p.grad is None]  # the reference
         expect(isinstance(predicted, (list, tuple)) and all(isinstance(n, str) for n in predicted),
-               f"Return a list of parameter names such as 'layers.4.weight', got {predicted!r}.")
+               tr("Return a list of parameter names such as 'layers.4.weight', got {got!r}.", got=predicted))
         expect(list(predicted) == want,
-               f"With depths {depths_list} and {max_depth} layers, backward leaves {want} without a "
-               f"gradient; you predicted {list(predicted)}. Layer i runs when some sample has "
-               "depth > i (section 3's rule); list weight and bias, in `named_parameters()` order.")
+               tr("With depths {depths} and {layers} layers, backward leaves {want} without a "
+                  "gradient; you predicted {got}. Layer i runs when some sample has depth > i "
+                  "(section 3's rule); list weight and bias, in `named_parameters()` order.",
+                  depths=depths_list, layers=max_depth, want=want, got=list(predicted)))
 
 
-@exercise("05.2", "a batched forward that runs each layer on the still-active rows only",
+@exercise("05.2", N_("a batched forward that runs each layer on the still-active rows only"),
           answer="forward_active_rows")
 def _forward_active_rows(forward_active_rows: Any) -> None:
     cases = [([1, 3, 2, 5, 4, 1], 5, 0), ([2, 2, 2], 4, 1), ([1, 1, 3, 2], 3, 2), ([1, 2], 4, 3)]
@@ -171,36 +173,40 @@ def _forward_active_rows(forward_active_rows: Any) -> None:
             for hook in hooks:
                 hook.remove()
         expect(isinstance(got, torch.Tensor) and got.shape == want.shape,
-               f"The output should have the loop's shape {tuple(want.shape)} (one row per sample, "
-               f"after the head), got {getattr(got, 'shape', got)!r}.")
+               tr("The output should have the loop's shape {shape} (one row per sample, after the "
+                  "head), got {got!r}.", shape=tuple(want.shape), got=getattr(got, "shape", got)))
         for i, n in rows_seen:
             active = int((depths > i).sum())
             expect(n == active,
-                   f"With depths {depths_list}, layer {i} ran on {n} rows, but only {active} are still "
-                   f"active (depth > {i}): select them (`h[rows]`) before calling the layer.")
+                   tr("With depths {depths}, layer {i} ran on {n} rows, but only {active} are still "
+                      "active (depth > {i}): select them (`h[rows]`) before calling the layer.",
+                      depths=depths_list, i=i, n=n, active=active))
         active_rows = [n for n in (int((depths > i).sum()) for i in range(max_depth)) if n]
         done = [n for n in products.rows if n]
         expect(sorted(done) == sorted(active_rows),
-               f"With depths {depths_list}, your layers multiplied {sum(done)} rows in {len(done)} "
-               f"matrix products; running each layer once on its active rows takes {sum(active_rows)} "
-               f"rows in {len(active_rows)} products ({active_rows}). Select the rows with depth > i, "
-               "run layer i on those rows only, all at once.")
+               tr("With depths {depths}, your layers multiplied {rows} rows in {products} matrix "
+                  "products; running each layer once on its active rows takes {want_rows} rows in "
+                  "{want_products} products ({active_rows}). Select the rows with depth > i, run "
+                  "layer i on those rows only, all at once.", depths=depths_list, rows=sum(done),
+                  products=len(done), want_rows=sum(active_rows), want_products=len(active_rows),
+                  active_rows=active_rows))
         expect(torch.allclose(got, want, atol=1e-6),
-               f"With depths {depths_list} the outputs differ from the loop's by "
-               f"{(got - want).abs().max().item():.2g}: a row is still active in layer i when its "
-               "depth is > i; put the layer's output back with `index_copy` and apply the head last.")
+               tr("With depths {depths} the outputs differ from the loop's by {diff:.2g}: a row is "
+                  "still active in layer i when its depth is > i; put the layer's output back with "
+                  "`index_copy` and apply the head last.", depths=depths_list,
+                  diff=(got - want).abs().max().item()))
         F.mse_loss(got, y).backward()
         for name, g in want_grads.items():
             p = model.get_parameter(name)
             expect(p.grad is not None and torch.allclose(p.grad, g, atol=1e-6),
-                   f"The gradient of {name} differs from the loop's: keep every step inside autograd "
-                   "(no `.data`, no in-place writes into `x`).")
+                   tr("The gradient of {name} differs from the loop's: keep every step inside autograd "
+                      "(no `.data`, no in-place writes into `x`).", name=name))
         expect(x.grad is not None and torch.allclose(x.grad, want_x, atol=1e-6),
-               "The gradient with respect to the input `x` differs from the loop's: inactive rows "
-               "must pass through unchanged, and nothing may be detached.")
+               tr("The gradient with respect to the input `x` differs from the loop's: inactive rows "
+                  "must pass through unchanged, and nothing may be detached."))
 
 
-@exercise("05.3", "predicting the number of autograd nodes at any depth", answer="predicted_nodes")
+@exercise("05.3", N_("predicting the number of autograd nodes at any depth"), answer="predicted_nodes")
 def _predicted_nodes(predicted_nodes: Any) -> None:
     for dim, max_depth in ((2, 4), (3, 6)):
         model = _model(dim, max_depth, seed=0)
@@ -210,10 +216,11 @@ def _predicted_nodes(predicted_nodes: Any) -> None:
             with _TorchCalls() as calls:
                 got = predicted_nodes(depth)
             expect(not calls.names,
-                   f"`predicted_nodes` ran torch operations ({', '.join(sorted(set(calls.names))[:4])}): "
-                   "it builds a model or a graph. The question asks for a prediction: work the count "
-                   "out from numbers (what the head records, section 2's `per_layer`).")
+                   tr("`predicted_nodes` ran torch operations ({names}): it builds a model or a graph. "
+                      "The question asks for a prediction: work the count out from numbers (what the "
+                      "head records, section 2's `per_layer`).",
+                      names=", ".join(sorted(set(calls.names))[:4])))
             expect(got == want,
-                   f"At depth {depth} the graph has {want} nodes, you predicted {got!r}. Count the "
-                   "depth-0 graph (the head alone: its op nodes and its two parameters) and what each "
-                   "Linear+ReLU layer adds (section 2's `per_layer`).")
+                   tr("At depth {depth} the graph has {want} nodes, you predicted {got!r}. Count the "
+                      "depth-0 graph (the head alone: its op nodes and its two parameters) and what each "
+                      "Linear+ReLU layer adds (section 2's `per_layer`).", depth=depth, want=want, got=got))

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from .._language import N_, tr
 from . import Wrong, exercise, expect
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
@@ -28,7 +29,7 @@ def _close(a: object, b: torch.Tensor) -> bool:
     return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b, atol=1e-6, rtol=1e-5)
 
 
-@exercise("06.1", "important keys count three times as much, by adding a log to the scores",
+@exercise("06.1", N_("important keys count three times as much, by adding a log to the scores"),
           answer="triple_weights")
 def _triple_weights(triple_weights: Any) -> None:
     torch.manual_seed(0)
@@ -45,28 +46,28 @@ def _triple_weights(triple_weights: Any) -> None:
         reference = (1 + 2 * importance.double()) * s.exp()  # weights ∝ 3 exp(score) for important keys
         want = (reference / reference.sum(dim=-1, keepdim=True)).float()
         expect(isinstance(got, torch.Tensor) and got.shape == want.shape,
-               f"Return the (queries, keys) weights, shape {tuple(want.shape)}, "
-               f"got {getattr(got, 'shape', got)!r}.")
+               tr("Return the (queries, keys) weights, shape {shape}, got {got!r}.",
+                  shape=tuple(want.shape), got=getattr(got, "shape", got)))
         expect(torch.isfinite(got).all(),
-               f"With scores between {s.min().item():.0f} and {s.max().item():.0f} your weights hold NaN "
-               "or inf: exp(score) overflows float32 above about 88. A softmax does not overflow (it "
-               "subtracts each row's largest score first). So put the factor in as an added term, "
-               "before one softmax (section 3).")
+               tr("With scores between {low:.0f} and {high:.0f} your weights hold NaN or inf: exp(score) "
+                  "overflows float32 above about 88. A softmax does not overflow (it subtracts each "
+                  "row's largest score first). So put the factor in as an added term, before one "
+                  "softmax (section 3).", low=s.min().item(), high=s.max().item()))
         expect(torch.allclose(got.sum(dim=-1), torch.ones(3), atol=1e-5),
-               "Each row of weights should sum to 1: end with a softmax over the keys (dim=-1).")
+               tr("Each row of weights should sum to 1: end with a softmax over the keys (dim=-1)."))
         expect((got > 0).all(),
-               "A key got weight 0: nothing is dropped here, unimportant keys count once. "
-               "log(importance) alone would drop the importance-0 keys.")
+               tr("A key got weight 0: nothing is dropped here, unimportant keys count once. "
+                  "log(importance) alone would drop the importance-0 keys."))
         expect(_close(got, want),
-               f"With importance {mask} (d={d}) the weights are not ∝ (1 + 2·importance)·exp(score). "
-               "Give each key a factor f (3 or 1). A softmax can only add to the scores, and "
-               "f·exp(score) = exp(score + log f) (section 3). Remember the 1/sqrt(d) scaling. "
-               "Multiplying the scores is the anti-pattern of section 2.",
-               code="`f = 1 + 2 * importance` is 3 or 1 per key; the softmax's input is the scaled "
-                    "scores plus a term made from `f`")
+               tr("With importance {mask} (d={d}) the weights are not ∝ (1 + 2·importance)·exp(score). "
+                  "Give each key a factor f (3 or 1). A softmax can only add to the scores, and "
+                  "f·exp(score) = exp(score + log f) (section 3). Remember the 1/sqrt(d) scaling. "
+                  "Multiplying the scores is the anti-pattern of section 2.", mask=mask, d=d),
+               code=tr("`f = 1 + 2 * importance` is 3 or 1 per key; the softmax's input is the scaled "
+                       "scores plus a term made from `f`"))
 
 
-@exercise("06.2", "doubling every logit, computed from the weights alone", answer="sharpen")
+@exercise("06.2", N_("doubling every logit, computed from the weights alone"), answer="sharpen")
 def _sharpen(sharpen: Any) -> None:
     torch.manual_seed(0)
     for shape in ((3, 6), (1, 4), (2, 3, 5)):
@@ -75,14 +76,14 @@ def _sharpen(sharpen: Any) -> None:
         got = sharpen(p.clone())
         want = (2 * s).softmax(dim=-1)
         expect(isinstance(got, torch.Tensor) and got.shape == want.shape,
-               f"`sharpen` should return weights of the same shape as `p`, {tuple(p.shape)}, "
-               f"got {getattr(got, 'shape', got)!r}.")
+               tr("`sharpen` should return weights of the same shape as `p`, {shape}, got {got!r}.",
+                  shape=tuple(p.shape), got=getattr(got, "shape", got)))
         expect(torch.allclose(got.sum(dim=-1), torch.ones(shape[:-1]), atol=1e-5),
-               f"For weights of shape {tuple(shape)}, each row (the last dim) should sum to 1: "
-               "renormalise per row, `.sum(dim=-1, keepdim=True)`.")
+               tr("For weights of shape {shape}, each row (the last dim) should sum to 1: "
+                  "renormalise per row, `.sum(dim=-1, keepdim=True)`.", shape=tuple(shape)))
         expect(_close(got, want),
-               f"For weights of shape {tuple(shape)}, `sharpen(softmax(s))` is not `softmax(2 * s)`: "
-               "exp(2s) = exp(s)², and softmax divides out the row's constant.")
+               tr("For weights of shape {shape}, `sharpen(softmax(s))` is not `softmax(2 * s)`: "
+                  "exp(2s) = exp(s)², and softmax divides out the row's constant.", shape=tuple(shape)))
 
 
 class _Calls(TorchFunctionMode):
@@ -106,7 +107,7 @@ class _Calls(TorchFunctionMode):
 _SOFTMAX = {"softmax", "_softmax", "log_softmax", "exp", "exp_", "softmin"}
 
 
-@exercise("06.3", "batched, multi-head importance weighting with scaled_dot_product_attention",
+@exercise("06.3", N_("batched, multi-head importance weighting with scaled_dot_product_attention"),
           answer="importance_attention")
 def _importance_attention(importance_attention: Any) -> None:
     torch.manual_seed(0)
@@ -124,39 +125,40 @@ def _importance_attention(importance_attention: Any) -> None:
         except NotImplementedError:
             raise
         except RuntimeError as e:
-            raise Wrong(
-                f"With q {tuple(q.shape)} and importance {tuple(importance.shape)}: "
-                f"{str(e).splitlines()[0]}. "
-                "The attn_mask must broadcast to (batch, heads, queries, keys): importance is "
-                "(batch, keys), so give it the heads and queries dims as size-1 dims.") from None
+            raise Wrong(tr(
+                "With q {q_shape} and importance {importance_shape}: {error}. The attn_mask must "
+                "broadcast to (batch, heads, queries, keys): importance is (batch, keys), so give it "
+                "the heads and queries dims as size-1 dims.", q_shape=tuple(q.shape),
+                importance_shape=tuple(importance.shape), error=str(e).splitlines()[0])) from None
         sdpa = calls.names.count("scaled_dot_product_attention")
         own = sorted(_SOFTMAX.intersection(calls.names))
-        also = f" and computed weights itself ({', '.join(own)})" if own else ""
+        also = tr(" and computed weights itself ({names})", names=", ".join(own)) if own else ""
         expect(sdpa == 1 and not own,
-               f"The question asks for one call to F.scaled_dot_product_attention; your function "
-               f"called it {sdpa} time(s){also}. Let the one call do the softmax: the importance "
-               "goes in through its attn_mask.")
+               tr("The question asks for one call to F.scaled_dot_product_attention; your function "
+                  "called it {calls} time(s){also}. Let the one call do the softmax: the importance "
+                  "goes in through its attn_mask.", calls=sdpa, also=also))
         out = calls.sdpa_outputs[0]
         expect(isinstance(got, torch.Tensor) and isinstance(out, torch.Tensor) and got.numel() == out.numel()
                and torch.equal(got.reshape(out.shape), out),
-               "Return what the one F.scaled_dot_product_attention call gives: your result is not its "
-               "output. Let that call do all the work, the importance going in through its attn_mask.")
+               tr("Return what the one F.scaled_dot_product_attention call gives: your result is not its "
+                  "output. Let that call do all the work, the importance going in through its attn_mask."))
         w = importance[:, None, None, :] * _scores(q, k).exp()
         want = (w / w.sum(dim=-1, keepdim=True)) @ v
         expect(isinstance(got, torch.Tensor) and got.shape == want.shape,
-               f"The output should be (batch, heads, queries, d) = {tuple(want.shape)}, "
-               f"got {getattr(got, 'shape', got)!r}.")
+               tr("The output should be (batch, heads, queries, d) = {shape}, got {got!r}.",
+                  shape=tuple(want.shape), got=getattr(got, "shape", got)))
         expect(_close(got, want),
-               f"With importance values {sorted(set(importance.flatten().tolist()))} the output is not "
-               "softmax(scores + log(importance)) @ v: a float attn_mask is *added* to the scaled "
-               "scores (pass log(importance), not importance, and not a boolean mask, which ignores "
-               "the values 2 and 3), one importance row per batch element. Importance 0 must drop "
-               "its key exactly: log(0) = -inf gives weight 0, an epsilon or a clamp does not.")
+               tr("With importance values {values} the output is not softmax(scores + log(importance)) @ v: "
+                  "a float attn_mask is *added* to the scaled scores (pass log(importance), not "
+                  "importance, and not a boolean mask, which ignores the values 2 and 3), one importance "
+                  "row per batch element. Importance 0 must drop its key exactly: log(0) = -inf gives "
+                  "weight 0, an epsilon or a clamp does not.",
+                  values=sorted(set(importance.flatten().tolist()))))
         expect(got.requires_grad,
-               "The values are right but the output does not require grad: keep the call inside "
-               "autograd (no `.detach()`, no `torch.no_grad()`), so gradients reach q, k and v.")
+               tr("The values are right but the output does not require grad: keep the call inside "
+                  "autograd (no `.detach()`, no `torch.no_grad()`), so gradients reach q, k and v."))
         (g_got,) = torch.autograd.grad(got.sum(), q)
         (g_want,) = torch.autograd.grad(want.sum(), q)
         expect(torch.allclose(g_got, g_want, atol=1e-5),
-               "The values are right but the gradient with respect to q is not: keep the call "
-               "inside autograd (no `.detach()`, no `torch.no_grad()`).")
+               tr("The values are right but the gradient with respect to q is not: keep the call "
+                  "inside autograd (no `.detach()`, no `torch.no_grad()`)."))

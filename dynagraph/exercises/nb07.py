@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.modules import module as _module_hooks
 
+from .._language import N_, tr
 from . import Kind, exercise, expect
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
@@ -101,7 +102,8 @@ def _norm64(t: torch.Tensor) -> float:
     return t.double().norm().item()
 
 
-@exercise("07.1", "activation-gradient norms recorded with backward hooks", answer="block_output_grad_norms")
+@exercise("07.1", N_("activation-gradient norms recorded with backward hooks"),
+          answer="block_output_grad_norms")
 def _block_output_grad_norms(block_output_grad_norms: Any) -> None:
     cases: list[tuple[type[nn.Module], int, int, bool]] = [(nn.Tanh, 5, 16, False), (nn.Sigmoid, 4, 8, False),
                                                           (nn.ReLU, 3, 8, True)]
@@ -119,37 +121,43 @@ def _block_output_grad_norms(block_output_grad_norms: Any) -> None:
         for block in model.block_list():
             block.full_hook_seen = False
         got = block_output_grad_norms(model, x, y)
-        described = f"a depth-{depth} {act.__name__} net" + (" with residual blocks" if residual else "")
+        if residual:
+            described = tr("a depth-{depth} {act} net with residual blocks", depth=depth, act=act.__name__)
+        else:
+            described = tr("a depth-{depth} {act} net", depth=depth, act=act.__name__)
         expect(isinstance(got, (list, tuple)) and len(got) == len(want),
-               f"For {described}, return a list with one norm per block ({len(want)}), got {got!r}.")
+               tr("For {net}, return a list with one norm per block ({blocks}), got {got!r}.",
+                  net=described, blocks=len(want), got=got))
         got = [g.item() if isinstance(g, torch.Tensor) else g for g in got]
         leftover = [b for b in model.blocks if b._backward_hooks or b._forward_hooks or b._forward_pre_hooks]
         expect(not leftover,
-               "Your hooks are still registered on the blocks after the function returned. Each "
-               "registration gives back a handle: keep the handles, and remove every hook before you return.",
-               code="`handle = block.register_full_backward_hook(hook)`, later `handle.remove()`")
+               tr("Your hooks are still registered on the blocks after the function returned. Each "
+                  "registration gives back a handle: keep the handles, and remove every hook before you "
+                  "return."),
+               code=tr("`handle = block.register_full_backward_hook(hook)`, later `handle.remove()`"))
         expect(all(block.full_hook_seen for block in model.block_list()),
-               f"For {described}, a block ran without a full backward hook. This exercise records "
-               "dL/dh with module hooks: register one on each block, before the forward pass. "
-               "retain_grad(), tensor hooks and autograd.grad give the same numbers with other tools; "
-               "register_backward_hook (without 'full') is the old kind.",
-               code="`handle = block.register_full_backward_hook(hook)` for each block in `model.blocks`")
+               tr("For {net}, a block ran without a full backward hook. This exercise records "
+                  "dL/dh with module hooks: register one on each block, before the forward pass. "
+                  "retain_grad(), tensor hooks and autograd.grad give the same numbers with other tools; "
+                  "register_backward_hook (without 'full') is the old kind.", net=described),
+               code=tr("`handle = block.register_full_backward_hook(hook)` for each block in `model.blocks`"))
         close = all(abs(a - b) <= 1e-5 * (1 + abs(b)) for a, b in zip(got, want))
         shifted = all(abs(a - b) <= 1e-5 * (1 + abs(b)) for a, b in zip(got[1:], want[:-1]))
         expect(close or not shifted,
-               f"For {described} your norms are those of the block *inputs*, one block off. The hook "
-               "receives two gradients: the one at the module's input and the one at its output.",
-               code="in `hook(module, grad_input, grad_output)`, dL/d(output) is `grad_output[0]`")
+               tr("For {net} your norms are those of the block *inputs*, one block off. The hook "
+                  "receives two gradients: the one at the module's input and the one at its output.",
+                  net=described),
+               code=tr("in `hook(module, grad_input, grad_output)`, dL/d(output) is `grad_output[0]`"))
         expect(close,
-               f"For {described}, the gradient norms of the block outputs are "
-               f"{[f'{w:.2e}' for w in want]}, got {[f'{g:.2e}' for g in got]}. Store one norm per block, "
-               "the gradient at its output, in block order (block 0 first), after one backward pass of "
-               "F.cross_entropy(model(x), y).",
-               code="hooks fire from the last block to the first; `def hook(module, grad_input, "
-                    "grad_output, i=i)` keeps each block's index i inside its own hook")
+               tr("For {net}, the gradient norms of the block outputs are {want}, got {got}. Store one "
+                  "norm per block, the gradient at its output, in block order (block 0 first), after one "
+                  "backward pass of F.cross_entropy(model(x), y).", net=described,
+                  want=[f"{w:.2e}" for w in want], got=[f"{g:.2e}" for g in got]),
+               code=tr("hooks fire from the last block to the first; `def hook(module, grad_input, "
+                       "grad_output, i=i)` keeps each block's index i inside its own hook"))
 
 
-@exercise("07.2", "a Linear layer's weight and bias gradients from its input and dL/dz",
+@exercise("07.2", N_("a Linear layer's weight and bias gradients from its input and dL/dz"),
           answer="linear_grads")
 def _linear_grads(linear_grads: Any) -> None:
     torch.manual_seed(0)
@@ -161,24 +169,25 @@ def _linear_grads(linear_grads: Any) -> None:
         (z.tanh() * torch.randn(batch, n_out)).sum().backward()   # any loss: the reference is autograd
         got = linear_grads(x, _grad(z).clone())
         expect(isinstance(got, tuple) and len(got) == 2,
-               f"Return a pair (weight gradient, bias gradient), got {type(got).__name__}.")
+               tr("Return a pair (weight gradient, bias gradient), got {type}.", type=type(got).__name__))
         w_grad, b_grad = got
         expect(isinstance(w_grad, torch.Tensor) and w_grad.shape == layer.weight.shape,
-               f"The weight gradient has the shape of the weight, (out, in) = {tuple(layer.weight.shape)}; "
-               f"got {tuple(getattr(w_grad, 'shape', ()))}. Which product of dL/dz, shape (batch, out), "
-               "and x, shape (batch, in), gives (out, in)?",
-               code="`a.T @ b` multiplies (k, batch) by (batch, m); the batch dimension is summed away")
+               tr("The weight gradient has the shape of the weight, (out, in) = {shape}; got {got_shape}. "
+                  "Which product of dL/dz, shape (batch, out), and x, shape (batch, in), gives (out, in)?",
+                  shape=tuple(layer.weight.shape), got_shape=tuple(getattr(w_grad, "shape", ()))),
+               code=tr("`a.T @ b` multiplies (k, batch) by (batch, m); the batch dimension is summed away"))
         w_grad = w_grad.to(torch.float32)   # a right answer in float64 is still right
         expect(torch.allclose(w_grad, _grad(layer.weight), atol=1e-5),
-               f"With a batch of {batch} the weight gradient differs from autograd's. W.grad adds up one "
-               "outer product dL/dz ⊗ x per sample. Do not average: any mean is already in dL/dz.")
+               tr("With a batch of {batch} the weight gradient differs from autograd's. W.grad adds up one "
+                  "outer product dL/dz ⊗ x per sample. Do not average: any mean is already in dL/dz.",
+                  batch=batch))
         expect(isinstance(b_grad, torch.Tensor) and b_grad.shape == layer.bias.shape
                and torch.allclose(b_grad.to(torch.float32), _grad(layer.bias), atol=1e-5),
-               f"With a batch of {batch} the bias gradient differs from autograd's. The bias is added "
-               "to every sample, so its gradient is dL/dz added up over the batch.")
+               tr("With a batch of {batch} the bias gradient differs from autograd's. The bias is added "
+                  "to every sample, so its gradient is dL/dz added up over the batch.", batch=batch))
         if batch == 1:
             expect(torch.allclose(w_grad.norm(), _grad(z).norm() * x.norm()),
-                   "For one sample, ‖W.grad‖ should be ‖dL/dz‖ · ‖x‖ (section 2).")
+                   tr("For one sample, ‖W.grad‖ should be ‖dL/dz‖ · ‖x‖ (section 2)."))
 
 
 _LOW, _HIGH = 1 / 30, 30.0  # "fixed": both first/last ratios strictly between these (section 3)
@@ -186,23 +195,25 @@ _ACTS = (nn.Sigmoid, nn.Tanh, nn.ReLU)
 _CHANGES = ("norm", "residual", "kaiming", "glorot")
 
 
-_BUILD_ARGUMENTS = Kind("a dict of `build(...)` arguments", "{name} = dict(act=nn.Tanh, ...)",
+_BUILD_ARGUMENTS = Kind(N_("a dict of `build(...)` arguments"), "{name} = dict(act=nn.Tanh, ...)",
                        lambda a: isinstance(a, dict))
 
 
-@exercise("07.3", "a depth-30 network whose gradient neither vanishes nor explodes", answer="deep_fix",
+@exercise("07.3", N_("a depth-30 network whose gradient neither vanishes nor explodes"), answer="deep_fix",
           kind=_BUILD_ARGUMENTS)
 def _deep_fix(deep_fix: dict) -> None:
     allowed = {"act", "depth", *_CHANGES}
-    expect(set(deep_fix) <= allowed, f"`build` takes only {sorted(allowed)}; got {sorted(deep_fix)}.")
+    expect(set(deep_fix) <= allowed, tr("`build` takes only {allowed}; got {got}.",
+                                        allowed=sorted(allowed), got=sorted(deep_fix)))
     expect(deep_fix.get("act") in _ACTS,
-           "Give the activation function as a class, one of nn.Sigmoid, nn.Tanh or nn.ReLU "
-           f"(act=...); got {deep_fix.get('act')!r}.")
+           tr("Give the activation function as a class, one of nn.Sigmoid, nn.Tanh or nn.ReLU "
+              "(act=...); got {act!r}.", act=deep_fix.get("act")))
     expect(deep_fix.get("depth", 30) == 30,
-           "Keep depth 30: a shallower network hides the problem, it does not fix it.")
+           tr("Keep depth 30: a shallower network hides the problem, it does not fix it."))
     changes = {k: v for k, v in deep_fix.items() if k in _CHANGES and v not in (None, False)}
     expect(len(changes) <= 1,
-           f"Change exactly one thing besides the activation function; you changed {sorted(changes)}.")
+           tr("Change exactly one thing besides the activation function; you changed {changes}.",
+              changes=sorted(changes)))
     for seed in (0, 1):
         with _one_thread():
             _check_deep_fix(deep_fix, changes, seed)
@@ -224,17 +235,21 @@ def _check_deep_fix(deep_fix: dict, changes: dict, seed: int) -> None:
     blocks = model.block_list()
     w_ratio = _norm64(_grad(blocks[0].linear.weight)) / _norm64(_grad(blocks[-1].linear.weight))
     h_ratio = _norm64(act_grads[0]) / _norm64(act_grads[-1])
-    change = ", ".join(f"{k}={getattr(v, '__name__', v)}" for k, v in changes.items()) or "no other change"
-    what = f"{deep_fix['act'].__name__} and {change}"
-    measured = f"the first/last ratio is {w_ratio:.1e} for W.grad and {h_ratio:.1e} for dL/dh (seed {seed})"
+    act = deep_fix["act"].__name__
+    change = ", ".join(f"{k}={getattr(v, '__name__', v)}" for k, v in changes.items())
+    what = (tr("{act} and {change}", act=act, change=change) if change
+            else tr("{act} and no other change", act=act))
+    measured = tr("the first/last ratio is {w_ratio:.1e} for W.grad and {h_ratio:.1e} for dL/dh "
+                  "(seed {seed})", w_ratio=w_ratio, h_ratio=h_ratio, seed=seed)
     expect(min(w_ratio, h_ratio) > _LOW or max(w_ratio, h_ratio) >= _HIGH,
-           f"With {what}, {measured}: the gradient still vanishes (fixed means between 1/30 and 30). "
-           "Look at section 3's table: which change fixes your activation function?")
+           tr("With {what}, {measured}: the gradient still vanishes (fixed means between 1/30 and 30). "
+              "Look at section 3's table: which change fixes your activation function?",
+              what=what, measured=measured))
     expect(max(w_ratio, h_ratio) < _HIGH,
-           f"With {what}, {measured}: the gradient explodes toward the input (fixed means between "
-           "1/30 and 30): on the way back, the blocks make it larger. Which change does section 3's "
-           "table call fixed for your activation function?")
+           tr("With {what}, {measured}: the gradient explodes toward the input (fixed means between "
+              "1/30 and 30): on the way back, the blocks make it larger. Which change does section 3's "
+              "table call fixed for your activation function?", what=what, measured=measured))
     output_std = outs[-1].std(dim=0).mean().item()
     expect(output_std > 1e-3,
-           f"The gradients are balanced, but block 29's output hardly varies across the batch (its "
-           f"standard deviation is {output_std:.1e}): the forward signal has collapsed.")
+           tr("The gradients are balanced, but block 29's output hardly varies across the batch (its "
+              "standard deviation is {std:.1e}): the forward signal has collapsed.", std=output_std))

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from .._device import device as _device
+from .._language import N_, tr
 from . import exercise, expect
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
@@ -91,7 +92,7 @@ def _traced_rnn_calls(lengths_list: tuple[int, ...], dev: str) -> int:
     return str(traced.inlined_graph).count("aten::rnn_tanh")
 
 
-@exercise("08.1", "predicting what torch.jit.trace records for a per-sequence loop",
+@exercise("08.1", N_("predicting what torch.jit.trace records for a per-sequence loop"),
           answer="predicted_rnn_calls")
 def _predicted_rnn_calls(predicted_rnn_calls: Any) -> None:
     dev = str(_device())                             # CUDA when available: trace where the notebook runs
@@ -100,14 +101,16 @@ def _predicted_rnn_calls(predicted_rnn_calls: Any) -> None:
         with _calls_to(*_tracing_entry_points()) as traced:
             got = predicted_rnn_calls(torch.tensor(lengths_list))
         expect(not traced,
-               "Your answer runs `torch.jit.trace` to count the calls. The exercise asks for a "
-               "prediction: work the count out from `lengths` and what section 3 showed, without tracing.")
+               tr("Your answer runs `torch.jit.trace` to count the calls. The exercise asks for a "
+                  "prediction: work the count out from `lengths` and what section 3 showed, without "
+                  "tracing."))
         expect(isinstance(got, int) and not isinstance(got, bool),
-               f"Return a Python int, got {type(got).__name__} ({got!r}).")
+               tr("Return a Python int, got {type} ({got!r}).", type=type(got).__name__, got=got))
         expect(got == want,
-               f"For lengths {lengths_list} the trace holds {want} `aten::rnn_tanh` calls, you predicted "
-               f"{got}. The tracer records each op that ran once per run of the Python loop; and "
-               "`nn.RNN` runs a whole sequence in one call, whatever its length.")
+               tr("For lengths {lengths} the trace holds {want} `aten::rnn_tanh` calls, you predicted "
+                  "{got}. The tracer records each op that ran once per run of the Python loop; and "
+                  "`nn.RNN` runs a whole sequence in one call, whatever its length.",
+                  lengths=lengths_list, want=want, got=got))
 
 
 def _reference_grad(x: torch.Tensor) -> torch.Tensor:
@@ -154,7 +157,7 @@ def _scale_by_max(x: torch.Tensor) -> torch.Tensor:
     return x / m if m > 0 else x
 
 
-@exercise("08.2", "dividing by the maximum inside the graph, with finite gradients",
+@exercise("08.2", N_("dividing by the maximum inside the graph, with finite gradients"),
           answer="scale_by_max_no_break")
 def _scale_by_max_no_break(scale_by_max_no_break: Any) -> None:
     inputs = [[1.0, 2.0, 4.0], [-1.0, -2.0], [-1.0, 0.0], [0.0, 0.0, 0.0],   # maxima > 0, < 0, == 0
@@ -165,24 +168,26 @@ def _scale_by_max_no_break(scale_by_max_no_break: Any) -> None:
         want = _scale_by_max(x.detach())
         expect(isinstance(got, torch.Tensor) and got.shape == want.shape
                and torch.allclose(got.detach(), want, equal_nan=False),
-               f"For {values} the values differ from `scale_by_max`'s {want.tolist()}: got "
-               f"{got.tolist() if isinstance(got, torch.Tensor) else got!r}. Divide by the maximum only "
-               "where it is > 0; elsewhere return x unchanged.")
-        expect(got.requires_grad, f"For {values} the result does not require grad: keep it inside autograd.")
+               tr("For {values} the values differ from `scale_by_max`'s {want}: got {got}. Divide by the "
+                  "maximum only where it is > 0; elsewhere return x unchanged.", values=values,
+                  want=want.tolist(), got=got.tolist() if isinstance(got, torch.Tensor) else repr(got)))
+        expect(got.requires_grad,
+               tr("For {values} the result does not require grad: keep it inside autograd.", values=values))
         (grad,) = torch.autograd.grad(got.sum(), x)
         expect(torch.isfinite(grad).all(),
-               f"For {values} (maximum {x.max().item():g}) the gradient is {grad.tolist()}: `torch.where` "
-               "differentiates *both* branches, and the branch it did not pick divides by 0 here. Choose "
-               "what to divide by, not what to return: a denominator that is never 0 needs no second branch.",
+               tr("For {values} (maximum {max:g}) the gradient is {grad}: `torch.where` differentiates "
+                  "*both* branches, and the branch it did not pick divides by 0 here. Choose what to "
+                  "divide by, not what to return: a denominator that is never 0 needs no second branch.",
+                  values=values, max=x.max().item(), grad=grad.tolist()),
                code="x / torch.where(m > 0, m, 1.0)")
         expect(torch.allclose(grad, _reference_grad(x.detach()), atol=1e-6),
-               f"For {values} the gradient is {grad.tolist()}, the analytic one is "
-               f"{_reference_grad(x.detach()).tolist()}: the maximum depends on x too, so do not "
-               "detach it (no `.item()`, `.detach()` or `.data` on m).")
+               tr("For {values} the gradient is {grad}, the analytic one is {want}: the maximum depends "
+                  "on x too, so do not detach it (no `.item()`, `.detach()` or `.data` on m).",
+                  values=values, grad=grad.tolist(), want=_reference_grad(x.detach()).tolist()))
     expect(not _breaks_graph(scale_by_max_no_break, torch.tensor([1.0, 2.0, 4.0])),
-           "`torch.compile(..., fullgraph=True)` fails on your function: it has a graph break. A Python "
-           "number taken from a tensor (`.item()`, `float(...)`, an `if` on a tensor) breaks the graph, "
-           "and so does a `print`: keep the choice a tensor op.")
+           tr("`torch.compile(..., fullgraph=True)` fails on your function: it has a graph break. A Python "
+              "number taken from a tensor (`.item()`, `float(...)`, an `if` on a tensor) breaks the graph, "
+              "and so does a `print`: keep the choice a tensor op."))
 
 
 def _describe(model: nn.Sequential) -> list[str]:
@@ -204,7 +209,8 @@ def _op_name(op: Any) -> str:
     return name.removeprefix("torch.ops.") if isinstance(op, str) else name
 
 
-@exercise("08.3", "predicting the ops torch.export captures for a Sequential", answer="predicted_aten_ops")
+@exercise("08.3", N_("predicting the ops torch.export captures for a Sequential"),
+          answer="predicted_aten_ops")
 def _predicted_aten_ops(predicted_aten_ops: Any) -> None:
     torch.manual_seed(0)
     models = [(6, nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 5), nn.ReLU(), nn.Linear(5, 2))),
@@ -214,16 +220,18 @@ def _predicted_aten_ops(predicted_aten_ops: Any) -> None:
         with _calls_to(*_export_entry_points()) as exported:
             got = predicted_aten_ops(model)
         expect(not exported,
-               "Your answer runs `torch.export.export` to read the ops. The exercise asks for a "
-               "prediction: work the list out from the modules of the `Sequential`, without exporting.")
-        expect(isinstance(got, (list, tuple)), f"Return a list of ops, got {type(got).__name__}.")
+               tr("Your answer runs `torch.export.export` to read the ops. The exercise asks for a "
+                  "prediction: work the list out from the modules of the `Sequential`, without exporting."))
+        expect(isinstance(got, (list, tuple)),
+               tr("Return a list of ops, got {type}.", type=type(got).__name__))
         got = [_op_name(op) for op in got]
         want = _export_targets(model, n_in)
         expect(len(got) != len(want) or all(name.count(".") == 2 for name in got),
-               f"For {_describe(model)} you predicted {got}: name each op with its overload, as export "
-               "records it (`torch.ops.aten.<op>.<overload>`); a module's op uses the `default` overload.")
+               tr("For {model} you predicted {got}: name each op with its overload, as export records it "
+                  "(`torch.ops.aten.<op>.<overload>`); a module's op uses the `default` overload.",
+                  model=_describe(model), got=got))
         expect(got == want,
-               f"For {_describe(model)} "
-               f"torch.export records {want}, you predicted {got}. Each module becomes one high-level "
-               "ATen op (`torch.ops.aten.<op>.default`), with or without a bias: export does not split "
-               "`linear` into a transpose and a matmul.")
+               tr("For {model} torch.export records {want}, you predicted {got}. Each module becomes one "
+                  "high-level ATen op (`torch.ops.aten.<op>.default`), with or without a bias: export does "
+                  "not split `linear` into a transpose and a matmul.", model=_describe(model), want=want,
+                  got=got))

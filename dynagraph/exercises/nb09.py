@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .._language import N_, tr, translated
 from .._walk import reach
 from . import Wrong, exercise, expect
 
@@ -31,7 +32,7 @@ def _memory(out: torch.Tensor) -> Any:
     return memory
 
 
-@exercise("09.1", "count what the graph keeps, each storage once, with saved_tensors_hooks",
+@exercise("09.1", N_("count what the graph keeps, each storage once, with saved_tensors_hooks"),
           answer="packed_bytes")
 def _packed_bytes(packed_bytes: Callable[[Callable[[], Any]], int]) -> None:
     x = torch.linspace(-1, 1, 1000, requires_grad=True)  # 4,000 bytes
@@ -50,32 +51,34 @@ def _packed_bytes(packed_bytes: Callable[[Callable[[], Any]], int]) -> None:
     def returns_nothing() -> None:  # the graph lives on in `kept`; only pack sees what it saves
         kept.append((x * scale).sum())
 
-    cases: dict[str, Callable[[], Any]] = {
-        "exp(x).sum() (exp keeps its 4,000-byte result)": lambda: x.exp().sum(),
-        "h * h * h with h = exp(x) (h is saved three times: one storage)": cube,
-        "h[:10] * h[10:20] (two views of one storage: the whole storage is kept)": views,
-        "x * x (mul keeps the leaf x twice: one storage)": lambda: (x * x).sum(),
-        "a function that returns nothing (mul keeps `scale`, a tensor that needs no gradient)":
+    cases: dict[str, Callable[[], Any]] = {  # each name marked with N_: translated in the hints
+        N_("exp(x).sum() (exp keeps its 4,000-byte result)"): lambda: x.exp().sum(),
+        N_("h * h * h with h = exp(x) (h is saved three times: one storage)"): cube,
+        N_("h[:10] * h[10:20] (two views of one storage: the whole storage is kept)"): views,
+        N_("x * x (mul keeps the leaf x twice: one storage)"): lambda: (x * x).sum(),
+        N_("a function that returns nothing (mul keeps `scale`, a tensor that needs no gradient)"):
             returns_nothing,
-        "x.sum() (sum saves nothing)": lambda: x.sum(),
+        N_("x.sum() (sum saves nothing)"): lambda: x.sum(),
     }
     for name, fn in cases.items():
         try:
             got = packed_bytes(fn)
         except Exception as e:
             expect(fn is not returns_nothing,
-                   f"for {name} your answer raised {type(e).__name__}: {e}. Count what `pack` sees "
-                   "while `fn()` runs: do not use what `fn()` returns.")
+                   tr("for {case} your answer raised {error}: {message}. Count what `pack` sees "
+                      "while `fn()` runs: do not use what `fn()` returns.",
+                      case=translated(name), error=type(e).__name__, message=e))
             raise
         result = fn()
         want = _graph_total(kept[-1] if fn is returns_nothing else result)
-        expect(isinstance(got, int), f"return an int (bytes), not {type(got).__name__}.")
+        expect(isinstance(got, int), tr("return an int (bytes), not {type}.", type=type(got).__name__))
         expect(got == want,
-               f"for {name} the graph keeps {want:,} bytes; you counted {got:,}. "
-               "Count allocations, not tensors: a tensor saved by several nodes is one allocation, "
-               "and a view keeps the whole memory block of the tensor it views alive.",
-               code="t.untyped_storage() is the memory block behind t (a view shares its base's block); "
-                    "its data_ptr() names the block and its nbytes() weighs all of it")
+               tr("for {case} the graph keeps {want:,} bytes; you counted {got:,}. "
+                  "Count allocations, not tensors: a tensor saved by several nodes is one allocation, "
+                  "and a view keeps the whole memory block of the tensor it views alive.",
+                  case=translated(name), want=want, got=got),
+               code=tr("t.untyped_storage() is the memory block behind t (a view shares its base's block); "
+                       "its data_ptr() names the block and its nbytes() weighs all of it"))
 
 
 def _segments(order: list[int]) -> list[list[int]]:
@@ -103,16 +106,17 @@ def _is_reentrant(out: torch.Tensor) -> bool:
     return bool(found)
 
 
-SLICE = ("layers[:3] is an nn.Sequential of layers 0-2, and cp.checkpoint(part, h, use_reentrant=False) "
-         "runs part on h and keeps only h")
-REENTRANT = ("your answer uses reentrant checkpointing (use_reentrant=True, which this PyTorch also "
-             "uses when use_reentrant is not given). It does not record the parameters in the graph, so "
-             "torch.autograd.grad, which this check uses, cannot reach them. This is a limit of "
-             "reentrant checkpointing, not an error in your split. Pass use_reentrant=False, as "
-             "PyTorch recommends.")
+# Hints used more than once, marked with N_: translated where they are shown.
+SLICE = N_("layers[:3] is an nn.Sequential of layers 0-2, and cp.checkpoint(part, h, use_reentrant=False) "
+           "runs part on h and keeps only h")
+REENTRANT = N_("your answer uses reentrant checkpointing (use_reentrant=True, which this PyTorch also "
+               "uses when use_reentrant is not given). It does not record the parameters in the graph, so "
+               "torch.autograd.grad, which this check uses, cannot reach them. This is a limit of "
+               "reentrant checkpointing, not an error in your split. Pass use_reentrant=False, as "
+               "PyTorch recommends.")
 
 
-@exercise("09.2", "two checkpointed halves keep one activation and give the same gradients",
+@exercise("09.2", N_("two checkpointed halves keep one activation and give the same gradients"),
           answer="checkpointed")
 def _checkpointed(checkpointed: Callable[[nn.Sequential, torch.Tensor], torch.Tensor]) -> None:
     torch.manual_seed(0)
@@ -132,55 +136,57 @@ def _checkpointed(checkpointed: Callable[[nn.Sequential, torch.Tensor], torch.Te
             got = torch.autograd.grad(out.sum(), params)
         except RuntimeError as e:
             expect("not have been used in the graph" not in str(e),
-                   "some weights are not in the output's graph, so they would get no gradient. "
-                   "Did part of the model run under torch.no_grad() or on a detached tensor? "
-                   "Run every layer with grad on, inside one of the two checkpoints.")
+                   tr("some weights are not in the output's graph, so they would get no gradient. "
+                      "Did part of the model run under torch.no_grad() or on a detached tensor? "
+                      "Run every layer with grad on, inside one of the two checkpoints."))
             raise
     finally:
         for hook in hooks:
             hook.remove()
     _check_halves(_segments(ran))
     expect(all(torch.allclose(a, b, atol=1e-6) for a, b in zip(got, want)),
-           "the gradients differ from the plain model's: run the same layers, in order.")
+           tr("the gradients differ from the plain model's: run the same layers, in order."))
 
 
 def _check_graph(out: object, forward: list[int], shape: torch.Size) -> None:
     if not isinstance(out, torch.Tensor) or out.shape != shape:
-        raise Wrong("return the model's output for x (shape (16, 32)), not its sum or a tuple.")
+        raise Wrong(tr("return the model's output for x (shape (16, 32)), not its sum or a tuple."))
     expect(forward == list(range(6)),
-           f"the forward pass started the layers in the order {forward}; run each of the six "
-           "layers once, in order.")
+           tr("the forward pass started the layers in the order {order}; run each of the six "
+              "layers once, in order.", order=forward))
     expect(out.grad_fn is not None,
-           "the output has no graph: with use_reentrant=True and an input that does not require "
-           "grad nothing is recorded. Use use_reentrant=False.")
-    expect(not _is_reentrant(out), REENTRANT)
+           tr("the output has no graph: with use_reentrant=True and an input that does not require "
+              "grad nothing is recorded. Use use_reentrant=False."))
+    expect(not _is_reentrant(out), translated(REENTRANT))
     one = 16 * 32 * 4
     activations = _memory(out.sum()).activations
     expect(activations <= one,
-           f"the graph still keeps {activations:,} bytes of activations; two checkpointed halves "
-           f"keep only the second half's input ({one:,} bytes). Every layer must be inside a "
-           "checkpoint, and each half must be one checkpoint, not one per layer.",
-           code=SLICE)
+           tr("the graph still keeps {activations:,} bytes of activations; two checkpointed halves "
+              "keep only the second half's input ({one:,} bytes). Every layer must be inside a "
+              "checkpoint, and each half must be one checkpoint, not one per layer.",
+              activations=activations, one=one),
+           code=translated(SLICE))
 
 
 def _check_halves(segments: list[list[int]]) -> None:
-    expect(segments, "backward ran no layer again: nothing was checkpointed.")
+    expect(segments, tr("backward ran no layer again: nothing was checkpointed."))
     expect(len(segments) != 1,
-           f"backward ran layers {segments[0]} again as one segment: that is one checkpoint around "
-           "the whole model. Split the six layers into two halves and checkpoint each half on its own.",
-           code=SLICE)
+           tr("backward ran layers {layers} again as one segment: that is one checkpoint around "
+              "the whole model. Split the six layers into two halves and checkpoint each half on its own.",
+              layers=segments[0]),
+           code=translated(SLICE))
     expect(sorted(segments) == [[0, 1, 2], [3, 4, 5]],
-           f"backward recomputed the layers in the segments {sorted(segments)}; two halves of equal "
-           "size are layers 0-2 and layers 3-5, each in its own checkpoint.",
-           code=SLICE)
+           tr("backward recomputed the layers in the segments {segments}; two halves of equal "
+              "size are layers 0-2 and layers 3-5, each in its own checkpoint.", segments=sorted(segments)),
+           code=translated(SLICE))
 
 
-@exercise("09.3", "saved_tensors_hooks that keep float32 saved tensors in half precision",
+@exercise("09.3", N_("saved_tensors_hooks that keep float32 saved tensors in half precision"),
           answer="half_hooks")
 def _half_hooks(half_hooks: Callable[[], Any]) -> None:
     pair = half_hooks()
     expect(isinstance(pair, (tuple, list)) and len(pair) == 2 and all(map(callable, pair)),
-           "return a pair (pack, unpack) of functions, as a tuple or a list.")
+           tr("return a pair (pack, unpack) of functions, as a tuple or a list."))
     pack, unpack = pair
     packed_dtypes: set[torch.dtype] = set()  # the dtypes of the tensors that pack returns
 
@@ -204,25 +210,25 @@ def _half_hooks(half_hooks: Callable[[], Any]) -> None:
         out = model(x).sum()
     total = _graph_total(out)
     expect(total <= sum(halves),
-           f"the graph keeps {total:,} bytes; float16 copies of what it saves weigh {sum(halves):,}. "
-           "pack should return a new float16 copy of the tensor, not the tensor itself or a "
-           "float32 copy.", code="pack = lambda t: t.half()")
+           tr("the graph keeps {total:,} bytes; float16 copies of what it saves weigh {halves:,}. "
+              "pack should return a new float16 copy of the tensor, not the tensor itself or a "
+              "float32 copy.", total=total, halves=sum(halves)), code="pack = lambda t: t.half()")
     expect(packed_dtypes == {torch.float16},
-           f"pack kept tensors of dtype {sorted(map(str, packed_dtypes))}. The question asks for "
-           "half precision, float16 (`torch.half`), for every saved tensor. (bfloat16 is another "
-           "16-bit format, with fewer digits.)",
+           tr("pack kept tensors of dtype {dtypes}. The question asks for half precision, float16 "
+              "(`torch.half`), for every saved tensor. (bfloat16 is another 16-bit format, with fewer "
+              "digits.)", dtypes=sorted(map(str, packed_dtypes))),
            code="pack = lambda t: t.half()")
     try:
         got = torch.autograd.grad(out, list(model.parameters()))
     except RuntimeError as e:  # unpack gave backward a float16 tensor: matmul of mixed dtypes
         expect("dtype" not in str(e),
-               f"backward failed ({e}): unpack gave it a tensor of another dtype than the one "
-               "that was saved. unpack should turn the float16 copy back into float32.",
+               tr("backward failed ({error}): unpack gave it a tensor of another dtype than the one "
+                  "that was saved. unpack should turn the float16 copy back into float32.", error=e),
                code="unpack = lambda p: p.float()")
         raise
     expect(all(g.dtype == torch.float32 for g in got),
-           "the gradients are not float32: unpack should give backward a tensor of the dtype that "
-           "was saved.", code="unpack = lambda p: p.float()")
+           tr("the gradients are not float32: unpack should give backward a tensor of the dtype that "
+              "was saved."), code="unpack = lambda p: p.float()")
     expect(all((a - b).norm() <= 1e-2 * b.norm() for a, b in zip(got, want)),  # float16: ~1e-3
-           "the gradients are far from the plain model's: unpack should give back the saved values, "
-           "not zeros or new tensors.", code="unpack = lambda p: p.float()")
+           tr("the gradients are far from the plain model's: unpack should give back the saved values, "
+              "not zeros or new tensors."), code="unpack = lambda p: p.float()")
