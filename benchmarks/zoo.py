@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import time
 from collections.abc import Callable
@@ -38,6 +39,10 @@ VOCAB = 1000  # the Hugging Face models' vocabulary: small, so the embeddings st
 ATTENTION = "eager"  # the Hugging Face models' attn_implementation: plain ops, as written in the paper
 TIME_TARGET = 2.0  # seconds: every view must display this fast (as in bench_views.py)
 SIZE_TARGET = 300.0  # KB: and this small
+# One screen: the output area of a notebook in JupyterLab at 100 % on a 1366 x 768
+# laptop, in CSS pixels. A picture's "screens" is its area at 1:1 over this area, each
+# side counted as at least one screen (a narrow tall picture scrolls one way only).
+SCREEN = (1000, 700)
 
 
 class Case(NamedTuple):
@@ -403,6 +408,14 @@ def _view(case: Case, view: str) -> Any:
     return bt
 
 
+def picture_size(graph: Any) -> tuple[float, float, float]:
+    """``(width, height, screens)`` of ``graph``'s default picture at 1:1 zoom, in CSS
+    pixels (Graphviz's points x 4/3), and how many :data:`SCREEN` it fills."""
+    width, height = (float(v) * 4 / 3 for v in re.search(
+        r'width="([\d.]+)pt" height="([\d.]+)pt"', graph.svg()).groups())  # type: ignore[union-attr]
+    return width, height, max(width, SCREEN[0]) * max(height, SCREEN[1]) / (SCREEN[0] * SCREEN[1])
+
+
 def display_cost(factory: Factory, view: str, repeats: int) -> tuple[float, float]:
     """Median seconds of ``repeats`` displays (all of the view's outputs: layout, PNG and
     script; building the view is not timed) of a freshly built view, and the KB of its
@@ -427,14 +440,18 @@ def main(argv: list[str] | None = None) -> None:
     models, left_out = available()
     for name, why in left_out.items():
         print(f"skipped {name}: {why}")
-    print("| model | view | s | KB | verdict |\n|---|---|---:|---:|---|")
+    print("| model | view | s | KB | picture at 1:1 (px) | screens | verdict |\n"
+          "|---|---|---:|---:|---:|---:|---|")
     for name, factory in models.items():
         if args.only and not any(o.lower() in name.lower() for o in args.only):
             continue
         for view in ("draw", "live", "backward"):
             s, kb = display_cost(factory, view, args.repeats)
+            obj = _view(factory(), view)
+            w, h, screens = picture_size(obj if view == "draw" else obj.graph())
             ok = s <= TIME_TARGET and kb <= SIZE_TARGET
-            print(f"| {name} | {view} | {s:.3f} | {kb:.1f} | {'PASS' if ok else 'MISS'} |", flush=True)
+            print(f"| {name} | {view} | {s:.3f} | {kb:.1f} | {w:,.0f} x {h:,.0f} | {screens:.1f} | "
+                  f"{'PASS' if ok else 'MISS'} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ._records import Node
     from ._roll import Block
 
-__all__ = ["SPLIT_LEAVES", "STYLE", "Overlay", "StepText", "frames", "node_label", "quote", "to_dot"]
+__all__ = ["FAINT", "SPLIT_LEAVES", "STYLE", "Overlay", "StepText", "frames", "node_label", "quote", "to_dot"]
 
 # Legend: colour and shape per node kind (documented in draw()).
 STYLE = {
@@ -35,11 +35,19 @@ _HEADER = (
     '  node [fontname="Helvetica" fontsize=10 height=0.3 margin="0.08,0.03"]\n'
     '  edge [arrowsize=0.6 color="#495057" fontname="Helvetica" fontsize=8]\n'
 )
+# A node that does not feed the output a recording is drawn for (later attributes win).
+FAINT = 'color="#adb5bd" fontcolor="#868e96" fillcolor="#f8f9fa"'
 # A leaf feeding more ops than this is drawn once per op: small graphs keep one box
 # per tensor, while an RNN weight used at every step no longer fans out everywhere.
 SPLIT_LEAVES = 3
+# Graphviz keeps an edge this many times harder to bend than a leaf's: the chain of ops
+# stays straight and the leaves go beside it (with weight 1 everywhere, a MobileNet's
+# chain drifted sideways one step per leaf: 2,008 pt wide; 818 pt with this).
+_CHAIN_WEIGHT = 4
 # Where a drawn node goes: ((rolled block or None, module path or None), node, DOT name).
 _Place = tuple[tuple[int | None, str | None], "Node", str]
+# A frame: ("block", k) for rolled block k, (block or None, module path) for a module.
+_Frame = tuple[Any, Any]
 
 
 
@@ -96,6 +104,8 @@ class Overlay:
         edge_norms: ``{(src, dst): gradient norm}``: edge width and label from the norm,
             arrows turned to point the way the gradient flows.
         highlight: Node ids outlined in red (a diff's new nodes).
+        faint: Node ids drawn faint (grey text and outline, a pale fill): in a
+            recording, the nodes that do not feed the output it is drawn for.
         block_notes: ``{block index: text}`` added under a rolled block's ``×N`` title
             (the per-iteration gradient sparkline).
         notes: ``{node id: text}`` added as a last line inside the node (saved bytes).
@@ -110,6 +120,7 @@ class Overlay:
     badges: dict[int, str] = field(default_factory=dict)
     edge_norms: dict[tuple[int, int], float] = field(default_factory=dict)
     highlight: set[int] = field(default_factory=set)
+    faint: set[int] = field(default_factory=set)
     block_notes: dict[int, str] = field(default_factory=dict)
     notes: dict[int, str] = field(default_factory=dict)
     fills: dict[int, str] = field(default_factory=dict)
@@ -148,20 +159,77 @@ def to_dot(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
     if title:
         lines.append(f"  labelloc=t label={quote(title)}\n")
     places, copies = _places(nodes, edges, blocks, split_leaves)
-    tree: dict = {}  # (block index or None, module path) -> DOT node lines
+    anchors = _anchors(blocks)
+    inner: dict[_Frame | None, list[str]] = {}  # innermost frame (None: no frame) -> DOT node lines
+    parents: dict[_Frame, _Frame | None] = {}  # in the order frames are first met in creation order
+    for key, _, _ in sorted(places, key=lambda p: (p[1].seq is None, p[1].seq or 0)):
+        chain = _chain(key, anchors)
+        for outer, frame in zip((None, *chain), chain, strict=False):
+            parents.setdefault(frame, outer)
     for key, node, name in places:
-        tree.setdefault(key, []).append(_node_line(node, name, _node_extra(node.id, overlay),
-                                                   overlay.notes.get(node.id, "")))
-    lines.extend(_frames_dot(tree, module_types, blocks, overlay.block_notes))
+        chain = _chain(key, anchors)
+        inner.setdefault(chain[-1] if chain else None, []).append(
+            _node_line(node, name, _node_extra(node.id, overlay), overlay.notes.get(node.id, "")))
+    lines.extend(_frames_dot(inner, parents, module_types, blocks, overlay.block_notes))
     loops = {edge for block in blocks for edge in block.loops}
     span = _norm_span(overlay.edge_norms)
+    spaced = _entering(places, edges, anchors)
+    computed = {node.id for _, node, _ in places if node.kind not in ("parameter", "input")}
+    straight = {(src, dst) for src, dst in edges if src in computed and dst in computed} - loops
     for k, (src, dst) in enumerate(edges):
         a = copies.get((src, dst), f"n{src}")
         extra = _edge_extra((src, dst), overlay, span, (src, dst) in loops)
+        if (src, dst) in spaced:
+            extra = f"minlen=2 {extra}".rstrip()
+        if (src, dst) in straight:
+            extra = f"weight={_CHAIN_WEIGHT} {extra}".rstrip()
         lines.append(f'  {a} -> n{dst} [id="e{k}" class="dg-edge dg-from-{src} dg-to-{dst}"'
                      f"{' ' + extra if extra else ''}]\n")
     lines.append("}\n")
     return "".join(lines)
+
+
+def _anchors(blocks: Sequence[Block]) -> dict[int, str]:
+    """Block index -> the module whose frame holds the block: the module every iteration
+    runs inside (``transformer.h`` for ``transformer.h.0`` ... ``.11``), where known."""
+    return {k: block.module for k, block in enumerate(blocks) if block.module}
+
+
+def _chain(key: tuple[int | None, str | None], anchors: Mapping[int, str]) -> tuple[_Frame, ...]:
+    """The frames a node placed at ``key`` (its block, its module path) sits in, outermost first.
+
+    A block sits inside the frames of its anchor module and the modules around it; inside
+    the block, a frame for each module below the anchor. So a GPT-2's rolled layers are
+    drawn inside ``transformer: GPT2Model`` beside its embeddings, not in a copy of it.
+    """
+    block, path = key
+    parts = path.split(".") if path else []
+    if block is None:
+        return tuple((None, ".".join(parts[:i])) for i in range(1, len(parts) + 1))
+    anchor = anchors.get(block)
+    inside = anchor is not None and (path == anchor or (path or "").startswith(anchor + "."))
+    depth = len(anchor.split(".")) if anchor and inside else 0
+    return (tuple((None, ".".join(parts[:i])) for i in range(1, depth + 1)) + (("block", block),)
+            + tuple((block, ".".join(parts[:i])) for i in range(depth + 1, len(parts) + 1)))
+
+
+def _entering(places: Sequence[_Place], edges: Sequence[tuple[int, int]],
+              anchors: Mapping[int, str]) -> set[tuple[int, int]]:
+    """Edges from an op into a frame the op is not in.
+
+    Graphviz ranks a leaf one above the op that reads it: the rank of that op's other
+    input. When the op is in a frame its other input is not in, the leaf (or a ``t()``
+    of it) is in the frame too, so the frame and the frame it comes from overlap by one
+    rank; frames cannot overlap, so Graphviz puts the new frame beside the old one.
+    Along a chain of modules (a ResNet's blocks, a Transformer's layers) that made a
+    staircase as wide as the model is deep (8,319 px for the zoo's ResNet with module
+    frames; 857 px with this). These edges get ``minlen=2``: the leaf takes the rank between.
+    """
+    where = {node.id: key for key, node, name in places if name == f"n{node.id}"}
+    kinds = {node.id: node.kind for _, node, _ in places}
+    return {(src, dst) for src, dst in edges
+            if src in where and dst in where and kinds[src] not in ("parameter", "input")
+            and not set(_chain(where[dst], anchors)) <= set(_chain(where[src], anchors))}
 
 
 def _node_extra(nid: int, overlay: Overlay) -> str:
@@ -172,6 +240,8 @@ def _node_extra(nid: int, overlay: Overlay) -> str:
         parts.append('color="#e03131" penwidth=2.5')
     if nid in overlay.fills:  # after the kind's style: the later fillcolor wins
         parts.append(f'fillcolor="{overlay.fills[nid]}"')
+    if nid in overlay.faint:
+        parts.append(FAINT)
     return " ".join(parts)
 
 
@@ -233,12 +303,10 @@ def frames(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], blocks: Sequ
            split_leaves: int | None = SPLIT_LEAVES) -> list[list[int]]:
     """Node ids inside each frame, in the order :func:`to_dot` numbers them ``dg-f<k>``."""
     members: dict = {}
-    for (block, path), node, _ in _places(nodes, edges, blocks, split_leaves)[0]:
-        if block is not None:
-            members.setdefault(("block", block), set()).add(node.id)
-        parts = path.split(".") if path is not None else []
-        for i in range(1, len(parts) + 1):
-            members.setdefault((block, ".".join(parts[:i])), set()).add(node.id)
+    anchors = _anchors(blocks)
+    for key, node, _ in _places(nodes, edges, blocks, split_leaves)[0]:
+        for frame in _chain(key, anchors):
+            members.setdefault(frame, set()).add(node.id)
     return [sorted(members[key]) for key in _frame_order(members)]
 
 
@@ -298,44 +366,39 @@ def _meta_line(node: Node) -> str:
     return text
 
 
-def _frames_dot(tree: dict[tuple[int | None, str | None], list[str]], module_types: Mapping[str, str],
-                blocks: Sequence[Block], notes: Mapping[int, str]) -> list[str]:
-    """Nodes inside nested ``subgraph cluster_...`` blocks: rolled blocks, then modules."""
-    out = list(tree.get((None, None), []))
-    children: dict = {}  # (block, parent path) -> child paths
-    for b, path in tree:
-        if path is None:
-            continue
-        parts = path.split(".")
-        for i in range(1, len(parts) + 1):
-            children.setdefault((b, ".".join(parts[:i - 1]) or None), set()).add(".".join(parts[:i]))
-    keys = [("block", k) for k in range(len(blocks))]
-    keys += [(b, p) for (b, _), paths in children.items() for p in paths]
-    number = {key: i for i, key in enumerate(_frame_order(keys))}
+def _frames_dot(inner: Mapping[_Frame | None, list[str]], parents: Mapping[_Frame, _Frame | None],
+                module_types: Mapping[str, str], blocks: Sequence[Block],
+                notes: Mapping[int, str]) -> list[str]:
+    """Nodes inside nested ``subgraph cluster_...`` blocks: module frames and rolled blocks."""
+    children: dict[_Frame | None, list[_Frame]] = {}
+    for frame, parent in parents.items():  # written in creation order: Graphviz keeps it left to right
+        children.setdefault(parent, []).append(frame)
+    number = {key: i for i, key in enumerate(_frame_order(parents))}
 
-    def emit(block: int | None, path: str, indent: str) -> list[str]:
-        kind = module_types.get(path)
-        title = f"{path}: {kind}" if kind else path
-        name = f"cluster_{path}" if block is None else f"cluster_roll{block}_{path}"
-        lines = [f"{indent}subgraph {quote(name)} {{\n",
-                 f'{indent}  id="f{number[(block, path)]}" class="dg-frame dg-f{number[(block, path)]}" '
-                 f'label={quote(title)} style="rounded,dashed" color="#868e96" fontcolor="#495057"\n']
-        lines += [indent + line for line in tree.get((block, path), [])]
-        for child in sorted(children.get((block, path), ())):
-            lines += emit(block, child, indent + "  ")
+    def emit(frame: _Frame, indent: str) -> list[str]:
+        f = number[frame]
+        if frame[0] == "block":
+            k = frame[1]
+            title = f"\u00d7{blocks[k].repeats:,}  {blocks[k].label}"
+            title += f"\n{notes[k]}" if k in notes else ""
+            lines = [f'{indent}subgraph "cluster_roll{k}" {{\n',
+                     f'{indent}  id="f{f}" class="dg-frame dg-block dg-f{f}" label={quote(title)} '
+                     'style="rounded,filled" fillcolor="#fff9db" color="#f08c00" fontcolor="#e8590c"\n']
+        else:
+            block, path = frame
+            kind = module_types.get(path)
+            title = f"{path}: {kind}" if kind else path
+            name = f"cluster_{path}" if block is None else f"cluster_roll{block}_{path}"
+            lines = [f"{indent}subgraph {quote(name)} {{\n",
+                     f'{indent}  id="f{f}" class="dg-frame dg-f{f}" label={quote(title)} '
+                     'style="rounded,dashed" color="#868e96" fontcolor="#495057"\n']
+        lines += [indent + line for line in inner.get(frame, [])]
+        for child in children.get(frame, []):
+            lines += emit(child, indent + "  ")
         lines.append(f"{indent}}}\n")
         return lines
 
-    for k, block in enumerate(blocks):
-        title = f"\u00d7{block.repeats:,}  {block.label}" + (f"\n{notes[k]}" if k in notes else "")
-        f = number[("block", k)]
-        out += [f'  subgraph "cluster_roll{k}" {{\n',
-                f'    id="f{f}" class="dg-frame dg-block dg-f{f}" label={quote(title)} '
-                'style="rounded,filled" fillcolor="#fff9db" color="#f08c00" fontcolor="#e8590c"\n']
-        out += ["  " + line for line in tree.get((k, None), [])]
-        for top in sorted(children.get((k, None), ())):
-            out += emit(k, top, "    ")
-        out.append("  }\n")
-    for top in sorted(children.get((None, None), ())):
-        out += emit(None, top, "  ")
+    out = list(inner.get(None, []))
+    for top in children.get(None, []):
+        out += emit(top, "  ")
     return out

@@ -8,11 +8,12 @@ writes its DOT. ``Graph.to_dot``, every view and the page all draw through
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import _dot, _patch, _roll, memory
+from . import _dot, _patch, _roll, _transform, memory
 from ._dot import Overlay
 from ._records import Node
 
@@ -78,11 +79,26 @@ def picture(graph: Graph, *, roll: str | bool = "auto", max_nodes: int | None = 
             pic = Picture(variant(graph, rolled.nodes, rolled.edges, blocks=rolled.blocks,
                                   max_nodes=graph.max_nodes, module_types=rolled.module_types),
                           rolled.mapping, rolled.iteration)
+        pic = _merged(pic)
     if max_nodes is not None and len(pic.graph.nodes) > max_nodes:
         folded, fmap = pic.graph.folded(max_nodes)
         iteration = pic.iteration if len(folded.blocks) == len(pic.graph.blocks) else {}
         pic = Picture(folded, {old: fmap.get(new, new) for old, new in pic.mapping.items()}, iteration)
     return pic
+
+
+def _merged(pic: Picture) -> Picture:
+    """``pic`` with each chain of shape ops drawn as one node (:func:`_transform.merge_chains`)."""
+    g = pic.graph
+    in_block = {nid: k for k, block in enumerate(g.blocks) for nid in block.nodes}
+    frames = {n.id: (in_block.get(n.id), n.module) for n in g.nodes}
+    loops = {i for block in g.blocks for edge in block.loops for i in edge}
+    nodes, edges, chains = _transform.merge_chains(g.nodes, g.edges, frames, keep=loops)
+    if not chains:
+        return pic
+    blocks = [dataclasses.replace(b, nodes=[i for i in b.nodes if i not in chains]) for b in g.blocks]
+    merged = variant(g, nodes, edges, blocks=blocks, max_nodes=g.max_nodes)
+    return Picture(merged, {old: chains.get(new, new) for old, new in pic.mapping.items()}, pic.iteration)
 
 
 def variant(graph: Graph, nodes: list[Node], edges: list[tuple[int, int]], *, blocks: list[Block],
@@ -121,6 +137,9 @@ def _drawing(graph: Graph, overlay: Overlay | None, full: bool) -> tuple[Picture
 def _mapped(pic: Picture, overlay: Overlay) -> tuple[Overlay, Series]:
     """The DOT part of ``overlay`` in drawn ids, and per-iteration norms of rolled edges."""
     out = Overlay(highlight={pic.mapping[i] for i in overlay.highlight if i in pic.mapping})
+    if overlay.faint:  # a drawn node is faint when every node it stands for is
+        shown = {pic.mapping[i] for i in pic.mapping if i not in overlay.faint}
+        out.faint = {pic.mapping[i] for i in overlay.faint if i in pic.mapping} - shown
     for nid, badge in overlay.badges.items():
         out.badges.setdefault(pic.mapping[nid], badge)
     by_edge: dict[tuple[int, int], dict[int, float]] = {}

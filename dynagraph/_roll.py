@@ -18,6 +18,12 @@ _LAGS = 4  # gaps to the next 1..4 occurrences of a label propose periods
 _PERIODS = 10  # candidate periods tried per segment, most frequent gap first
 _TRIES = 24  # candidate runs verified per segment, most nodes covered first
 _LOOSE_MIN = 8  # fewest ops a loop-free run (parallel copies, no state) must cover
+# A region seen only twice rolls when an iteration holds at least this many ops: two
+# Transformer layers (GPT-2: 68 ops each, T5: 50-75, Llama: 95) or two ResNet blocks draw
+# as one, while two short runs of a few ops (a small example written out twice) stay
+# apart, where a learner sees every op. Measured on the zoo: benchmarks/README.md.
+TWICE_MIN = 12
+_HOIST_MAX = 6  # most ops in a value computed from leaves that may move ahead (see _hoisted)
 
 
 @dataclass
@@ -106,7 +112,7 @@ def roll(
     nodes: Sequence[Node],
     edges: Sequence[tuple[int, int]],
     *,
-    min_repeats: int = 3,
+    min_repeats: int = 2,
     module_types: Mapping[str, str] | None = None,
 ) -> Rolled:
     """Keep each repeated region of the graph once, as a block drawn ×N.
@@ -147,6 +153,18 @@ def roll(
                          f"times or more); got {min_repeats!r}")
     seq = _sequence(nodes, edges)
     runs = _find_runs(seq, min_repeats)
+    groups = _hoisted(seq)
+    for _ in range(2):  # shared values computed inside the first iteration: try them first
+        if not groups:
+            break
+        other = _sequence(nodes, edges, first=sorted(set().union(*(ids for ids, _ in groups))))
+        other_runs = _find_runs(other, min_repeats)
+        kept = [(ids, by) for ids, by in groups if _read_across(other, other_runs, by)]
+        if len(kept) == len(groups):
+            if sum(r.covered for r in other_runs) > sum(r.covered for r in runs):
+                seq, runs = other, other_runs
+            break
+        groups = kept  # a value each iteration makes and reads itself: it stays where it is
     if not runs:
         return Rolled(list(nodes), list(edges), [], {n.id: n.id for n in nodes}, {}, dict(module_types or {}))
     return _build(nodes, edges, seq, runs, module_types or {})
@@ -158,10 +176,14 @@ def _key(node: Node) -> tuple:
     return (node.kind, node.name, label, node.shape, node.dtype, node.device, node.count)
 
 
-def _sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]]) -> _Seq:
-    """The ops (nodes with a creation counter, outputs aside) in creation order."""
+def _sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]], first: Sequence[int] = ()) -> _Seq:
+    """The ops (nodes with a creation counter, outputs aside) in creation order; the ops
+    whose ids are in ``first`` come before all others (see :func:`_hoisted`)."""
     ops = sorted((n for n in nodes if n.seq is not None and n.kind != "output"),
                  key=lambda n: n.seq or 0)
+    if first:
+        ahead = set(first)
+        ops = [n for n in ops if n.id in ahead] + [n for n in ops if n.id not in ahead]
     interned: dict[tuple, int] = {}
     keys = [interned.setdefault(_key(n), len(interned)) for n in ops]
     pos = {n.id: i for i, n in enumerate(ops)}
@@ -177,6 +199,52 @@ def _sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]]) -> _Seq:
     hints = [n.module or _common(owner(leaves[x].label) for x in feeds[i] if leaves[x].kind == "parameter")
              for i, n in enumerate(ops)]  # a parameter's name says which module reads it
     return _Seq(ops, keys, out, indeg, *_nearest(hints), feeds, spans, leaves)
+
+
+def _hoisted(seq: _Seq) -> list[tuple[set[int], list[int]]]:
+    """Values that a few ops compute from leaves alone and that several like ops read:
+    per value, the ids of the ops that compute it and of the ops that read it.
+
+    T5's first layer computes the relative position bias from its own weight (an
+    embedding, a permute, an unsqueeze) and every later layer reads that same value:
+    the first layer has three ops more than the others, so no two layers match. These
+    ops read no other op, so they may come first without changing the graph: moved
+    ahead of everything, they leave layers that match, and draw as nodes outside the
+    block that every iteration reads (:func:`roll` keeps the move only then).
+    """
+    producers: list[list[int]] = [[] for _ in seq.ops]
+    for i, outs in enumerate(seq.out):
+        for j in outs:
+            producers[j].append(i)
+    found = []
+    for i, outs in enumerate(seq.out):
+        if len(outs) >= 2 and len({seq.keys[j] for j in outs}) == 1:
+            ops = _ancestors(i, producers, _HOIST_MAX)
+            if ops is not None and not any(j in ops for j in outs):
+                found.append(({seq.ops[k].id for k in ops}, [seq.ops[j].id for j in outs]))
+    return found
+
+
+def _read_across(seq: _Seq, runs: Sequence[_Run], readers: Sequence[int]) -> bool:
+    """Whether the ops ``readers`` lie in two or more iterations of one run: the value
+    they read is shared across iterations (not one each iteration makes and reads twice)."""
+    pos = {n.id: i for i, n in enumerate(seq.ops)}
+    spots = {(r, (pos[nid] - run.start) // run.period) for nid in readers for r, run in enumerate(runs)
+             if run.start <= pos[nid] < run.stop}
+    return len({r for r, _ in spots}) == 1 and len(spots) >= 2
+
+
+def _ancestors(i: int, producers: Sequence[Sequence[int]], most: int) -> set[int] | None:
+    """``i`` and every op it is computed from, or ``None`` if they are more than ``most``."""
+    found, todo = {i}, [i]
+    while todo:
+        for p in producers[todo.pop()]:
+            if p not in found:
+                if len(found) == most:
+                    return None
+                found.add(p)
+                todo.append(p)
+    return found
 
 
 def _leaf_uses(edges: Iterable[tuple[int, int]], pos: Mapping[int, int], leaves: Mapping[int, Node],
@@ -374,7 +442,7 @@ def _verified(seq: _Seq, run: _Run, min_repeats: int) -> _Run | None:
               for first in range(run.start, run.stop, run.period)]
     sigs = _Signatures(*_edge_signatures(seq, run), _leaf_signatures(seq, run), inputs)
     first, repeats = _longest_group(sigs, run.period)
-    if repeats < min_repeats:
+    if repeats < max(min_repeats, 2 if run.period >= TWICE_MIN else 3):
         return None
     found = _Run(run.start + first * run.period, run.period, repeats)
     if not sigs.cross[first] and (found.covered < _LOOSE_MIN or not _same_consumers(seq, found)):
@@ -705,8 +773,14 @@ def _tagged_span(iters: Sequence[Sequence[Node]], heads: Sequence[str | None],
     Linear, Tanh"`` for iterations each spanning several; ``None`` for one module or no tags."""
     named = [h for h in heads if h]
     if len(named) == len(heads):
-        one = len(set(named)) == 1  # one module called each time: not a span
-        return None if one else _named_span(named[0], named[-1], map(module_types.get, named))
+        if len(set(named)) == 1:  # one module called each time: not a span
+            return None
+        split = _split_index(named)  # encoder.block.0.layer ... encoder.block.1.layer: cut at the index
+        if split is not None:
+            before, _, indices = split
+            cut = [f"{before}.{i}" if before else str(i) for i in indices]
+            return _named_span(cut[0], cut[-1], map(module_types.get, cut))
+        return _named_span(named[0], named[-1], map(module_types.get, named))
     tagged = [[n.module for n in ops if n.module] for ops in iters]
     if not all(tagged):
         return None

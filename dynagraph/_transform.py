@@ -1,9 +1,10 @@
-"""Make big graphs drawable: collapse modules to one node, fold the middle away."""
+"""Make big graphs drawable: collapse modules to one node, merge chains of shape ops, fold the middle away."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 
 from ._records import Node, owner
 
@@ -127,3 +128,69 @@ def _middle(ids: list[int], k: int) -> list[int]:
     """``k`` ids from the middle of ``ids`` (all of them if there are fewer)."""
     start = max(0, (len(ids) - k) // 2)
     return ids[start:start + k] if k > 0 else []
+
+
+# Ops that only change how a tensor's values are laid out (shape, strides, a copy):
+# chains of them fill a Transformer's attention (view, transpose, expand, clone,
+# unsafe view) between the ops that compute something.
+SHAPE_OPS = frozenset({
+    "AliasBackward0", "CloneBackward0", "ExpandBackward0", "PermuteBackward0", "ReshapeAliasBackward0",
+    "SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2", "TBackward0", "TransposeBackward0",
+    "TransposeBackward1", "UnsafeViewBackward0", "UnsqueezeBackward0", "ViewBackward0",
+})
+SHORT = "Backward0"  # dropped from the names in a merged node's label
+
+
+def merge_chains(nodes: list[Node], edges: list[tuple[int, int]], frames: Mapping[int, object],
+                 keep: Collection[int] = ()) -> tuple[list[Node], list[tuple[int, int]], dict[int, int]]:
+    """Draw each chain of two or more shape ops (:data:`SHAPE_OPS`) as one node.
+
+    A chain is a path ``a -> b -> ...`` where each op feeds only the next and the next
+    reads only it, all in one frame (``frames``: node id -> its block and module; a
+    chain never crosses a frame's edge) and none in ``keep`` (a loop edge's ends). The
+    merged node keeps the last op's id, name and shape; its label lists the ops in
+    order (``View → Transpose → Expand``) and its ``count`` is theirs.
+
+    Returns ``(nodes, edges, mapping)``: ``mapping`` sends each merged id to the last
+    op's id (ids not in it are unchanged).
+    """
+    by_id = {n.id: n for n in nodes}
+    outs: dict[int, list[int]] = {}
+    ins: dict[int, list[int]] = {}
+    for src, dst in edges:
+        outs.setdefault(src, []).append(dst)
+        ins.setdefault(dst, []).append(src)
+
+    def shape_op(i: int) -> bool:
+        n = by_id[i]
+        return n.kind == "op" and n.name in SHAPE_OPS and i not in keep
+
+    def joined(a: int) -> int | None:  # the op that a chain continues with after a, if any
+        after = outs.get(a, [])
+        if len(after) == 1 and shape_op(after[0]) and ins.get(after[0]) == [a] \
+                and frames.get(after[0]) == frames.get(a):
+            return after[0]
+        return None
+
+    mapping: dict[int, int] = {}
+    merged: dict[int, Node] = {}
+    for n in nodes:
+        if not shape_op(n.id) or n.id in mapping:
+            continue
+        before = ins.get(n.id, [])
+        if len(before) == 1 and shape_op(before[0]) and joined(before[0]) == n.id:
+            continue  # not the first op of its chain
+        chain = [n.id]
+        while (nxt := joined(chain[-1])) is not None:
+            chain.append(nxt)
+        if len(chain) < 2:
+            continue
+        last = by_id[chain[-1]]
+        label = " \u2192 ".join(by_id[i].name.removesuffix(SHORT) for i in chain)
+        merged[last.id] = replace(last, label=label, count=sum(by_id[i].count for i in chain))
+        for i in chain[:-1]:
+            mapping[i] = last.id
+    if not mapping:
+        return nodes, edges, {}
+    kept = [merged.get(n.id, n) for n in nodes if n.id not in mapping]
+    return kept, _remap(edges, mapping), mapping

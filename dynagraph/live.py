@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -182,6 +183,54 @@ class Recording(_page.View):
         made = {i for s in self.steps for i in s.nodes}
         return {n.id for n in self.nodes if n.id not in made}
 
+    def unused(self) -> tuple[Step | None, set[int]]:
+        """The last step that made nodes, and the ids of the nodes that do not feed its result.
+
+        A recording is drawn for the result of its last op that made autograd nodes
+        (usually the loss): nodes that do not lead to it (an ``nn.LSTM``'s final states
+        when the loss reads only its output, a forward whose result is dropped) are drawn
+        faint, and the step list says how many. :meth:`feeding` draws only what feeds
+        another tensor.
+        """
+        last = next((s for s in reversed(self.steps) if s.nodes), None)
+        if last is None:
+            return None, set()
+        used = set(last.nodes) - {src for src, _ in self.edges}  # its nodes that feed nothing: its result
+        return last, {n.id for n in self.nodes} - _ancestors(used, self.edges)
+
+    def feeding(self, tensor: torch.Tensor) -> Recording:
+        """This recording, restricted to what ``tensor`` is computed from: the steps that
+        made a node ``tensor`` depends on, and those nodes.
+
+        Raises:
+            TypeError: ``tensor`` is not a tensor.
+            ValueError: ``tensor`` was not computed in this block (a leaf, or made elsewhere).
+
+        Example:
+            >>> with dg.live(model) as rec:
+            ...     out, (h, c) = lstm(x)
+            ...     loss = out.pow(2).mean()
+            >>> rec.feeding(h)       # only the steps that h depends on
+        """
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"feeding() takes a tensor made inside the block; got {type(tensor).__name__}")
+        fn = tensor.grad_fn
+        nid = None if fn is None else _torch.metadata(fn).get(self._key)
+        if nid is None:
+            made = "a leaf (no grad_fn)" if fn is None else f"its node {fn.name()} was not made in this block"
+            raise ValueError(f"this tensor was not computed inside the live() block: {made}. "
+                             "Pass a tensor that an op in the block returned, such as the loss.")
+        keep = _ancestors({nid}, self.edges)
+        rec = Recording({}, {})
+        rec.module_types = self.module_types
+        rec._nodes = [n for n in self.nodes if n.id in keep]
+        rec._edges = [e for e in self.edges if e[0] in keep and e[1] in keep]
+        rec._steps = [dataclasses.replace(s, index=k, nodes=[i for i in s.nodes if i in keep])
+                      for k, s in enumerate(x for x in self.steps if any(i in keep for i in x.nodes))]
+        if self.memory is not None:
+            rec.memory = self.memory.subset(keep)
+        return rec
+
     def _overlays(self) -> Overlay:
         """The steps, and each node's source line, for the picture."""
         names = {n.id: n.name for n in self.nodes}
@@ -191,12 +240,21 @@ class Recording(_page.View):
         info = {nid: f"step {s.index + 1}: {s.op} [{s.where}] {s.code}"  # steps count from 1
                 for s in self.steps for nid in s.nodes}
         totals = self.saved_by_step() if self.memory is not None else []
-        return Overlay(steps=steps, info=info, mode="reveal", totals=totals)
+        return Overlay(steps=steps, info=info, mode="reveal", totals=totals, faint=self.unused()[1])
+
+    def _caption(self) -> str:
+        """The step list's heading: how many steps, and what is drawn faint."""
+        caption = f"{len(self.steps):,} steps"
+        last, unused = self.unused()
+        if unused and last is not None:
+            caption += (f"; {len(unused):,} nodes drawn faint do not feed the result of step "
+                        f"{last.index + 1:,} ({last.op}): rec.feeding(tensor) draws only what feeds a tensor")
+        return caption
 
     def _outputs(self) -> list[_page.Output]:
         if not self.steps:
             return [_page.Output({"text/plain": repr(self)}, {})]
-        return _page.outputs(self.graph(), repr(self), self._overlays(), caption=f"{len(self.steps):,} steps")
+        return _page.outputs(self.graph(), repr(self), self._overlays(), caption=self._caption())
 
     # -- recording: what dynagraph's torch patching (_patch) calls while the block runs --
 
@@ -366,6 +424,20 @@ class Recording(_page.View):
                     roots.append((t, nid))
         if roots:
             _torch.hold_deep_graph(roots, held, self._edges)
+
+
+def _ancestors(ids: set[int], edges: Sequence[tuple[int, int]]) -> set[int]:
+    """``ids`` and every node they are computed from (``edges`` run producer -> consumer)."""
+    producers: dict[int, list[int]] = {}
+    for src, dst in edges:
+        producers.setdefault(dst, []).append(src)
+    found, todo = set(ids), list(ids)
+    while todo:
+        for src in producers.get(todo.pop(), ()):
+            if src not in found:
+                found.add(src)
+                todo.append(src)
+    return found
 
 
 def _template(step: Step, text: str) -> StepText:

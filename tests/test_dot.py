@@ -191,3 +191,66 @@ def test_special_characters_render_literally_and_svg_parses():
     assert f"{weird}.weight" in texts and f"{weird}.bias" in texts
     (svg,) = pictures(html_of(graph))
     assert weird in svg_texts(svg)
+
+
+# Frames: rolled blocks inside their modules, numbered as frames() says.
+
+def frames_in_dot(dot: str) -> dict[int, set[int]]:
+    """Frame number -> ids of the nodes drawn inside it (nested frames included), read from DOT."""
+    stack: list[int | None] = []
+    members: dict[int, set[int]] = {}
+    for line in dot.splitlines():
+        text = line.strip()
+        if text.startswith("subgraph "):
+            stack.append(None)
+        elif (m := re.match(r'id="f(\d+)"', text)) and stack and stack[-1] is None:
+            stack[-1] = int(m[1])
+            members[int(m[1])] = set()
+        elif text == "}" and stack:
+            stack.pop()
+        elif m := re.match(r"n(\d+)(?:_\d+)? \[id=", text):
+            for frame in stack:
+                members[frame].add(int(m[1]))
+    return members
+
+
+def tracked_gpt2():
+    from test_roll_leaves import GPT2
+    torch.manual_seed(0)
+    model = GPT2(layers=4)
+    with dg.track_modules(model):
+        out = model(torch.randn(1, 5, 16)).sum()
+    return dg.draw(out, params=model)
+
+
+def test_frames_lists_what_each_numbered_frame_of_the_dot_holds():
+    graph = tracked_gpt2()
+    pic = graph.picture()
+    listed = _dot.frames(pic.nodes, pic.edges, pic.blocks)
+    assert {k: set(ids) for k, ids in enumerate(listed)} == frames_in_dot(graph.to_dot())
+
+
+def test_a_rolled_block_sits_inside_the_frame_of_its_module_list():
+    """One 'transformer' frame holds the block and the final LayerNorm alike: a second
+    copy of it inside the block made Graphviz draw the two side by side."""
+    dot = tracked_gpt2().to_dot()
+    titles = {label: int(f) for f, label in re.findall(r'id="f(\d+)" class="dg-frame[^"]*" label="([^"]*)"', dot)}
+    assert [t for t in titles if t.startswith("transformer:")] == ["transformer: Module"]
+    assert [t for t in titles if t.startswith("transformer.h:")] == ["transformer.h: ModuleList"]
+    members = frames_in_dot(dot)
+    block = members[titles["\u00d74  transformer.h.0\u20133: GPT2Block"]]
+    assert block <= members[titles["transformer.h: ModuleList"]] < members[titles["transformer: Module"]]
+    assert members[titles["transformer.ln_f: LayerNorm"]] < members[titles["transformer: Module"]]
+
+
+def test_an_edge_into_a_frame_leaves_a_rank_for_its_leaves_and_ops_keep_a_straight_chain():
+    dot = tracked_gpt2().to_dot()
+    entering = re.findall(r"(n\d+) -> (n\d+) \[[^\]]*minlen=2", dot)
+    assert entering, "edges into module frames get minlen=2"
+    leaf_edges = re.findall(r'n\d+(?:_\d+)? -> n\d+ \[id="e\d+" class="dg-edge dg-from-(\d+)[^\]]*\]', dot)
+    parameters = {int(m) for m in re.findall(r'n(\d+)(?:_\d+)? \[id="n\d+(?:_\d+)?" class="dg-parameter', dot)}
+    for line in dot.splitlines():
+        if " -> " in line:
+            src = int(re.search(r"dg-from-(\d+)", line)[1])
+            assert ("weight=4" in line) == (src not in parameters and "constraint=false" not in line), line
+    assert leaf_edges

@@ -4,6 +4,7 @@ import contextlib
 import gc
 import importlib
 import inspect
+import re
 import weakref
 
 import pytest
@@ -683,3 +684,61 @@ def test_a_failed_redraw_never_reaches_the_loop_and_says_why(monkeypatch, error)
     assert "the recording goes on" in text
     monkeypatch.undo()
     assert "MulBackward0" in rec.graph().counts()  # the recording still draws afterwards
+
+
+# -- what a recording is drawn for: nodes that do not feed it are faint -----------------
+
+def lstm_recording():
+    torch.manual_seed(0)
+    lstm = nn.LSTM(3, 4, dtype=torch.float64)  # float64: every step recorded (oneDNN is float32 only)
+    x = torch.randn(5, 2, 3, dtype=torch.float64)
+    with dg.live(lstm) as rec:
+        out, (h, c) = lstm(x)
+        loss = out.pow(2).mean()
+    return rec, out, h, c, loss
+
+
+def test_nodes_that_do_not_feed_the_last_result_are_drawn_faint_and_counted():
+    rec, out, h, c, loss = lstm_recording()
+    last, unused = rec.unused()
+    assert last.op == "mean" and last is rec.steps[-1]
+    full = dg.draw(loss, params=None, roll=False, max_nodes=None)
+    assert len(rec.nodes) - len(unused) == len(full.nodes) - 1  # what feeds the loss: draw's graph (less its output)
+    names = {n.id: n.name for n in rec.nodes}
+    assert sorted(names[i] for i in unused) == ["StackBackward0", "StackBackward0"]  # h_n and c_n
+    html = html_of(rec)  # the picture draws them faint, the step list says so
+    assert f"{len(unused)} nodes drawn faint do not feed the result of step {len(rec.steps)} (mean)" in html
+    (svg,) = pictures(html)
+    faint = re.findall(r'<g class="node dg-op dg-n(\d+)">\s*<(?:rect|polygon) fill="#f8f9fa"', svg)
+    assert sorted(int(i) for i in faint) == sorted(unused)
+
+
+def test_a_recording_where_everything_feeds_the_result_has_nothing_faint():
+    x = torch.tensor([1.0], requires_grad=True)
+    with dg.live(params={"x": x}) as rec:
+        (2 * x + 1).sum()
+    assert rec.unused()[1] == set() and "faint" not in html_of(rec)
+
+
+def test_feeding_restricts_a_recording_to_what_a_tensor_is_computed_from():
+    rec, out, h, c, loss = lstm_recording()
+    only_h = rec.feeding(h)
+    full = dg.draw(h.sum(), roll=False, max_nodes=None)
+    assert len(only_h.nodes) == len(full.nodes) - 2  # draw's graph less its sum and output
+    assert [s.op for s in only_h.steps] == ["lstm"] and [s.index for s in only_h.steps] == [0]
+    assert set(only_h.steps[0].nodes) == {n.id for n in only_h.nodes}  # the lstm made them all
+    assert only_h.unused()[1] == set()
+    for_loss = rec.feeding(loss)
+    assert {n.id for n in for_loss.nodes} == {n.id for n in rec.nodes} - rec.unused()[1]
+    assert [s.op for s in for_loss.steps] == [s.op for s in rec.steps if s.nodes] == ["lstm", "pow", "mean"]
+    assert len(rec.nodes) == len(for_loss.nodes) + 2  # the recording itself is unchanged
+
+
+def test_feeding_a_tensor_not_made_in_the_block_raises():
+    rec, out, h, c, loss = lstm_recording()
+    with pytest.raises(ValueError, match=r"not computed inside the live\(\) block: a leaf \(no grad_fn\)"):
+        rec.feeding(torch.ones(2, requires_grad=True))
+    with pytest.raises(ValueError, match="its node MulBackward0 was not made in this block"):
+        rec.feeding(loss * 2)
+    with pytest.raises(TypeError, match="feeding\\(\\) takes a tensor made inside the block; got list"):
+        rec.feeding([loss])

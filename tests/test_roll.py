@@ -66,10 +66,10 @@ def fused_gru(layers, steps=100):
 
 
 @functools.cache
-def transformer(input_grad):
+def transformer(input_grad, layers=6):
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, dropout=0.0)
-    model = nn.TransformerEncoder(layer, 6, enable_nested_tensor=False).train()  # no fast path
+    model = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False).train()  # no fast path
     x = torch.randn(5, 2, 32, requires_grad=input_grad)
     with dg.track_modules(model):
         y = model(x)
@@ -259,6 +259,77 @@ def test_roll_transformer_first_layer_without_input_grad_stays_unrolled():
     assert block.label == "layers.1\u20135: TransformerEncoderLayer"
     first = {n.id for n in nodes if (n.module or "").split(".")[:2] == ["layers", "0"]}
     assert first and all(rolled.mapping[i] == i and i not in rolled.iteration for i in first)
+
+
+def test_roll_two_big_identical_layers_roll():
+    """Two repeats roll when an iteration holds _roll.TWICE_MIN ops or more (two
+    Transformer layers); the zoo's 2-layer GPT-2 and Llama roll by this rule."""
+    nodes, edges, types, _ = graph = transformer(input_grad=True, layers=2)
+    rolled = _rolled(graph)
+    check_rolled(nodes, edges, rolled)
+    (block,) = rolled.blocks
+    assert (block.label, block.repeats) == ("layers.0\u20131: TransformerEncoderLayer", 2)
+    ops = sum(1 for i in block.nodes if rolled.nodes[[n.id for n in rolled.nodes].index(i)].seq is not None)
+    assert ops >= _roll.TWICE_MIN
+    assert roll(nodes, edges, module_types=types, min_repeats=3).blocks == []  # the old rule: never twice
+
+
+def test_roll_two_small_identical_layers_stay_apart():
+    nodes, edges, types, _ = graph = deep_mlp(2)  # two Linear + Tanh: 3 ops each
+    assert _rolled(graph).blocks == []
+    nodes, edges, types, _ = graph = deep_mlp(3)  # three repeats of any size roll
+    assert [b.repeats for b in _rolled(graph).blocks] == [3]
+
+
+class _SharedBias(nn.Module):
+    """T5's pattern: the first layer computes a value from its own weight (the relative
+    position bias), and every layer adds that same value."""
+
+    def __init__(self, layers, per_layer=False):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(6, 6) for _ in range(layers))
+        self.gates = nn.ParameterList(nn.Parameter(torch.randn(6)) for _ in range(layers))
+        self.bias = nn.Parameter(torch.randn(6, 1))
+        self.per_layer = per_layer
+
+    def forward(self, x):
+        bias = None
+        for layer, gate in zip(self.layers, self.gates, strict=True):
+            h = layer(x)
+            if self.per_layer:  # each layer makes its own value and reads it twice
+                g = torch.sigmoid(gate)
+                x = torch.tanh(h * g + x * g)
+            else:
+                if bias is None:
+                    bias = (self.bias * 2).t()  # made in the first layer, read by all
+                x = torch.tanh(h + bias)
+        return x
+
+
+def test_roll_a_value_the_first_layer_makes_for_all_layers_rolls_every_layer():
+    torch.manual_seed(0)
+    model = _SharedBias(4)
+    nodes, edges, types = capture(model(torch.randn(3, 6)).sum(), params=model)
+    rolled = roll(nodes, edges, module_types=types)
+    check_rolled(nodes, edges, rolled)
+    (block,) = rolled.blocks
+    assert block.repeats == 4  # without moving the bias's ops ahead, layer 0 would not match
+    by_id = {n.id: n for n in rolled.nodes}
+    (made,) = (n.id for n in nodes if n.name == "TBackward0" and n.shape == (1, 6))  # the bias, made once
+    assert made not in rolled.iteration and rolled.mapping[made] == made  # drawn once, outside the block
+    readers = [dst for src, dst in rolled.edges if src == made]
+    assert [by_id[r].name for r in readers] == ["AddBackward0"] and readers[0] in block.nodes
+
+
+def test_roll_a_value_each_layer_makes_and_reads_twice_stays_in_its_layer():
+    torch.manual_seed(0)
+    model = _SharedBias(4, per_layer=True)
+    nodes, edges, types = capture(model(torch.randn(3, 6)).sum(), params=model)
+    rolled = roll(nodes, edges, module_types=types)
+    check_rolled(nodes, edges, rolled)
+    (block,) = rolled.blocks
+    assert block.repeats == 4
+    assert "SigmoidBackward0" in names(rolled, block.nodes)  # inside the block: each layer's own
 
 
 def test_roll_deep_mlp_keeps_one_layer():

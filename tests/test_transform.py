@@ -180,3 +180,56 @@ def test_fold_bounds_leaves_that_ride_along_with_one_op(max_nodes):
     assert ("y" in {n.label for n in kept}) == (max_nodes == 50)
     ids = {n.id for n in kept}
     assert all(a in ids and b in ids and a != b for a, b in kept_edges)
+
+
+# -- chains of shape ops, merged in big pictures ----------------------------------------
+
+def _chain_records():
+    """leaf -> mm -> view -> transpose -> expand -> tanh -> output; a second view of mm
+    feeds the tanh's partner add."""
+    def op(i, name, shape=(2, 3)):
+        return Node(id=i, name=name, kind="op", label=name, shape=shape, seq=100 - i)
+    nodes = [Node(id=0, name="output", kind="output", label="output"), op(1, "TanhBackward0"),
+             op(2, "ExpandBackward0"), op(3, "TransposeBackward0"), op(4, "ViewBackward0"),
+             op(5, "MmBackward0"), Node(id=6, name="AccumulateGrad", kind="parameter", label="w")]
+    edges = [(1, 0), (2, 1), (3, 2), (4, 3), (5, 4), (6, 5)]
+    return nodes, edges
+
+
+def test_merge_chains_draws_a_chain_of_shape_ops_as_one_node():
+    nodes, edges = _chain_records()
+    kept, new_edges, mapping = _transform.merge_chains(nodes, edges, {n.id: None for n in nodes})
+    assert mapping == {4: 2, 3: 2}  # view and transpose stand with the last op of the chain
+    merged = next(n for n in kept if n.id == 2)
+    assert merged.label == "View \u2192 Transpose \u2192 Expand" and merged.count == 3
+    assert merged.name == "ExpandBackward0" and merged.shape == (2, 3)
+    assert new_edges == [(1, 0), (2, 1), (5, 2), (6, 5)]
+    assert sum(n.count for n in kept) == sum(n.count for n in nodes)
+
+
+def test_merge_chains_stops_at_a_branch_a_frame_and_a_kept_node():
+    nodes, edges = _chain_records()
+    branched = edges + [(3, 1)]  # the transpose feeds a second op: the chain ends there
+    _, _, mapping = _transform.merge_chains(nodes, branched, {n.id: None for n in nodes})
+    assert mapping == {4: 3}
+    frames = {n.id: "a" for n in nodes} | {2: "b"}  # the expand is in another frame
+    assert _transform.merge_chains(nodes, edges, frames)[2] == {4: 3}
+    assert _transform.merge_chains(nodes, edges, {n.id: None for n in nodes}, keep={3})[2] == {}
+
+
+def test_a_big_picture_merges_shape_chains_and_a_small_one_keeps_every_op():
+    torch.manual_seed(0)
+    attention = nn.MultiheadAttention(8, 2, batch_first=True)
+    x = torch.randn(2, 5, 8, requires_grad=True)
+    out = attention(x, torch.tanh(x), torch.sigmoid(x))[0].sum()
+    full = dg.draw(out, params=attention, roll=False, max_nodes=None)
+    pic = dg.draw(out, params=attention).picture()
+    assert len(full.nodes) > 40 and len(pic.nodes) < len(full.nodes)
+    shape_ops = {n.id for n in full.nodes if n.name in _transform.SHAPE_OPS}
+    assert any("\u2192" in n.label for n in pic.nodes)
+    assert sum(n.count for n in pic.nodes if n.kind != "output") == len(full.nodes) - 1  # every node counted
+    assert len([n for n in pic.nodes if n.name in _transform.SHAPE_OPS]) < len(shape_ops)
+    x = torch.tensor([1.0], requires_grad=True)
+    small = dg.draw(x.view(1, 1).t().view(1) * 2)  # 3 shape ops in a row, in a small graph
+    assert [n.label for n in small.picture().nodes if n.kind == "op"] == \
+        [n.label for n in small.nodes if n.kind == "op"]

@@ -2,6 +2,8 @@
 ``grad_fn`` walk, memory equals the saved-tensor-hook oracle, every view stays under
 300 KB, and rolled blocks are titled with the layers they stand for."""
 
+import contextlib
+import xml.etree.ElementTree as ET
 
 import pytest
 import torch
@@ -139,3 +141,65 @@ def test_without_transformers_the_hugging_face_models_are_left_out_and_say_why(m
     assert all("pip install 'transformers>=5.23,<5.24'" in why for why in left_out.values())
     with pytest.raises(ImportError, match="transformers"):
         zoo.gpt2()
+
+
+# -- the default picture of a real model reads ---------------------------------------------
+
+def node_rows(svg):
+    """``{node id: y of its first text line}`` (a larger y is lower on the page)."""
+    root = ET.fromstring(svg)
+    rows = {}
+    for g in root.iter("{http://www.w3.org/2000/svg}g"):
+        classes = g.get("class", "").split()
+        if "node" in classes:
+            text = g.find("{http://www.w3.org/2000/svg}text")
+            nid = int(next(c for c in classes if c.startswith("dg-n"))[4:])
+            rows[nid] = max(rows.get(nid, -1e9), float(text.get("y")))
+    return rows
+
+
+def test_the_loss_is_drawn_at_the_bottom(name):
+    """T5 drew its output at the top, beside the tied embedding, while its middle was folded."""
+    case = build(name)
+    graph = dg.draw(case.forward(), params=case.model)
+    rows = node_rows(graph.svg())
+    (out,) = [n.id for n in graph.picture().nodes if n.kind == "output"]
+    assert rows[out] == max(rows.values())
+
+
+def test_module_frames_do_not_spread_the_picture_sideways(name):
+    """With track_modules a ResNet's blocks made a staircase 8,319 px wide (its picture
+    without frames: 1,112 px): frames may add their margins, not a diagonal."""
+    case = build(name)
+    plain = zoo.picture_size(dg.draw(case.forward(), params=case.model))
+    with dg.track_modules(case.model):
+        framed = zoo.picture_size(dg.draw(case.forward(), params=case.model))
+    assert framed[0] <= 1.5 * plain[0] + 300, (framed, plain)
+
+
+@pytest.mark.parametrize(("model", "title"), [("gpt2-2", "transformer.h.0\u20131: GPT2Block"),
+                                              ("llama-2", "model.layers.0\u20131: LlamaDecoderLayer")])
+def test_two_layers_roll(model, title):
+    case = build(model)
+    titles, drawn = block_titles(dg.draw(case.forward(), params=case.model))
+    assert titles == [f"\u00d72  {title}"] and titles[0] in drawn
+
+
+@pytest.mark.parametrize("tagged", [False, True])
+def test_t5_draws_its_encoder_and_decoder_as_two_rolled_stacks_with_cross_attention_between(tagged):
+    case = build("t5-2+2")
+    with dg.track_modules(case.model) if tagged else contextlib.nullcontext():
+        graph = dg.draw(case.forward(), params=case.model)
+    pic = graph.picture()
+    assert [(b.label, b.repeats) for b in pic.blocks] == [("encoder.block.0\u20131: T5Block", 2),
+                                                         ("decoder.block.0\u20131: T5Block", 2)]
+    encoder, decoder = (set(b.nodes) for b in pic.blocks)
+    after = set(encoder)  # the encoder and what it feeds outside both stacks (its final norm)
+    for _ in range(len(pic.nodes)):
+        grown = after | {dst for src, dst in pic.edges if src in after and dst not in decoder}
+        if grown == after:
+            break
+        after = grown
+    cross = {(src, dst) for src, dst in pic.edges if src in after and dst in decoder}
+    assert len(cross) >= 2  # keys and values of the cross-attention read the encoder's output
+    assert not any(src in decoder and dst in encoder for src, dst in pic.edges)
