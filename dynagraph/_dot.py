@@ -160,28 +160,29 @@ def to_dot(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
         lines.append(f"  labelloc=t label={quote(title)}\n")
     places, copies = _places(nodes, edges, blocks, split_leaves)
     anchors = _anchors(blocks)
+    chains = {key: _chain(key, anchors) for key in {key for key, _, _ in places}}  # few distinct places
     inner: dict[_Frame | None, list[str]] = {}  # innermost frame (None: no frame) -> DOT node lines
     parents: dict[_Frame, _Frame | None] = {}  # in the order frames are first met in creation order
-    for key, _, _ in sorted(places, key=lambda p: (p[1].seq is None, p[1].seq or 0)):
-        chain = _chain(key, anchors)
-        for outer, frame in zip((None, *chain), chain, strict=False):
-            parents.setdefault(frame, outer)
+    if any(chains.values()):
+        for key, _, _ in sorted(places, key=lambda p: (p[1].seq is None, p[1].seq or 0)):
+            chain = chains[key]
+            for outer, frame in zip((None, *chain), chain, strict=False):
+                parents.setdefault(frame, outer)
     for key, node, name in places:
-        chain = _chain(key, anchors)
+        chain = chains[key]
         inner.setdefault(chain[-1] if chain else None, []).append(
             _node_line(node, name, _node_extra(node.id, overlay), overlay.notes.get(node.id, "")))
     lines.extend(_frames_dot(inner, parents, module_types, blocks, overlay.block_notes))
     loops = {edge for block in blocks for edge in block.loops}
     span = _norm_span(overlay.edge_norms)
-    spaced = _entering(places, edges, anchors)
+    spaced = _entering(places, edges, chains) if parents else set()
     computed = {node.id for _, node, _ in places if node.kind not in ("parameter", "input")}
-    straight = {(src, dst) for src, dst in edges if src in computed and dst in computed} - loops
     for k, (src, dst) in enumerate(edges):
         a = copies.get((src, dst), f"n{src}")
         extra = _edge_extra((src, dst), overlay, span, (src, dst) in loops)
         if (src, dst) in spaced:
             extra = f"minlen=2 {extra}".rstrip()
-        if (src, dst) in straight:
+        if src in computed and dst in computed and (src, dst) not in loops:  # the chain of ops stays straight
             extra = f"weight={_CHAIN_WEIGHT} {extra}".rstrip()
         lines.append(f'  {a} -> n{dst} [id="e{k}" class="dg-edge dg-from-{src} dg-to-{dst}"'
                      f"{' ' + extra if extra else ''}]\n")
@@ -214,7 +215,7 @@ def _chain(key: tuple[int | None, str | None], anchors: Mapping[int, str]) -> tu
 
 
 def _entering(places: Sequence[_Place], edges: Sequence[tuple[int, int]],
-              anchors: Mapping[int, str]) -> set[tuple[int, int]]:
+              chains: Mapping[tuple[int | None, str | None], tuple[_Frame, ...]]) -> set[tuple[int, int]]:
     """Edges from an op into a frame the op is not in.
 
     Graphviz ranks a leaf one above the op that reads it: the rank of that op's other
@@ -225,11 +226,10 @@ def _entering(places: Sequence[_Place], edges: Sequence[tuple[int, int]],
     staircase as wide as the model is deep (8,319 px for the zoo's ResNet with module
     frames; 857 px with this). These edges get ``minlen=2``: the leaf takes the rank between.
     """
-    where = {node.id: key for key, node, name in places if name == f"n{node.id}"}
-    kinds = {node.id: node.kind for _, node, _ in places}
-    return {(src, dst) for src, dst in edges
-            if src in where and dst in where and kinds[src] not in ("parameter", "input")
-            and not set(_chain(where[dst], anchors)) <= set(_chain(where[src], anchors))}
+    frames = {key: frozenset(chain) for key, chain in chains.items()}
+    where = {node.id: frames[key] for key, node, name in places
+             if name == f"n{node.id}" and node.kind not in ("parameter", "input")}  # one copy: not split
+    return {(src, dst) for src, dst in edges if src in where and dst in where and not where[dst] <= where[src]}
 
 
 def _node_extra(nid: int, overlay: Overlay) -> str:

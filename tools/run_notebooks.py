@@ -6,9 +6,11 @@
 
 Runs each notebook top to bottom in a fresh kernel of this Python (as nbval does),
 with its folder as the working directory. Each run's wall time is written to
-notebooks/run_times.json, which the index notebook shows (so run 00_index last:
-``--all`` does). ``--cold`` runs with an empty torch.compile cache, as on a new
-machine, and records that time apart. Cells tagged ``raises-exception`` may
+run_times.json in the notebook's folder (notebooks/ for the English course,
+notebooks/zh/ for the Chinese one), which that folder's index notebook shows (so run
+00_index last: ``--all`` runs both courses, each index after its notebooks).
+``--cold`` runs with an empty torch.compile cache, as on a new machine, and records
+that time apart. Cells tagged ``raises-exception`` may
 fail; any other error stops with the cell's message. Afterwards volatile metadata
 is dropped and the file is checked for absolute paths and size, so that what is
 committed is small, stable and free of this machine's paths.
@@ -32,7 +34,6 @@ ROOT = Path(__file__).resolve().parent.parent
 MAX_BYTES = 300_000
 # Absolute paths that must never be committed (home, temp, site-packages, checkouts).
 ABS_PATH = re.compile(r"(/(home|root|tmp|work|usr|opt|Users)/[\w.-]+|[A-Z]:\\\\Users)")
-TIMES = ROOT / "notebooks" / "run_times.json"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
 
@@ -68,31 +69,33 @@ def run(path: Path, timeout: int = 120) -> float:
     return seconds
 
 
-def record(name: str, seconds: float, cold: bool) -> None:
-    """Store one notebook's run time in notebooks/run_times.json (seconds, one decimal)."""
+def record(path: Path, seconds: float, cold: bool) -> None:
+    """Store one notebook's run time in run_times.json beside it (seconds, one decimal)."""
+    times_file = path.parent / "run_times.json"
     try:
-        times = json.loads(TIMES.read_text())
+        times = json.loads(times_file.read_text())
     except (OSError, ValueError):  # none yet (or a half-written one: start again)
         times = {}
     times["cpu_cores"] = os.cpu_count()  # of the machine that measured (the index says so)
-    entry = times.setdefault(name, {})
+    entry = times.setdefault(path.name, {})
     entry["cold_seconds" if cold else "seconds"] = round(seconds, 1)
-    TIMES.write_text(json.dumps(dict(sorted(times.items())), indent=1) + "\n")
+    times_file.write_text(json.dumps(dict(sorted(times.items())), indent=1) + "\n")
 
 
 def in_run_order(paths: list[Path]) -> list[Path]:
-    """The index last: it shows the other notebooks' run times."""
-    return sorted(paths, key=lambda p: (p.name.startswith("00_"), p.name))
+    """Folder by folder, each index last: it shows the other notebooks' run times."""
+    return sorted(paths, key=lambda p: (str(p.parent), p.name.startswith("00_"), p.name))
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", type=Path)
-    parser.add_argument("--all", action="store_true", help="every notebooks/*.ipynb")
+    parser.add_argument("--all", action="store_true", help="every notebooks/*.ipynb and notebooks/zh/*.ipynb")
     parser.add_argument("--check", action="store_true", help="only check, do not execute")
     parser.add_argument("--cold", action="store_true", help="run with an empty torch.compile cache")
     args = parser.parse_args(argv)
-    paths = in_run_order(sorted((ROOT / "notebooks").glob("*.ipynb")) if args.all else args.paths)
+    every = [*(ROOT / "notebooks").glob("*.ipynb"), *(ROOT / "notebooks" / "zh").glob("*.ipynb")]
+    paths = in_run_order(every if args.all else args.paths)
     bad = []
     for path in paths:
         if not args.check:
@@ -101,7 +104,7 @@ def main(argv=None) -> int:
             seconds = run(path)
             print(f"{path.name}: {seconds:.1f} s", file=sys.stderr)
             if not path.name.startswith("00_"):
-                record(path.name, seconds, args.cold)
+                record(path, seconds, args.cold)
         bad += problems(path)
     for line in bad:
         print("problem:", line, file=sys.stderr)
