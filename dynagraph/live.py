@@ -195,8 +195,11 @@ class Recording(_page.View):
         last = next((s for s in reversed(self.steps) if s.nodes), None)
         if last is None:
             return None, set()
-        used = set(last.nodes) - {src for src, _ in self.edges}  # its nodes that feed nothing: its result
-        return last, {n.id for n in self.nodes} - _ancestors(used, self.edges)
+        producers = {src for src, _ in self.edges}
+        result = set(last.nodes) - producers  # its nodes that feed nothing: its result
+        if all(n.id in producers or n.id in result for n in self.nodes):
+            return last, set()  # no other end: everything feeds the result (no walk of a long chain)
+        return last, {n.id for n in self.nodes} - _ancestors(result, self.edges)
 
     def feeding(self, tensor: torch.Tensor) -> Recording:
         """This recording, restricted to what ``tensor`` is computed from: the steps that
@@ -231,8 +234,9 @@ class Recording(_page.View):
             rec.memory = self.memory.subset(keep)
         return rec
 
-    def _overlays(self) -> Overlay:
-        """The steps, and each node's source line, for the picture."""
+    def _overlays(self, faint: set[int] | None = None) -> Overlay:
+        """The steps, and each node's source line, for the picture (``faint``: the
+        nodes drawn faint, :meth:`unused`'s unless given)."""
         names = {n.id: n.name for n in self.nodes}
         played = _page.played(len(self.steps))  # the middle of a long recording is never shown: no text
         steps = [(_template(s, s.text(names, self.module_types)) if s.index in played else "", s.nodes)
@@ -240,12 +244,12 @@ class Recording(_page.View):
         info = {nid: f"step {s.index + 1}: {s.op} [{s.where}] {s.code}"  # steps count from 1
                 for s in self.steps for nid in s.nodes}
         totals = self.saved_by_step() if self.memory is not None else []
-        return Overlay(steps=steps, info=info, mode="reveal", totals=totals, faint=self.unused()[1])
+        return Overlay(steps=steps, info=info, mode="reveal", totals=totals,
+                       faint=self.unused()[1] if faint is None else faint)
 
-    def _caption(self) -> str:
+    def _caption(self, last: Step | None, unused: set[int]) -> str:
         """The step list's heading: how many steps, and what is drawn faint."""
         caption = f"{len(self.steps):,} steps"
-        last, unused = self.unused()
         if unused and last is not None:
             caption += (f"; {len(unused):,} nodes drawn faint do not feed the result of step "
                         f"{last.index + 1:,} ({last.op}): rec.feeding(tensor) draws only what feeds a tensor")
@@ -254,7 +258,8 @@ class Recording(_page.View):
     def _outputs(self) -> list[_page.Output]:
         if not self.steps:
             return [_page.Output({"text/plain": repr(self)}, {})]
-        return _page.outputs(self.graph(), repr(self), self._overlays(), caption=self._caption())
+        last, unused = self.unused()
+        return _page.outputs(self.graph(), repr(self), self._overlays(unused), caption=self._caption(last, unused))
 
     # -- recording: what dynagraph's torch patching (_patch) calls while the block runs --
 
