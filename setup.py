@@ -8,6 +8,7 @@ from setuptools.command.build_py import build_py
 
 NOTEBOOKS = Path(__file__).resolve().parent / "notebooks"
 PATTERNS = ("*.ipynb", "glossary.md", "run_times.json")  # as dynagraph/course.py's PATTERNS
+EDITIONS = ("", "zh")  # as dynagraph/course.py's EDITIONS: the Chinese edition in zh/
 
 
 class BuildPyWithCourse(build_py):
@@ -18,14 +19,15 @@ class BuildPyWithCourse(build_py):
         super().run()
         if self.editable_mode:
             return
-        files = sorted(f for p in PATTERNS for f in NOTEBOOKS.glob(p))
+        files = sorted(f for edition in EDITIONS for p in PATTERNS for f in (NOTEBOOKS / edition).glob(p))
         if not files:
             raise FileNotFoundError(f"no course files in {NOTEBOOKS}: build from a clone or the sdist")
         target = Path(self.build_lib) / "dynagraph" / "course_files"
         shutil.rmtree(target, ignore_errors=True)  # build/ outlives a build: no renamed notebook stays
-        target.mkdir(parents=True)
         for f in files:
-            self.copy_file(str(f), str(target / f.name))
+            out = target / f.relative_to(NOTEBOOKS)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            self.copy_file(str(f), str(out))
 
 
 setup(cmdclass={"build_py": BuildPyWithCourse})

@@ -46,16 +46,20 @@ NOTEBOOKS_DST = DOCS / "notebooks"
 
 def mirror_notebooks(src: Path, dst: Path) -> None:
     """Make ``dst`` hold exactly the ``*.ipynb`` of ``src`` and its glossary (``glossary.md``,
-    beside the notebooks so that the index links it in JupyterLab and on the site alike)."""
+    beside the notebooks so that the index links it in JupyterLab and on the site alike),
+    and ``dst/zh`` the Chinese notebooks of ``src/zh`` (when there are any)."""
     dst.mkdir(exist_ok=True)
     wanted = {p.name: p for p in sorted([*src.glob("*.ipynb"), *src.glob("glossary.md")])}
+    chinese = src / "zh"
     for old in dst.iterdir():
-        if old.name not in wanted:
+        if old.name not in wanted and not (old.name == "zh" and chinese.is_dir()):
             shutil.rmtree(old) if old.is_dir() else old.unlink()
     for name, path in wanted.items():
         target = dst / name
         if not target.exists() or target.stat().st_mtime != path.stat().st_mtime:
             shutil.copy2(path, target)
+    if chinese.is_dir():
+        mirror_notebooks(chinese, dst / "zh")
 
 
 mirror_notebooks(NOTEBOOKS_SRC, NOTEBOOKS_DST)
@@ -133,8 +137,12 @@ html_copy_source = False  # no _sources/ copies of the notebooks (they are large
 # system fonts. Left out on purpose, because each would load or link the network:
 # analytics, a version switcher (fetches switcher.json), a URL announcement banner
 # and Read the Docs' ethical-ads sidebar.
+# Every page links its twin in the other language (_templates/language-switch.html):
+# the English site is at the root, the Chinese one under zh/ (its notebooks under
+# notebooks/zh/), one build, so the switch is a relative link that works offline.
+templates_path = ["_templates"]
 html_theme_options = {
-    "navbar_end": ["theme-switcher"],  # no icon links (they point off-site)
+    "navbar_end": ["language-switch", "theme-switcher"],  # no icon links (they point off-site)
     "footer_start": ["copyright"],
     "footer_end": [],
     "secondary_sidebar_items": ["page-toc"],
@@ -148,3 +156,15 @@ html_context = {"default_mode": "light"}
 html_sidebars = {name: [] for name in ("index", "api", "genindex", "search")}
 
 exclude_patterns = ["_build", "_vendor", "README.md", "**.ipynb_checkpoints", "jupyter_execute"]
+html_sidebars["zh/index"] = []
+
+
+def chinese_pages_say_so(app, pagename, templatename, context, doctree):
+    """``<html lang="zh-CN">`` on the Chinese pages (browsers pick Chinese glyph forms,
+    screen readers the Chinese voice); the site's language stays English elsewhere."""
+    if pagename.startswith(("zh/", "notebooks/zh/")):
+        context["language"] = "zh-CN"
+
+
+def setup(app):
+    app.connect("html-page-context", chinese_pages_say_so)

@@ -15,38 +15,47 @@ else:
 
 __all__ = ["course_files", "place"]
 
-# What a course folder holds; setup.py copies the same files into the wheel.
+# What a course folder holds; setup.py copies the same files into the wheel. The
+# Chinese edition's notebooks and run times go in its subfolder (zh/), as in a clone.
 PATTERNS = ("*.ipynb", "glossary.md", "run_times.json")
+EDITIONS = ("", "zh")  # the English course at the top, the Chinese one in zh/
 _PACKAGED = "course_files"  # inside the package, from a wheel (setup.py's build hook)
 _CLONE = Path(__file__).resolve().parent.parent / "notebooks"  # an editable or clone install
 
 
-def course_files() -> list[Traversable]:
+def course_files() -> list[tuple[str, Traversable]]:
     """The course's files: the copy inside an installed wheel, else a clone's ``notebooks/``.
 
     Returns:
-        The notebooks, the glossary and the run times, sorted by name.
+        ``(path in the course folder, file)`` for the notebooks, the glossary and the run
+        times, sorted by path: the English course's at the top, the Chinese edition's in
+        ``zh/``.
 
     Raises:
         FileNotFoundError: neither is there (a package built without its notebooks).
 
     Example:
-        >>> sorted(f.name for f in course_files())[:2]
+        >>> [path for path, _ in course_files()][:2]
         ['00_index.ipynb', '01_simple_backward.ipynb']
     """
     packaged = resources.files("dynagraph") / _PACKAGED
     folder: Traversable = packaged if packaged.is_dir() else _CLONE
-    found = sorted((f for f in folder.iterdir() if any(Path(f.name).match(p) for p in PATTERNS)),
-                   key=lambda f: f.name) if folder.is_dir() else []
+    found = []
+    for edition in EDITIONS:
+        where = folder.joinpath(edition) if edition else folder
+        if where.is_dir():
+            found += [(f"{edition}/{f.name}" if edition else f.name, f) for f in where.iterdir()
+                      if f.is_file() and any(Path(f.name).match(p) for p in PATTERNS)]
     if not found:
         raise FileNotFoundError(
             f"no course files in {packaged} or {_CLONE}: install dynagraph from a wheel or a git URL "
             "(pip install 'dynagraph[lab] @ git+https://...'), or run from a clone of the repository")
-    return found
+    return sorted(found, key=lambda item: (item[0].count("/"), item[0]))
 
 
 def place(folder: str | Path, force: bool = False) -> list[Path]:
-    """Copy the course's notebooks, glossary and run times into ``folder`` (made if missing).
+    """Copy the course's notebooks, glossary and run times into ``folder`` (made if missing),
+    the Chinese edition into ``folder/zh``.
 
     Args:
         folder: where the course goes; open ``00_index.ipynb`` there first.
@@ -64,15 +73,15 @@ def place(folder: str | Path, force: bool = False) -> list[Path]:
     """
     folder = Path(folder)
     files = course_files()
-    taken = [folder / f.name for f in files if (folder / f.name).exists()]
+    taken = [folder / name for name, _ in files if (folder / name).exists()]
     if taken and not force:
         raise FileExistsError(
             f"{taken[0]} already exists ({len(taken)} of the {len(files)} course files are there): "
             "choose an empty folder, move them away, or pass --force (force=True) to overwrite them")
-    folder.mkdir(parents=True, exist_ok=True)
-    for f in files:
-        (folder / f.name).write_bytes(f.read_bytes())
-    return [folder / f.name for f in files]
+    for name, f in files:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(f.read_bytes())
+    return [folder / name for name, _ in files]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -87,7 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dynagraph.course: {e}", file=sys.stderr)
         return 1
     print(f"placed {len(paths)} files in {Path(args.folder).resolve()}; "
-          f"open {Path(args.folder) / '00_index.ipynb'} first, then 01")
+          f"open {Path(args.folder) / '00_index.ipynb'} first, then 01 "
+          f"(中文版：{Path(args.folder) / 'zh' / '00_index.ipynb'})")
     return 0
 
 

@@ -13,12 +13,15 @@ from dynagraph import course
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMES = sorted(p.name for pattern in course.PATTERNS for p in (ROOT / "notebooks").glob(pattern))
+ZH_NAMES = sorted(f"zh/{p.name}" for pattern in course.PATTERNS for p in (ROOT / "notebooks" / "zh").glob(pattern))
 
 
 def test_place_copies_the_notebooks_glossary_and_run_times(tmp_path):
     paths = course.place(tmp_path / "my-course")
-    assert [p.name for p in paths] == NAMES and {"00_index.ipynb", "glossary.md", "run_times.json"} <= set(NAMES)
-    assert all(p.read_bytes() == (ROOT / "notebooks" / p.name).read_bytes() for p in paths)
+    placed = [p.relative_to(tmp_path / "my-course").as_posix() for p in paths]
+    assert placed == NAMES + ZH_NAMES and {"00_index.ipynb", "glossary.md", "run_times.json"} <= set(NAMES)
+    assert {"zh/00_index.ipynb", "zh/05_dynamic_depth.ipynb"} <= set(ZH_NAMES)  # the Chinese edition, in zh/
+    assert all(p.read_bytes() == (ROOT / "notebooks" / name).read_bytes() for p, name in zip(paths, placed))
 
 
 def test_place_over_a_course_file_raises_and_writes_nothing(tmp_path):
@@ -71,7 +74,8 @@ def test_the_wheel_places_and_runs_the_course_in_a_clean_venv(tmp_path):
     where = subprocess.run([py, "-m", "dynagraph.course", "course"], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=60)
     assert where.returncode == 0, where.stderr[-3000:]
-    assert sorted(p.name for p in (tmp_path / "course").iterdir()) == NAMES
+    assert sorted(p.name for p in (tmp_path / "course").iterdir() if p.is_file()) == NAMES
+    assert sorted(f"zh/{p.name}" for p in (tmp_path / "course" / "zh").iterdir()) == ZH_NAMES
     run = subprocess.run([py, "-c", RUN_INDEX], cwd=tmp_path / "course", env=env,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]

@@ -33,8 +33,10 @@ pytestmark = pytest.mark.slow  # the module builds the whole site once (10-30 s)
 # docs/conf.py reads the same variable (a trial set of notebooks instead of notebooks/).
 NOTEBOOK_DIR = Path(os.environ.get("DYNAGRAPH_DOCS_NOTEBOOKS", ROOT / "notebooks"))
 NOTEBOOKS = sorted(p.stem for p in NOTEBOOK_DIR.glob("*.ipynb"))
+CHINESE = sorted(p.stem for p in (NOTEBOOK_DIR / "zh").glob("*.ipynb"))  # the Chinese edition, under zh/
 PAGES = (["index", "tutorials", "api", "genindex", "search", "notebooks/glossary"]
          + [f"notebooks/{stem}" for stem in NOTEBOOKS])
+ZH_PAGES = ["zh/index", "zh/tutorials"] + [f"notebooks/zh/{stem}" for stem in CHINESE]
 
 
 # -- The build ---------------------------------------------------------------------
@@ -173,9 +175,50 @@ def _stored_views(stem: str) -> dict[str, int]:
     return {"pictures": len(pictures), "steppers": steppers, "images": images}
 
 
+def test_every_page_links_its_twin_in_the_other_language(site):
+    """English pages link their Chinese twin and back; a page with no twin (the API
+    reference, Sphinx's own pages) links the other language's home page."""
+    twins = {"index": "zh/index", "tutorials": "zh/tutorials",
+             **{f"notebooks/{stem}": f"notebooks/zh/{stem}" for stem in CHINESE}}
+    twins |= {zh: en for en, zh in twins.items()}
+    for page in PAGES + ZH_PAGES:
+        html = (site / f"{page}.html").read_text()
+        (href,) = set(re.findall(r'<a class="nav-link dg-language" href="([^"]+)"', html))  # (wide and narrow)
+        target = (site / page).parent / href
+        assert target.resolve().exists(), f"{page}: its language link {href} leads nowhere"
+        want = twins.get(page, "index" if page.startswith(("zh/", "notebooks/zh/")) else "zh/index")
+        assert target.resolve() == (site / f"{want}.html").resolve(), f"{page} links {href}, not {want}"
+        lang = re.search(r'<html lang="([^"]+)"', html)[1]
+        assert lang == ("zh-CN" if page.startswith(("zh/", "notebooks/zh/")) else "en"), page
+
+
+def test_the_chinese_tutorials_list_every_chinese_notebook_in_order(site):
+    html = (site / "zh" / "tutorials.html").read_text()
+    listed = re.findall(r'href="\.\./notebooks/zh/([^".#]+)\.html"', html)
+    assert [stem for stem in dict.fromkeys(listed)] == CHINESE and len(CHINESE) == len(NOTEBOOKS)
+
+
 @pytest.mark.browser
-@pytest.mark.parametrize("scheme", ["file", "http"])
-@pytest.mark.parametrize("page_name", PAGES)
+def test_the_language_switch_leads_to_the_twin_and_back(browser, site, http_root):
+    base, port = http_root
+    watch = Watch(browser, port=port)
+    try:
+        page = watch.new_page()
+        page.goto(f"{base}/notebooks/05_dynamic_depth.html", wait_until="load")
+        page.locator("a.dg-language").first.click()
+        page.wait_for_url(f"{base}/notebooks/zh/05_dynamic_depth.html")
+        assert page.evaluate("document.documentElement.lang") == "zh-CN"
+        assert "动态深度" in page.locator("h1").first.inner_text()
+        page.locator("a.dg-language").first.click()
+        page.wait_for_url(f"{base}/notebooks/05_dynamic_depth.html")
+        assert not watch.errors and not watch.blocked
+    finally:
+        watch.close()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(("page_name", "scheme"), [(p, s) for p in PAGES for s in ("file", "http")]
+                         + [(p, "http") for p in ZH_PAGES] + [("notebooks/zh/01_simple_backward", "file")])
 def test_page_works_offline(browser, site, http_root, page_name, scheme):
     base, port = http_root
     url = (site / f"{page_name}.html").as_uri() if scheme == "file" else f"{base}/{page_name}.html"
@@ -199,7 +242,7 @@ def test_page_works_offline(browser, site, http_root, page_name, scheme):
 
         if page_name.startswith("notebooks/") and page_name != "notebooks/glossary":
             # Each stored picture is drawn once, live (its script runs; its PNG is not shown).
-            want = _stored_views(page_name.split("/", 1)[1])
+            want = _stored_views(page_name.split("/", 1)[1])  # (a Chinese page: zh/NAME)
             shown = {"pictures": len(report["live"]), "steppers": report["steppers"],
                      "images": report["cell_images"]}
             assert shown == want, f"{page_name}: the page shows {shown}, the notebook stores {want}"
