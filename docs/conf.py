@@ -13,6 +13,7 @@ time (no offline build), and MkDocs Material has announced its end of life.
 
 import importlib.util
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -126,10 +127,59 @@ def ensure_mathjax(vendor: Path) -> None:
 ensure_mathjax(VENDOR)
 mathjax_path = f"mathjax/{MATHJAX_FILE}"  # relative: Sphinx links it from _static/
 
+# -- A Chinese font, served from _static -----------------------------------------------
+# The Chinese pages must read on a machine with no Chinese font (a fresh Linux, a
+# container): the site serves Noto Sans SC (SIL OFL 1.1, from the pip package
+# pylopdf-fonts-zh-cn, which the course lane installs for plots), cut down to the
+# characters the site uses, as WOFF; _static/dynagraph-docs.css names it after the
+# theme's own fonts, so a browser uses it only for glyphs its fonts lack.
+CJK_FONT = "noto-sans-sc-subset.woff"
+_CJK = re.compile(r"[\u2000-\u206f\u3000-\u30ff\u3400-\u9fff\uff00-\uffef]")
+
+
+def site_characters(*folders: Path) -> str:
+    """The CJK characters and punctuation in every Markdown file, notebook and template
+    under ``folders`` (sorted, once each)."""
+    chars: set[str] = set()
+    for folder in folders:
+        for path in folder.rglob("*"):
+            if path.suffix in (".md", ".ipynb", ".html") and path.is_file():
+                chars |= set(_CJK.findall(path.read_text(encoding="utf-8")))
+    return "".join(sorted(chars))
+
+
+def ensure_cjk_font(vendor: Path, text: str) -> None:
+    """Write ``vendor/fonts/CJK_FONT``: Noto Sans SC with only the glyphs of ``text``."""
+    out = vendor / "fonts" / CJK_FONT
+    stamp = vendor / ".cjk-font.chars"  # the characters it was cut to (a dot file: Sphinx serves none)
+    if out.exists() and stamp.exists() and stamp.read_text(encoding="utf-8") == text:
+        return
+    try:
+        import pylopdf_fonts_zh_cn
+        from fontTools import subset
+    except ImportError as e:
+        raise RuntimeError(
+            f"the Chinese pages need a Chinese font: `pip install pylopdf-fonts-zh-cn` (it is in "
+            f"requirements-lab.txt; python3 dev.py docs installs it) ({e})") from e
+    options = subset.Options()
+    options.flavor = "woff"  # zlib (fontTools alone); woff2 would need brotli
+    options.layout_features = ["*"]
+    font = subset.load_font(str(pylopdf_fonts_zh_cn.sans_path()), options)
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(text=text)
+    subsetter.subset(font)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    subset.save_font(font, str(out), options)
+    stamp.write_text(text, encoding="utf-8")
+
+
+ensure_cjk_font(VENDOR, site_characters(NOTEBOOKS_DST / "zh", DOCS / "zh", DOCS / "_templates",
+                                        NOTEBOOKS_DST / "glossary.md"))
+
 # -- HTML ------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = "dynagraph"
-html_static_path = ["_static", str(VENDOR)]
+html_static_path = ["_static", str(VENDOR), str(VENDOR / "fonts")]
 html_css_files = ["dynagraph-docs.css"]
 html_show_sourcelink = False
 html_copy_source = False  # no _sources/ copies of the notebooks (they are large)

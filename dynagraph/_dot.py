@@ -229,7 +229,8 @@ def _entering(places: Sequence[_Place], edges: Sequence[tuple[int, int]],
     frames = {key: frozenset(chain) for key, chain in chains.items()}
     where = {node.id: frames[key] for key, node, name in places
              if name == f"n{node.id}" and node.kind not in ("parameter", "input")}  # one copy: not split
-    return {(src, dst) for src, dst in edges if src in where and dst in where and not where[dst] <= where[src]}
+    return {(src, dst) for src, dst in edges
+            if src in where and dst in where and not where[dst] <= where[src]}
 
 
 def _node_extra(nid: int, overlay: Overlay) -> str:

@@ -9,6 +9,10 @@ Error messages meant for programmers (a bad argument, a missing renderer) stay i
 English, as do the names inside pictures (op names, module and parameter names,
 shapes): they are code, and code reads the same in every language.
 
+For ``"zh"`` the font that draws Chinese (Noto Sans SC, from ``pip install
+pylopdf-fonts-zh-cn``) is handed to matplotlib, and draws Chinese picture titles on
+their PNG: see :mod:`dynagraph._fonts`.
+
 Each message is written in English in the code, as the argument of :func:`tr`; the
 translations live in catalogs keyed by that English text (``dynagraph/_zh.py`` for the
 package, ``dynagraph/exercises/_zh.py`` for the exercise checks).
@@ -25,6 +29,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from . import _fonts
+
 __all__ = ["LANGUAGES", "N_", "language", "set_language", "tr", "translated"]
 
 LANGUAGES = ("en", "zh")  # English (the default) and Simplified Chinese
@@ -36,8 +42,13 @@ _loaded: dict[str, dict[str, str]] = {}
 def set_language(lang: str) -> None:
     """Choose the language of learner-facing messages: ``"en"`` or ``"zh"``.
 
+    For ``"zh"``, matplotlib also gets a font for Chinese (see :mod:`dynagraph._fonts`).
+
     Raises:
         ValueError: ``lang`` is not one of :data:`LANGUAGES`.
+
+    Warns:
+        UserWarning: ``"zh"`` without the font's wheel (once): ``pip install pylopdf-fonts-zh-cn``.
 
     Example:
         >>> dg.set_language("zh")
@@ -48,6 +59,7 @@ def set_language(lang: str) -> None:
         raise ValueError(f"unknown language {lang!r}: use one of {', '.join(map(repr, LANGUAGES))} "
                          "('en' is English, 'zh' is Simplified Chinese)")
     _current[0] = lang
+    _fonts.follow(lang)  # matplotlib's fallback font for Chinese (or back to the default)
 
 
 def language() -> str:

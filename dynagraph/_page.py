@@ -5,7 +5,9 @@ A view displays as up to four outputs (:class:`Output`), in this order:
 - a diff's table (``text/html`` of plain tags), only for :class:`~dynagraph.diff.GraphDiff`;
 - **the picture**: ``image/png`` and ``text/plain``, which every viewer shows (a
   notebook opened without running it, a viewer that sanitizes HTML such as GitHub's or
-  ``nbconvert --sanitize-html``);
+  ``nbconvert --sanitize-html``). A title with Chinese in it, which Graphviz's renderer
+  would draw as boxes, is drawn above the PNG by Pillow and above the SVG by the script
+  instead (:func:`_own_title`);
 - **its script**: ``application/javascript`` alone. Where scripts run (a trusted
   notebook, nbconvert's HTML, the docs) it (``assets/view.js``, data format
   ``assets/DATA.md``) draws the picture as inline SVG with zoom, hover and a stepper, and
@@ -17,11 +19,16 @@ A view displays as up to four outputs (:class:`Output`), in this order:
   (which the script hides), and the first :data:`LISTED_STEPS` steps.
 
 No output needs a tag, style or image that a sanitizer drops, so none shows junk.
+
+What a learner reads here (the step list, hover details, the stepper's words) follows
+:func:`dynagraph.set_language`; ``view.js`` holds the English and gets other languages'
+words in its data (``words``), so an English output's data is as it always was.
 """
 
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import io
 import json
@@ -32,8 +39,9 @@ from html import escape, unescape
 from importlib import resources
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from . import _dot, _patch, _picture, memory, render
+from . import _dot, _fonts, _patch, _picture, memory, render
 from ._dot import Overlay, StepText
+from ._language import language, tr
 from ._records import Node
 
 if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle at run time)
@@ -56,6 +64,10 @@ PNG_DPI = 72
 PNG_COLOURS = 64
 PNG_MIN_DPI = 36
 PNG_PIXELS = 4_000_000
+# A title drawn outside Graphviz (see _own_title) as Graphviz draws one: _dot's graph
+# font size in points, centred above the picture with this margin in points.
+TITLE_PT = 10
+TITLE_MARGIN_PT = 4
 # Steps a stepper plays, at most: the first and last halves of a longer recording
 # (80,000 steps would be ~650 KB of step data); the page says what it left out. An
 # output still over MAX_BYTES, with its step data the bigger part, plays fewer.
@@ -153,15 +165,31 @@ class _Drawn(NamedTuple):
     dot: str
     png: str = ""  # base64; empty: not made (yet)
     png_size: tuple[int, int] = (0, 0)
+    title: str = ""  # drawn outside Graphviz (see _own_title); empty: none, or in the DOT
 
 
 def _drawn(graph: Graph, overlay: Overlay) -> _Drawn:
     """``graph`` drawn with ``overlay``: its SVG, hover texts and frames (no PNG yet)."""
+    title = _own_title(graph)
+    if title:  # drawn by the script and by Pillow instead (a memory line stays in the DOT)
+        graph = copy.copy(graph)
+        graph.title = None
     pic, dot, series = _picture.drawing(graph, overlay)
     drawn = pic.graph
     data: dict[str, Any] = {"frames": _dot.frames(drawn.nodes, drawn.edges, drawn.blocks),
                             "info": _info(graph, pic, overlay.info)}
-    return _Drawn(pic, render.compact_svg(render.pipe(dot, "svg")), data, series, dot)
+    if title:
+        data["title"] = title
+    return _Drawn(pic, render.compact_svg(render.pipe(dot, "svg")), data, series, dot, title=title)
+
+
+def _own_title(graph: Graph) -> str:
+    """The title a view draws outside Graphviz: ``graph.title`` when it holds Chinese,
+    which Graphviz's renderer draws as boxes, and the font that draws it is installed
+    (``pylopdf-fonts-zh-cn``); else ``""``: Graphviz draws the title, as in
+    ``Graph.to_dot()``, ``.svg()`` and ``.save()``."""
+    title = graph.title or ""
+    return title if _fonts.needs_cjk_font(title) and _fonts.cjk_font() is not None else ""
 
 
 def _with_png(drawn: _Drawn) -> _Drawn:
@@ -178,6 +206,8 @@ def _with_png(drawn: _Drawn) -> _Drawn:
     fit = min(0.85 * MAX_BYTES / (3.3 * len(drawn.svg) + 1), PNG_PIXELS / area if area else 1.0) ** 0.5
     dpi = max(PNG_MIN_DPI, min(PNG_DPI, int(PNG_DPI * fit)))
     im = _raster(drawn.dot, dpi)
+    if drawn.title:
+        im = _titled(im, drawn.title, dpi)
     while True:
         b64 = _encoded(im)
         if len(b64) + 2_000 <= MAX_BYTES or dpi <= PNG_MIN_DPI:
@@ -195,6 +225,26 @@ def _raster(dot: str, dpi: int) -> Any:
     head, brace, rest = dot.partition("{")
     with Image.open(io.BytesIO(render.pipe(f"{head}{brace}\n  dpi={dpi};{rest}", "png"))) as im:
         return im.convert("RGB")
+
+
+def _titled(im: Any, title: str, dpi: int) -> Any:
+    """``im`` (a picture drawn at ``dpi``) with ``title`` above it, drawn by Pillow in
+    Noto Sans SC as Graphviz draws a title: :data:`TITLE_PT`, black, centred, each line
+    of ``title`` on its own line."""
+    from PIL import Image, ImageDraw
+
+    font = _fonts.pillow_font(max(1, round(TITLE_PT * dpi / 72)))
+    margin = round(TITLE_MARGIN_PT * dpi / 72)
+    spacing = round(0.2 * TITLE_PT * dpi / 72)
+    box = ImageDraw.Draw(im).multiline_textbbox((0, 0), title, font=font, spacing=spacing, align="center")
+    left, top, right, bottom = map(int, box)
+    width, strip = max(im.width, right - left + 2 * margin), bottom - top + 2 * margin
+    out = Image.new("RGB", (width, im.height + strip), im.getpixel((0, 0)))  # Graphviz's background
+    out.paste(im, ((width - im.width) // 2, strip))
+    # (at the strip's foot: the picture's own margin is under it, as under Graphviz's title)
+    ImageDraw.Draw(out).multiline_text(((width - (right - left)) // 2 - left, strip - bottom), title,
+                                       fill="black", font=font, spacing=spacing, align="center")
+    return out
 
 
 def _encoded(im: Any) -> str:
@@ -220,6 +270,8 @@ def _compose(drawn: _Drawn, overlay: Overlay, text: str, caption: str, table: st
         data["hint"] = "dg-hint-" + hashlib.sha1(_json_for_script(data).encode()).hexdigest()[:12]
     if drawn.png:  # the script hides the PNG's output, found by this size, where it runs
         data["png"] = list(drawn.png_size)
+    if language() != "en":  # view.js has the English
+        data["words"] = _words(bool(steps))
     outs = []
     if table:
         outs.append(Output({"text/plain": _plain_table(table), "text/html": table}, {"dynagraph": "table"}))
@@ -265,26 +317,45 @@ def _iterations(nodes: Sequence[Node]) -> list[str]:
         return f"  {k}: {n.label if n.label != n.name else n.name}{shape}"
     lines = [line(k, n) for k, n in enumerate(nodes[:LISTED_ITERATIONS], 1)]
     if len(nodes) > LISTED_ITERATIONS:
-        lines.append(f"  \u2026 and {len(nodes) - LISTED_ITERATIONS:,} more")
+        lines.append("  " + tr("\u2026 and {n} more", n=f"{len(nodes) - LISTED_ITERATIONS:,}"))
     return lines
 
 
 def _describe(node: Node, repeats: int | None, note: str | None, stands: Sequence[Node] = ()) -> str:
+    """A node's hover details (names, kinds, shapes and numbers as they are)."""
     lines = [f"{node.name} ({node.kind})"]
     if node.label != node.name:
         lines.append(node.label)
     if node.module:
-        lines.append(f"module: {node.module}")
+        lines.append(tr("module: {module}", module=node.module))
     if node.shape is not None:
-        lines.append(f"tensor: {tuple(node.shape)} {node.dtype} {node.device}")
-    lines += [f"saved {k}: {v}" for k, v in node.saved]
+        lines.append(tr("tensor: {shape} {dtype} {device}", shape=tuple(node.shape), dtype=node.dtype,
+                        device=node.device))
+    lines += [tr("saved {name}: {value}", name=k, value=v) for k, v in node.saved]
     if repeats:
-        lines.append(f"drawn once for {repeats:,} iterations")
+        lines.append(tr("drawn once for {n} iterations", n=f"{repeats:,}"))
         if len({(n.label, n.shape) for n in stands}) > 1:  # (an op node that is the same each time: no list)
-            lines += ["iteration: node", *_iterations(stands)]
+            lines += [tr("iteration: node"), *_iterations(stands)]
     if note:
         lines.append(note)
     return "\n".join(lines)
+
+
+def _words(stepper: bool) -> dict[str, Any]:
+    """The words of ``view.js``'s bar in the current language, for a language other than
+    English (``view.js`` holds the English): button labels and titles by action, and the
+    stepper's lines as templates whose ``{fields}`` it fills (``assets/DATA.md``).
+    (The English titles in ``view.js`` are the actions' names: ``first``, ``zoom: zin``.)"""
+    label = {"fit": tr("fit")}
+    title = {"zout": tr("zoom out"), "fit": tr("fit the picture to the width"), "one": tr("actual size"),
+             "zin": tr("zoom in")}
+    if not stepper:
+        return {"label": label, "title": title}
+    label.update(prev=tr("\u2039 prev"), play=tr("play"), next=tr("next \u203a"))
+    title.update(first=tr("first step"), prev=tr("previous step"), play=tr("play or pause"),
+                 next=tr("next step"), last=tr("last step"))
+    return {"label": label, "title": title, "slider": tr("the step shown"), "step": tr("step {k} / {n}"),
+            "iteration": tr("iteration {k} of {n}"), "keeps": tr("the graph keeps {bytes} for backward")}
 
 
 def _steps(pic: _picture.Picture, overlay: Overlay, max_steps: int) -> dict[str, Any]:
@@ -379,14 +450,16 @@ def _listing(steps: Sequence[tuple[StepText, list[int]]], totals: Sequence[int],
     plain text: ``caption``, the line (id ``hint``) that says how to make the picture
     step, and the first :data:`LISTED_STEPS` steps, each with the bytes the graph keeps
     after it when ``totals`` are given."""
-    kept = [f" \u00b7 the graph keeps {memory.fmt_bytes(t)} for backward" for t in totals]
+    kept = [" \u00b7 " + tr("the graph keeps {bytes} for backward", bytes=memory.fmt_bytes(t))
+            for t in totals[:LISTED_STEPS]]
     lines = [_filled(text) + (kept[i] if kept else "") for i, (text, _) in enumerate(steps[:LISTED_STEPS])]
     more = len(steps) - LISTED_STEPS
-    plays = ("the stepper plays them all" if not gap else
-             f"the stepper plays the first {gap[0]:,} and the last {len(steps) - gap[0] - gap[1]:,}, "
-             f"so that the output stays small")
-    tail = f"\u2026 and {more:,} more steps ({plays})" if more > 0 else ""
-    how = f"To step through the {len(steps):,} steps in the picture, run the cell, or trust the notebook."
+    plays = (tr("the stepper plays them all") if not gap else
+             tr("the stepper plays the first {first} and the last {last}, so that the output stays small",
+                first=f"{gap[0]:,}", last=f"{len(steps) - gap[0] - gap[1]:,}"))
+    tail = tr("\u2026 and {more} more steps ({plays})", more=f"{more:,}", plays=plays) if more > 0 else ""
+    how = tr("To step through the {n} steps in the picture, run the cell, or trust the notebook.",
+             n=f"{len(steps):,}")
     html = (f'<div class="dg-steps" style="{_CARD}">' + (f"<b>{escape(caption)}</b>" if caption else "")
             + f'<div id="{hint}"><i>{how}</i></div><ol>' + "".join(f"<li>{escape(t)}</li>" for t in lines)
             + "</ol>" + (f"<div>{tail}</div>" if tail else "") + "</div>")
@@ -403,11 +476,12 @@ def _filled(text: StepText) -> str:
 def diff_table(rows: Sequence[tuple[str, int, int]], labels: Sequence[str], total: tuple[int, int]) -> str:
     """A diff's node counts as an HTML table: ``(name, count in a, count in b)`` per row."""
     la, lb = map(escape, labels)
-    head = f"<tr><td><b>node</b></td><td><b>{la}</b></td><td><b>{lb}</b></td><td><b>change</b></td></tr>"
+    head = "".join(f"<td><b>{c}</b></td>" for c in (escape(tr("node")), la, lb, escape(tr("change"))))
+    head = f"<tr>{head}</tr>"
     body = "".join(f"<tr><td>{escape(n)}</td><td>{x}</td><td>{y}</td><td>{y - x:+d}</td></tr>"
                    for n, x, y in rows)
     ta, tb = total
-    foot = "".join(f"<td><b>{c}</b></td>" for c in ("total", ta, tb, f"{tb - ta:+d}"))
+    foot = "".join(f"<td><b>{c}</b></td>" for c in (escape(tr("total")), ta, tb, f"{tb - ta:+d}"))
     foot = f"<tr>{foot}</tr>"
     return f'<table class="dg-diff" style="{_CARD}">{head}{body}{foot}</table>'
 

@@ -13,11 +13,18 @@ from types import FrameType
 import torch
 
 from . import _torch
+from ._language import N_, language, translated
 
 _SKIP = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,) if m.__file__)
 PACKAGE_DIR = os.path.dirname(__file__) + os.sep
 _CELL = re.compile(r"(ipykernel_\d+[/\\]\d+\.py|<ipython-input-[\da-f-]+>)$")
 _internal: dict[str, bool] = {}
+# Where a cell's line is: written in English (``Step.where`` is data that notebooks test,
+# the same in every language) and shown in the learner's language by :func:`shown`.
+_THIS_CELL = N_("this cell, line {line}")
+_DEFINING = N_("cell defining {name}, line {line}")
+_ANOTHER_CELL = N_("another cell, line {line}")
+_PLACE = re.compile(r"(?:(?P<this>this cell)|cell defining (?P<name>[^,]+)|another cell), line (?P<line>\d+)")
 
 
 def _is_internal(filename: str) -> bool:
@@ -53,6 +60,8 @@ def describe(filename: str | None, lineno: int | None) -> tuple[str, str]:
 
         ``code`` is the line's text without its indent (``""`` if unknown).
 
+    ``where`` is English in every language; :func:`shown` gives it in the learner's.
+
     A cell is not named by its execution count (``[5]``), nor by its file name:
     they differ between runs. nbval runs each cell without history, so there every
     cell has count 1, while a notebook run top to bottom (which stores the outputs)
@@ -69,9 +78,28 @@ def describe(filename: str | None, lineno: int | None) -> tuple[str, str]:
     if not _CELL.search(filename):
         return f"{os.path.basename(filename)}:{lineno}", code
     if filename == _running_cell():
-        return f"this cell, line {lineno}", code
+        return _THIS_CELL.format(line=lineno), code
     name = _definition_at(filename, lineno)
-    return (f"cell defining {name}, line {lineno}" if name else f"another cell, line {lineno}"), code
+    return (_DEFINING.format(name=name, line=lineno) if name else _ANOTHER_CELL.format(line=lineno)), code
+
+
+def shown(where: str) -> str:
+    """``where`` as :func:`describe` gave it, in the current language (a file's
+    ``model.py:12`` and ``?`` read the same in every language).
+
+    Example:
+        >>> dg.set_language("zh")
+        >>> shown("this cell, line 3")
+        '本单元格，第 3 行'
+    """
+    place = _PLACE.fullmatch(where) if language() != "en" else None
+    if place is None:
+        return where
+    if place["this"]:
+        return translated(_THIS_CELL, line=place["line"])
+    if place["name"]:
+        return translated(_DEFINING, name=place["name"], line=place["line"])
+    return translated(_ANOTHER_CELL, line=place["line"])
 
 
 def _running_cell() -> str | None:

@@ -1,9 +1,178 @@
 """Chinese translations of the package's learner-facing messages (see :mod:`dynagraph._language`).
 
-Keys are the English messages exactly as the code passes them to ``tr``; names in
-braces stay as they are. ``tests/test_language.py`` checks that every message has one
+Keys are the English messages exactly as the code passes them to ``tr`` (or marks with ``N_``);
+names in braces stay as they are. ``tests/test_language.py`` checks that every message has one
 entry here and every entry a message.
+
+Terms follow the Chinese column of ``notebooks/glossary.md`` (d2l-zh's usage); op, module and
+parameter names, shapes, numbers and code stay in English, with a space between them and the
+Chinese around them.
 """
+# ruff: noqa: E501 - one message per line, so that grep on a message's English text finds its entry
 
 MESSAGES: dict[str, str] = {
+    # _page.py: the step list that needs no script
+    "To step through the {n} steps in the picture, run the cell, or trust the notebook.":
+        "要在图中逐步查看这 {n} 步，请运行本单元格，或者信任此笔记本。",
+    "the stepper plays them all":
+        "步进器会播放全部步骤",
+    "the stepper plays the first {first} and the last {last}, so that the output stays small":
+        "步进器只播放前 {first} 步和最后 {last} 步，以免输出过大",
+    "\u2026 and {more} more steps ({plays})":
+        "……还有 {more} 步（{plays}）",
+    "the graph keeps {bytes} for backward":
+        "计算图为反向传播保留了 {bytes}",
+    # _page.py: a node's details on hover
+    "module: {module}":
+        "模块：{module}",
+    "tensor: {shape} {dtype} {device}":
+        "张量：{shape} {dtype} {device}",
+    "saved {name}: {value}":
+        "保存的 {name}：{value}",
+    "drawn once for {n} iterations":
+        "只画一次，代表 {n} 次迭代",
+    "iteration: node":
+        "迭代：节点",
+    "\u2026 and {n} more":
+        "……还有 {n} 个",
+    # _page.py: the words of view.js's bar (buttons, their tooltips, the stepper's lines)
+    "\u2039 prev":
+        "\u2039 上一步",
+    "play":
+        "播放",
+    "next \u203a":
+        "下一步 \u203a",
+    "fit":
+        "适应宽度",
+    "first step":
+        "第一步",
+    "previous step":
+        "上一步",
+    "play or pause":
+        "播放或暂停",
+    "next step":
+        "下一步",
+    "last step":
+        "最后一步",
+    "zoom out":
+        "缩小",
+    "fit the picture to the width":
+        "按宽度缩放图片",
+    "actual size":
+        "原始大小",
+    "zoom in":
+        "放大",
+    "the step shown":
+        "当前显示的步骤",
+    "step {k} / {n}":
+        "第 {k} / {n} 步",
+    "iteration {k} of {n}":
+        "第 {k} 次迭代（共 {n} 次）",
+    # _page.py and diff.py: a diff's table
+    "node":
+        "节点",
+    "change":
+        "变化量",
+    "total":
+        "总计",
+    # _source.py: where a step's line is (Step.where stays English; steps show it so)
+    "this cell, line {line}":
+        "本单元格，第 {line} 行",
+    "cell defining {name}, line {line}":
+        "定义 {name} 的单元格，第 {line} 行",
+    "another cell, line {line}":
+        "另一个单元格，第 {line} 行",
+    # live.py: a recording's steps and its step list's heading
+    "{n} nodes":
+        "{n} 个节点",
+    "{first}, \u2026 ({n} nodes)":
+        "{first}, …（共 {n} 个节点）",
+    "no node ({note})":
+        "没有节点（{note}）",
+    " in {module}":
+        " 位于 {module}",
+    " ({kind})":
+        "（{kind}）",
+    "{n} steps":
+        "{n} 步",
+    "; {n} nodes drawn faint do not feed the result of step {step} ({op}): rec.feeding(tensor) draws only what feeds a tensor":
+        "；画成浅色的 {n} 个节点不参与计算第 {step} 步（{op}）的结果：rec.feeding(tensor) 只画出计算某个张量所用的部分",
+    # live.py: why an op made no node (Step.note stays English; steps show it so)
+    "inference_mode":
+        "处于 inference_mode 中",
+    "grad disabled: torch.no_grad()":
+        "梯度记录已关闭：torch.no_grad()",
+    "a leaf: autograd records it where an op uses it":
+        "叶子张量：自动微分在使用它的操作处记录它",
+    "no input requires grad":
+        "没有输入需要梯度",
+    "integer or bool result: not differentiable":
+        "结果是整数或布尔值：不可微",
+    "no new node":
+        "没有新节点",
+    # backward.py: a backward trace's steps and heading
+    "{leaf}.grad += the gradient":
+        "{leaf}.grad += 梯度",
+    "{leaf}.grad += the gradient from {n} uses":
+        "{leaf}.grad += 来自 {n} 处使用的梯度",
+    ", \u2016g\u2016 = {norms}":
+        "，\u2016g\u2016 = {norms}",
+    "{op} ran":
+        "{op} 已运行",
+    "{op} in {module} ran":
+        "{module} 中的 {op} 已运行",
+    ": gradient in, \u2016g\u2016 = {norms}":
+        "：收到梯度，\u2016g\u2016 = {norms}",
+    "backward: {n} node runs. The arrows point the way autograd sends gradients: from the output back to the inputs":
+        "反向传播：节点共运行 {n} 次。箭头指向自动微分传递梯度的方向：从输出回到输入",
+    # timing.py: dg.compare's verdict (after "timing: ", which stays)
+    "{verdict} ({times}; {how})":
+        "{verdict}（{times}；{how}）",
+    "{b} is {ratio}x faster than {a}":
+        "{b} 的速度是 {a} 的 {ratio} 倍",
+    "{b} is {ratio}x slower than {a}":
+        "{b} 的耗时是 {a} 的 {ratio} 倍",
+    "no clear difference here between {a} and {b} ({ratio}x)":
+        "在这台机器上，{a} 和 {b} 之间没有明显差异（{ratio}x）",
+    "{a} {time_a}, {b} {time_b} per call":
+        "每次调用：{a} {time_a}，{b} {time_b}",
+    "A/A noise up to {noise}x; {rounds} interleaved rounds, {threads} threads":
+        "A/A 噪声最大 {noise}x；交替进行 {rounds} 轮，{threads} 个线程",
+    "A/A noise up to {noise}x; {rounds} interleaved rounds, 1 thread":
+        "A/A 噪声最大 {noise}x；交替进行 {rounds} 轮，1 个线程",
+    # plots.py: titles, axis labels, legends and marks
+    "gradient norm per module":
+        "每个模块的梯度范数",
+    "gradient norm per parameter":
+        "每个参数的梯度范数",
+    "gradient norm per module over steps":
+        "每个模块的梯度范数随训练步的变化",
+    "gradient norm per parameter over steps":
+        "每个参数的梯度范数随训练步的变化",
+    "gradient norm (log)":
+        "梯度范数（对数坐标）",
+    "log10 gradient norm":
+        "梯度范数的 log10",
+    "step":
+        "训练步",
+    "L2 norm":
+        "L2 范数",
+    "mean |grad|":
+        "|grad| 的均值",
+    "max |grad|":
+        "|grad| 的最大值",
+    "no grad":
+        "无梯度",
+    "no value":
+        "无法读取",
+    "zero":
+        "零",
+    "{shown} of {total} modules shown: the largest and smallest norms and any without one":
+        "显示了 {total} 个模块中的 {shown} 个：范数最大和最小的，以及所有没有范数的",
+    "{shown} of {total} parameters shown: the largest and smallest norms and any without one; per='module' combines them":
+        "显示了 {total} 个参数中的 {shown} 个：范数最大和最小的，以及所有没有范数的；per='module' 会把它们按模块合并",
+    "step {k}: {op} [{where}] {code}":
+        "第 {k} 步：{op} [{where}] {code}",
+    "{n} steps so far":
+        "已记录 {n} 步",
 }

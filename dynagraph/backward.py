@@ -11,6 +11,7 @@ from torch.utils.hooks import RemovableHandle
 
 from . import _page, _patch, _picture
 from ._dot import Overlay
+from ._language import tr
 from ._records import Node
 from .capture import Params, Roots, named_roots, param_names_of, walk
 from .graph import Graph
@@ -80,20 +81,23 @@ class BackwardTrace(_page.View):
         if not self.order:
             return [_page.Output({"text/plain": repr(self)}, {})]
         return _page.outputs(self.graph(), repr(self), self._overlays(),
-                             caption=f"backward: {len(self.order):,} node runs. The arrows point the way "
-                                     "autograd sends gradients: from the output back to the inputs")
+                             caption=tr("backward: {n} node runs. The arrows point the way autograd sends "
+                                        "gradients: from the output back to the inputs",
+                                        n=f"{len(self.order):,}"))
 
 
 def _ran(node: Node, arriving: list[float]) -> str:
-    """A backward step's text: what ran, and the norm of the gradient it was sent
-    (a leaf's AccumulateGrad adds the gradient into the leaf's ``.grad``)."""
+    """A backward step's text, in the current language: what ran, and the norm of the
+    gradient it was sent (a leaf's AccumulateGrad adds the gradient into the leaf's
+    ``.grad``). Names and numbers stay as they are."""
     norms = ", ".join(f"{v:.2g}" for v in arriving)
     if node.kind in ("parameter", "input"):
-        uses = f" from {len(arriving)} uses" if len(arriving) > 1 else ""
-        return f"{node.label}.grad += the gradient{uses}" + (f", \u2016g\u2016 = {norms}" if norms else "")
-    where = f" in {node.module}" if node.module else ""
-    sent = f": gradient in, \u2016g\u2016 = {norms}" if norms else ""
-    return f"{node.label}{where} ran{sent}"
+        added = (tr("{leaf}.grad += the gradient from {n} uses", leaf=node.label, n=len(arriving))
+                 if len(arriving) > 1 else tr("{leaf}.grad += the gradient", leaf=node.label))
+        return added + (tr(", \u2016g\u2016 = {norms}", norms=norms) if norms else "")
+    ran = (tr("{op} in {module} ran", op=node.label, module=node.module) if node.module else
+           tr("{op} ran", op=node.label))
+    return ran + (tr(": gradient in, \u2016g\u2016 = {norms}", norms=norms) if norms else "")
 
 
 @contextlib.contextmanager

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol
 
 from . import _page, _picture
 from ._dot import Overlay
+from ._language import tr
 from ._records import Node
 from .graph import Graph
 
@@ -50,12 +52,14 @@ class GraphDiff(_page.View):
         return sum(self.a.counts().values()), sum(self.b.counts().values())
 
     def __repr__(self) -> str:
+        """The table as text; its header and ``total`` in the current language (a Chinese
+        word or label is padded by the columns it takes, two a character)."""
         la, lb = self.labels
         width = max([len(r[0]) for r in self.rows] + [8])
-        lines = [f"{'node':<{width}} {la:>6} {lb:>6} {'change':>7}"]
+        lines = [f"{_left(tr('node'), width)} {_right(la, 6)} {_right(lb, 6)} {_right(tr('change'), 7)}"]
         lines += [f"{n:<{width}} {x:>6} {y:>6} {y - x:>+7}" for n, x, y in self.rows]
         ta, tb = self.total
-        lines.append(f"{'total':<{width}} {ta:>6} {tb:>6} {tb - ta:>+7}")
+        lines.append(f"{_left(tr('total'), width)} {ta:>6} {tb:>6} {tb - ta:>+7}")
         return "\n".join(lines)
 
     def _graph(self) -> Graph:
@@ -71,6 +75,19 @@ class GraphDiff(_page.View):
     def _outputs(self) -> list[_page.Output]:
         return _page.outputs(self._graph(), repr(self), Overlay(highlight=set(self.new)),
                              table=_page.diff_table(self.rows, self.labels, self.total))
+
+
+def _columns(text: str) -> int:
+    """Columns ``text`` takes in a monospace font: a Chinese character takes two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _left(text: str, width: int) -> str:
+    return text + " " * max(0, width - _columns(text))
+
+
+def _right(text: str, width: int) -> str:
+    return " " * max(0, width - _columns(text)) + text
 
 
 def _key(node: Node, modules: bool) -> tuple[str, str | None, str | None]:

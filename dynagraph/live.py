@@ -16,6 +16,7 @@ from torch import nn
 
 from . import _page, _patch, _source, _tags, _torch, memory, render
 from ._dot import Overlay, StepText
+from ._language import N_, tr, translated
 from ._records import Node, owner
 from ._tags import tensors_in
 from ._walk import reach
@@ -41,14 +42,16 @@ class Step:
             ``index + 1`` there.
         op: The operation (``mul``, ``linear``, ``ThresholdReLU.apply``).
         where: ``"this cell, line 3"`` or ``"cell defining Net, line 10"`` (a Jupyter cell),
-            or ``"file.py:12"``.
+            or ``"file.py:12"``: English in every language (:meth:`text` shows it in the
+            learner's).
         code: That line's source text.
         module: The module whose forward ran the op (dotted name when ``live`` was
             given the model, else its class name), or ``None`` (outside any module,
             or in the given model's own ``forward``).
         inputs, outputs: Shapes of the tensor arguments and results.
         nodes: Ids of the autograd nodes this op created (in :attr:`Recording.nodes`).
-        note: Why no node was created, when none was.
+        note: Why no node was created, when none was (English; :meth:`text` shows it
+            in the learner's language).
     """
 
     index: int
@@ -63,19 +66,25 @@ class Step:
 
     def text(self, names: Mapping[int, str] | None = None,
              module_types: Mapping[str, str] | None = None) -> str:
-        """One-step summary: op, source line, shapes, and the nodes it created."""
+        """One-step summary: op, source line, shapes, and the nodes it created, in the
+        current language (op, module and node names, shapes and code as they are)."""
         shapes = f"{_shapes(self.inputs)} -> {_shapes(self.outputs)}"
         if not names:
-            made = f"{len(self.nodes)} nodes"
+            made = tr("{n} nodes", n=len(self.nodes))
         elif len(self.nodes) <= STEP_NODES:
             made = ", ".join(names[i] for i in self.nodes)
         else:
             first = ", ".join(names[i] for i in self.nodes[:STEP_NODES])
-            made = f"{first}, \u2026 ({len(self.nodes):,} nodes)"
-        made = f"+ {made}" if self.nodes else f"no node ({self.note})"
+            made = tr("{first}, \u2026 ({n} nodes)", first=first, n=f"{len(self.nodes):,}")
+        made = f"+ {made}" if self.nodes else tr("no node ({note})", note=translated(self.note))
         kind = (module_types or {}).get(self.module) if self.module else None
-        inside = f" in {self.module}" + (f" ({kind})" if kind else "") if self.module else ""
-        return f"{self.op}{inside}  [{self.where}] {self.code}\n  {shapes}  {made}"
+        inside = _inside(self.module) + (tr(" ({kind})", kind=kind) if kind else "") if self.module else ""
+        return f"{self.op}{inside}  [{_source.shown(self.where)}] {self.code}\n  {shapes}  {made}"
+
+
+def _inside(module: str) -> str:
+    """`` in {module}`` of a step's text (which :func:`_template` finds to mark the module)."""
+    return tr(" in {module}", module=module)
 
 
 def _shapes(shapes: Iterable[tuple[int, ...] | None]) -> str:
@@ -241,7 +250,8 @@ class Recording(_page.View):
         played = _page.played(len(self.steps))  # the middle of a long recording is never shown: no text
         steps = [(_template(s, s.text(names, self.module_types)) if s.index in played else "", s.nodes)
                  for s in self.steps]
-        info = {nid: f"step {s.index + 1}: {s.op} [{s.where}] {s.code}"  # steps count from 1
+        info = {nid: tr("step {k}: {op} [{where}] {code}", k=s.index + 1,  # steps count from 1
+                        op=s.op, where=_source.shown(s.where), code=s.code)
                 for s in self.steps for nid in s.nodes}
         totals = self.saved_by_step() if self.memory is not None else []
         return Overlay(steps=steps, info=info, mode="reveal", totals=totals,
@@ -249,17 +259,19 @@ class Recording(_page.View):
 
     def _caption(self, last: Step | None, unused: set[int]) -> str:
         """The step list's heading: how many steps, and what is drawn faint."""
-        caption = f"{len(self.steps):,} steps"
+        caption = tr("{n} steps", n=f"{len(self.steps):,}")
         if unused and last is not None:
-            caption += (f"; {len(unused):,} nodes drawn faint do not feed the result of step "
-                        f"{last.index + 1:,} ({last.op}): rec.feeding(tensor) draws only what feeds a tensor")
+            caption += tr("; {n} nodes drawn faint do not feed the result of step {step} ({op}): "
+                          "rec.feeding(tensor) draws only what feeds a tensor",
+                          n=f"{len(unused):,}", step=f"{last.index + 1:,}", op=last.op)
         return caption
 
     def _outputs(self) -> list[_page.Output]:
         if not self.steps:
             return [_page.Output({"text/plain": repr(self)}, {})]
         last, unused = self.unused()
-        return _page.outputs(self.graph(), repr(self), self._overlays(unused), caption=self._caption(last, unused))
+        return _page.outputs(self.graph(), repr(self), self._overlays(unused),
+                             caption=self._caption(last, unused))
 
     # -- recording: what dynagraph's torch patching (_patch) calls while the block runs --
 
@@ -450,22 +462,23 @@ def _template(step: Step, text: str) -> StepText:
     class (an MLP's 1,000 layers) shares one text in the page."""
     if not step.module:
         return text
-    template = text.replace(f" in {step.module}", f" in {_page.FILL}", 1)
+    template = text.replace(_inside(step.module), _inside(_page.FILL), 1)
     return (template, step.module) if template != text else text
 
 
 def _why_no_node(ins: list[torch.Tensor], outs: list[torch.Tensor]) -> str:
+    """Why an op made no autograd node, in English (``Step.note``; ``Step.text`` translates it)."""
     if torch.is_inference_mode_enabled():
-        return "inference_mode"
+        return N_("inference_mode")
     if not torch.is_grad_enabled():
-        return "grad disabled: torch.no_grad()"
+        return N_("grad disabled: torch.no_grad()")
     if any(t.requires_grad and t.grad_fn is None for t in outs):
-        return "a leaf: autograd records it where an op uses it"
+        return N_("a leaf: autograd records it where an op uses it")
     if not any(t.requires_grad for t in ins):
-        return "no input requires grad"
+        return N_("no input requires grad")
     if not any(t.is_floating_point() or t.is_complex() for t in outs):
-        return "integer or bool result: not differentiable"
-    return "no new node"
+        return N_("integer or bool result: not differentiable")
+    return N_("no new node")  # (also what _credit notes for a step its walk found no new node for)
 
 
 class _View:
@@ -507,7 +520,7 @@ class _View:
         if self.handle is None or self.stopped or not (force or due) or not rec.nodes:  # (nodes: walks)
             return
         try:
-            graph = rec.graph(title=f"{len(rec.steps)} steps so far")
+            graph = rec.graph(title=tr("{n} steps so far", n=len(rec.steps)))
             picture, script = _page.outputs(graph, repr(graph), still=force)  # the last stays: with a PNG
             if force:
                 self.handle.update(picture.data, metadata=picture.metadata, raw=True)

@@ -1,4 +1,8 @@
-"""Matplotlib plots of gradient norms: per layer, and over training steps."""
+"""Matplotlib plots of gradient norms: per layer, and over training steps.
+
+Titles, axis labels and legends follow :func:`dynagraph.set_language` (which gives
+matplotlib a font for Chinese); parameter and module names stay as they are.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from typing import TYPE_CHECKING, cast
 
 import torch
 
+from ._language import tr
 from ._records import owner
 from .norms import NamedTensors, grad_norms, grad_stats, named_tensors, per_module
 
@@ -62,8 +67,19 @@ def _pick(values: dict[str, float], limit: int = MAX_SHOWN) -> list[str]:
 
 
 def _shown_note(shown: int, total: int, per: str) -> str:
-    return (f"{shown} of {total:,} {per}s shown: the largest and smallest norms and any "
-            "without one" + ("; per='module' combines them" if per == "parameter" else ""))
+    if per == "parameter":
+        return tr("{shown} of {total} parameters shown: the largest and smallest norms and any without one; "
+                  "per='module' combines them", shown=shown, total=f"{total:,}")
+    return tr("{shown} of {total} modules shown: the largest and smallest norms and any without one",
+              shown=shown, total=f"{total:,}")
+
+
+def _per_title(per: str, over_steps: bool = False) -> str:
+    """The title of a plot of one norm per module or per parameter (over training steps)."""
+    if over_steps:
+        return (tr("gradient norm per parameter over steps") if per == "parameter" else
+                tr("gradient norm per module over steps"))
+    return tr("gradient norm per parameter") if per == "parameter" else tr("gradient norm per module")
 
 
 def _norms_of(source: NamedTensors | Mapping[str, float], is_norms: bool) -> Mapping[str, float]:
@@ -124,8 +140,8 @@ def plot_grad_norms(source: NamedTensors | Mapping[str, float], *, per: str = "m
     ax.set_xticks(range(len(names)), [_shown(n) for n in names], rotation=60, ha="right", fontsize=8)
     if len(names) < len(every):
         ax.set_xlabel(_shown_note(len(names), len(every), per), fontsize=8)
-    ax.set_ylabel("gradient norm (log)")
-    ax.set_title(title or f"gradient norm per {per}")
+    ax.set_ylabel(tr("gradient norm (log)"))
+    ax.set_title(title or _per_title(per))
     ax.legend(fontsize=8, loc="best")
     return ax
 
@@ -140,13 +156,13 @@ def _bars(ax: Axes, values: dict[str, float], stats: Mapping[str, tuple[float, f
     """Norm bars on a log axis, with mean and max ``|grad|`` markers when ``stats`` has them."""
     xs = range(len(values))
     finite = [v if math.isfinite(v) and v > 0 else math.nan for v in values.values()]
-    ax.bar(xs, finite, color="#4dabf7", label="L2 norm")
+    ax.bar(xs, finite, color="#4dabf7", label=tr("L2 norm"))
     if stats:
         rows = [stats.get(n, (math.nan,) * 3) for n in values]
         ax.scatter(xs, [r[1] for r in rows], marker="o", color="#1c7ed6", zorder=3,
-                   label="mean |grad|")
+                   label=tr("mean |grad|"))
         ax.scatter(xs, [r[2] for r in rows], marker="^", color="#e8590c", zorder=3,
-                   label="max |grad|")
+                   label=tr("max |grad|"))
     ax.set_yscale("log")
 
 
@@ -161,13 +177,13 @@ def _mark_problems(ax: Axes, values: dict[str, float], norms: Mapping[str, float
     unreadable = _with_owners(getattr(norms, "notes", {}))
     for i, (name, v) in enumerate(values.items()):
         if name in missing:
-            text = "no grad"
+            text = tr("no grad")
         elif name in unreadable:
-            text = "no value"
+            text = tr("no value")
         elif not math.isfinite(v):
-            text = "inf/nan"
+            text = "inf/nan"  # (as Python prints them)
         elif v == 0:
-            text = "zero"
+            text = tr("zero")
         else:
             continue
         ax.annotate(text, (i, 0), xycoords=("data", "axes fraction"), xytext=(0, 4),
@@ -213,8 +229,8 @@ def plot_grad_history(history: GradHistory, *, kind: str = "lines", ax: Axes | N
     ax = (_lines if kind == "lines" else _heatmap)(history.steps, norms, ax)
     if note:
         ax.set_ylabel(f"{ax.get_ylabel()}\n{note}".strip(), fontsize=7)
-    ax.set_xlabel("step")
-    ax.set_title(f"gradient norm per {history.per} over steps")
+    ax.set_xlabel(tr("step"))  # a training step
+    ax.set_title(_per_title(history.per, over_steps=True))
     return ax
 
 
@@ -223,7 +239,7 @@ def _lines(steps: list[int], norms: dict[str, list[float]], ax: Axes | None) -> 
     for name, series in norms.items():
         ax.plot(steps, series, label=_shown(name))
     ax.set_yscale("log")
-    ax.set_ylabel("gradient norm (log)")
+    ax.set_ylabel(tr("gradient norm (log)"))
     if len(norms) <= 12:
         ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return ax
@@ -236,5 +252,5 @@ def _heatmap(steps: list[int], norms: dict[str, list[float]], ax: Axes | None) -
     image = ax.imshow(grid, aspect="auto", cmap="viridis", interpolation="nearest",
                       extent=(steps[0] - 0.5, steps[-1] + 0.5, len(grid) - 0.5, -0.5))
     ax.set_yticks(range(len(norms)), [_shown(n) for n in norms], fontsize=7)
-    ax.figure.colorbar(image, ax=ax, label="log10 gradient norm")
+    ax.figure.colorbar(image, ax=ax, label=tr("log10 gradient norm"))
     return ax

@@ -29,13 +29,17 @@ from typing import Any
 
 import torch
 
+from ._language import tr
+
 __all__ = ["Comparison", "compare"]
 
 MIN_GAIN = 1.1  # a median ratio below this is not worth calling faster, however steady
 # Each round runs its three blocks in one of these orders, in turn, so no version is
 # always first (warm caches) or always last.
 _ORDERS = tuple(permutations(range(3)))
-_PREFIX = "timing: "  # tests/nbval_sanitize.cfg masks what follows: it differs between runs
+# tests/nbval_sanitize.cfg masks what follows: it differs between runs. The same in every
+# language: the notebooks, Chinese ones too, tell the reader to look for the `timing:` line.
+_PREFIX = "timing: "
 
 
 @dataclass(frozen=True)
@@ -78,17 +82,24 @@ class Comparison:
         return statistics.median(self.a), statistics.median(self.b)
 
     def __str__(self) -> str:
-        (name_a, name_b), (sec_a, sec_b) = self.names, self.seconds
-        times = f"{name_a} {_ms(sec_a)}, {name_b} {_ms(sec_b)} per call"
-        how = (f"A/A noise up to {self.noise:.2f}x; {len(self.a)} interleaved rounds, "
-               f"{self.threads} thread{'s' if self.threads != 1 else ''}")
-        if self.verdict == "faster":
-            head = f"{name_b} is {self.ratio:.1f}x faster than {name_a}"
-        elif self.verdict == "slower":
-            head = f"{name_b} is {1 / self.ratio:.1f}x slower than {name_a}"
+        """The verdict line, in the current language (``timing:`` and the names as they are)."""
+        (a, b), (sec_a, sec_b) = self.names, self.seconds
+        times = tr("{a} {time_a}, {b} {time_b} per call", a=a, time_a=_ms(sec_a), b=b, time_b=_ms(sec_b))
+        noise, rounds = f"{self.noise:.2f}", len(self.a)
+        if self.threads != 1:
+            how = tr("A/A noise up to {noise}x; {rounds} interleaved rounds, {threads} threads",
+                     noise=noise, rounds=rounds, threads=self.threads)
         else:
-            head = f"no clear difference here between {name_a} and {name_b} ({self.ratio:.2f}x)"
-        return f"{_PREFIX}{head} ({times}; {how})"
+            how = tr("A/A noise up to {noise}x; {rounds} interleaved rounds, 1 thread",
+                     noise=noise, rounds=rounds)
+        if self.verdict == "faster":
+            head = tr("{b} is {ratio}x faster than {a}", a=a, b=b, ratio=f"{self.ratio:.1f}")
+        elif self.verdict == "slower":
+            head = tr("{b} is {ratio}x slower than {a}", a=a, b=b, ratio=f"{1 / self.ratio:.1f}")
+        else:
+            head = tr("no clear difference here between {a} and {b} ({ratio}x)", a=a, b=b,
+                      ratio=f"{self.ratio:.2f}")
+        return _PREFIX + tr("{verdict} ({times}; {how})", verdict=head, times=times, how=how)
 
     __repr__ = __str__
 

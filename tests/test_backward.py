@@ -10,7 +10,7 @@ from torch import nn
 import dynagraph as dg
 from dynagraph import backward
 
-from _helpers import Square
+from _helpers import Square, outputs_of
 
 
 def traced(loss, params=None, **backward_args):
@@ -319,3 +319,23 @@ def test_step_texts_say_what_ran_and_the_norm_of_the_gradient_it_was_sent():
     assert texts["x.grad"] == f"x.grad += the gradient from 2 uses, \u2016g\u2016 = {ones:.2g}, {w.norm().item():.2g}"
     assert texts["w.grad"] == f"w.grad += the gradient, \u2016g\u2016 = {x.norm().item():.2g}"
     assert torch.equal(x.grad, w.detach() + 1) and torch.equal(w.grad, x.detach())
+
+
+def test_step_texts_and_the_heading_read_in_chinese():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    lin = nn.Linear(2, 1)
+    y = (lin(x) + x.sum()).sum()
+    with dg.trace_backward(y, params={"x": x, "lin.weight": lin.weight, "lin.bias": lin.bias}) as bt:
+        y.backward()
+    dg.set_language("zh")
+    try:
+        texts = [t for t, _ in bt._overlays().steps]
+        heading = outputs_of(bt)["steps"]["text/plain"].splitlines()[0]
+    finally:
+        dg.set_language("en")
+    assert heading == (f"反向传播：节点共运行 {len(bt.order)} 次。箭头指向自动微分传递梯度的方向：从输出回到输入")
+    assert texts[0] == "SumBackward0 已运行：收到梯度，\u2016g\u2016 = 1"  # names and numbers as they are
+    into_x = sorted(v for (src, _), v in bt.edge_norms.items() if bt.nodes[src].label == "x")
+    assert f"x.grad += 来自 2 处使用的梯度，\u2016g\u2016 = {into_x[1]:.2g}, {into_x[0]:.2g}" in texts
+    assert "lin.bias.grad += 梯度，\u2016g\u2016 = 1" in texts  # the gradient of a sum: 1
+

@@ -98,6 +98,25 @@ def test_repr_is_a_table():
         "node           before  after  change\n")
 
 
+def test_the_table_header_reads_in_chinese_and_stays_aligned():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    d = dg.diff(dg.draw(2 * x), dg.draw((2 * x).exp()), labels=("之前", "after"))
+    dg.set_language("zh")
+    try:
+        text, html = repr(d), html_of(d)
+    finally:
+        dg.set_language("en")
+    assert text == (
+        "节点             之前  after  变化量\n"   # a Chinese character takes two columns
+        "ExpBackward0        0      1      +1\n"
+        "AccumulateGrad      1      1      +0\n"
+        "MulBackward0        1      1      +0\n"
+        "总计                2      3      +1"
+    )
+    assert "<tr><td><b>节点</b></td><td><b>之前</b></td><td><b>after</b></td><td><b>变化量</b></td></tr>" in html
+    assert "<td><b>总计</b></td>" in html
+
+
 def test_picture_outlines_the_new_nodes():
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     d = dg.diff(dg.draw(2 * x), dg.draw((2 * x + 1).exp()), labels=("<short>", "long & new"))

@@ -198,6 +198,46 @@ def test_the_chinese_tutorials_list_every_chinese_notebook_in_order(site):
     assert [stem for stem in dict.fromkeys(listed)] == CHINESE and len(CHINESE) == len(NOTEBOOKS)
 
 
+def test_the_site_serves_a_chinese_font_with_every_character_its_pages_use(site):
+    """A machine with no Chinese font (a fresh Linux, CI) still reads the Chinese pages:
+    docs/conf.py serves Noto Sans SC cut down to the site's characters."""
+    from fontTools.ttLib import TTFont  # fontTools comes with matplotlib
+    font = site / "_static" / "noto-sans-sc-subset.woff"
+    assert font.stat().st_size < 400_000  # the whole font is 8 MB: only what the site uses
+    covered = set(map(chr, TTFont(str(font)).getBestCmap()))
+    used = set()
+    for page in ZH_PAGES:
+        used |= set(re.findall(r"[\u3400-\u9fff]", (site / f"{page}.html").read_text()))
+    assert used and not used - covered, f"characters the font lacks: {sorted(used - covered)[:20]}"
+    css = (site / "_static" / "dynagraph-docs.css").read_text()
+    assert 'url("noto-sans-sc-subset.woff")' in css
+
+
+@pytest.mark.browser
+def test_chinese_headings_draw_every_glyph_from_a_font(browser, site, http_root):
+    """Chromium says which fonts drew a heading's text: every character came from a
+    font that has it (the served Noto Sans SC where the machine has no Chinese font)."""
+    base, port = http_root
+    watch = Watch(browser, port=port)
+    try:
+        page = watch.new_page()
+        page.goto(f"{base}/notebooks/zh/05_dynamic_depth.html", wait_until="load")
+        page.evaluate("document.fonts.ready.then(() => true)")
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("DOM.enable")
+        cdp.send("CSS.enable")
+        root = cdp.send("DOM.getDocument")["root"]["nodeId"]
+        h1 = cdp.send("DOM.querySelector", {"nodeId": root, "selector": "h1"})["nodeId"]
+        fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": h1})["fonts"]
+        text = page.locator("h1").first.inner_text()
+        hanzi = len(re.findall(r"[\u3400-\u9fff\uff00-\uffef]", text))
+        chinese = [f for f in fonts if f["familyName"] in ("Noto Sans SC", "Noto Sans CJK SC", "Noto Sans CJK")
+                   or "CJK" in f["familyName"] or "SC" in f["familyName"].split()]
+        assert hanzi > 5 and chinese and sum(f["glyphCount"] for f in chinese) >= hanzi, (text, fonts)
+    finally:
+        watch.close()
+
+
 @pytest.mark.browser
 def test_the_language_switch_leads_to_the_twin_and_back(browser, site, http_root):
     base, port = http_root

@@ -14,7 +14,7 @@ from torch.autograd.function import Function
 
 import dynagraph as dg
 
-from _helpers import html_of, outputs_of, page_steps, pictures, svg_texts
+from _helpers import html_of, outputs_of, page_data, page_steps, pictures, svg_texts
 
 live_module = importlib.import_module("dynagraph.live")  # dg.live is the function
 patch_module = importlib.import_module("dynagraph._patch")
@@ -467,6 +467,57 @@ def test_model_must_be_a_module():
 def test_step_text_without_names_counts_nodes():
     step = live_module.Step(0, "mul", "f.py:1", "y = 2 * x", None, [(2,)], [(2,)], [0, 1])
     assert step.text() == "mul  [f.py:1] y = 2 * x\n  (2,) -> (2,)  + 2 nodes"
+
+
+@pytest.fixture
+def chinese():
+    dg.set_language("zh")
+    yield
+    dg.set_language("en")
+
+
+def test_step_texts_read_in_chinese_with_names_shapes_and_code_as_they_are(chinese):
+    names = [f"N{i}" for i in range(3000)]
+    step = live_module.Step(0, "gru", "this cell, line 3", "out = rnn(x)", "rnn", [(3, 2)], [(3, 4)],
+                            list(range(3000)))
+    assert step.text(names, {"rnn": "GRU"}) == ("gru 位于 rnn（GRU）  [本单元格，第 3 行] out = rnn(x)\n"
+                                                "  (3, 2) -> (3, 4)  + N0, N1, N2, N3, N4, N5, …（共 3,000 个节点）")
+    counted = live_module.Step(0, "mul", "f.py:1", "y = 2 * x", None, [(2,)], [(2,)], [0, 1])
+    assert counted.text() == "mul  [f.py:1] y = 2 * x\n  (2,) -> (2,)  + 2 个节点"
+    x = torch.ones(3)
+    with dg.live() as rec:
+        x * 2
+    (none,) = rec.steps
+    assert none.note == "no input requires grad"  # data: English in every language
+    assert none.text().endswith("  没有节点（没有输入需要梯度）")
+    with dg.live() as rec:
+        with torch.no_grad():
+            torch.ones(3, requires_grad=True) * 2
+    assert rec.steps[-1].text().endswith("没有节点（梯度记录已关闭：torch.no_grad()）")
+
+
+def test_a_loop_over_many_layers_shares_one_text_per_op_in_chinese(chinese):
+    """The page marks a step's module in its text (live._template), so that the steps
+    of a loop over many layers share one text: in Chinese too."""
+    model = nn.Sequential(*[m for _ in range(50) for m in (nn.Linear(4, 4), nn.ReLU())])
+    with dg.live(model) as rec:
+        model(torch.ones(2, 4)).sum()
+    data = page_data(html_of(rec))
+    names = [n.name for n in rec.nodes]
+    assert [t for t, _ in page_steps(html_of(rec))] == [s.text(names, rec.module_types) for s in rec.steps]
+    assert len(data["texts"]) < 6 and len(data["fills"]) == 100  # one text per op, a name per layer
+    assert any(t.startswith("linear 位于 \x00（Linear）") for t in data["texts"])
+
+
+def test_the_step_list_heading_counts_steps_and_faint_nodes_in_chinese(chinese):
+    lstm = nn.LSTM(2, 3)
+    with dg.live(lstm) as rec:
+        out, _ = lstm(torch.ones(4, 1, 2))
+        out.pow(2).mean()
+    last, unused = rec.unused()
+    caption = rec._caption(last, unused)
+    assert caption.startswith(f"{len(rec.steps)} 步；画成浅色的 {len(unused)} 个节点不参与计算第 {last.index + 1} 步")
+    assert caption.endswith("rec.feeding(tensor) 只画出计算某个张量所用的部分")
 
 
 def test_a_step_that_made_many_nodes_names_the_first_and_counts_them():

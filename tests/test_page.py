@@ -3,6 +3,7 @@ a plain step list), the size policy on every view, rolled steppers and their ite
 counter, renderer errors."""
 
 import base64
+import io
 import os
 import re
 import stat
@@ -10,13 +11,15 @@ import struct
 import time
 from collections import Counter
 from html.parser import HTMLParser
+from pathlib import Path
 
+import matplotlib
 import pytest
 import torch
 from torch import nn
 
 import dynagraph as dg
-from dynagraph import _page, _picture, render
+from dynagraph import _dot, _page, _picture, render
 from dynagraph._page import stored_bytes
 
 from _helpers import (
@@ -552,3 +555,169 @@ def test_node_details_show_at_once_on_hover_and_on_a_tap(tmp_path, touch):
         context.close()
     assert shown == info[nid]
     assert hidden and errors == []
+
+
+# -- in Chinese: the words a learner reads, and a title Graphviz cannot draw -------------
+
+@pytest.fixture
+def chinese():
+    dg.set_language("zh")
+    yield
+    dg.set_language("en")
+
+
+def test_an_english_output_carries_no_words_and_draws_its_title_in_graphviz():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    g = dg.draw(2 * x + 1, params={"x": x}, title="compute graph")
+    data = page_data(html_of(g))
+    assert "words" not in data and "title" not in data  # view.js writes its English itself
+    (svg,) = pictures(html_of(g))
+    assert "compute graph" in svg_texts(svg)
+
+
+def test_in_chinese_the_stepper_data_carries_the_words_and_the_step_list_reads_in_chinese(monkeypatch, chinese):
+    monkeypatch.setattr(_page, "LISTED_STEPS", 4)
+    rec = _long_recording(6)
+    words = page_data(html_of(rec))["words"]
+    assert words["label"] == {"prev": "\u2039 上一步", "play": "播放", "next": "下一步 \u203a", "fit": "适应宽度"}
+    assert set(words["title"]) == {"first", "prev", "play", "next", "last", "zout", "fit", "one", "zin"}
+    assert (words["step"], words["iteration"]) == ("第 {k} / {n} 步", "第 {k} 次迭代（共 {n} 次）")
+    assert words["keeps"] == "计算图为反向传播保留了 {bytes}"
+    steps = outputs_of(rec)["steps"]
+    assert "要在图中逐步查看这 6 步，请运行本单元格，或者信任此笔记本。" in steps["text/html"]
+    lines = steps["text/plain"].splitlines()  # a heading, then two lines a step
+    assert lines[0] == "6 步" and lines[-1] == "……还有 2 步（步进器会播放全部步骤）"
+    assert lines[1].startswith("1. mul  [test_page.py:") and lines[2].endswith(" · 计算图为反向传播保留了 8 B")
+    assert set(page_data(html_of(rec.graph()))["words"]) == {"label", "title"}  # no stepper: the zoom's
+    check(rec)
+
+
+def test_hover_details_read_in_chinese_with_names_and_shapes_as_they_are(chinese):
+    torch.manual_seed(0)
+    layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(14))
+    h = torch.randn(2, 4)
+    for layer in layers:
+        h = torch.tanh(layer(h))
+    info = page_data(html_of(dg.draw(h.sum(), params=layers)))["info"]
+    (weight,) = [text for text in info.values() if "{0…13}.weight" in text]
+    assert "\n张量：(4, 4) float32 cpu\n只画一次，代表 14 次迭代\n迭代：节点\n  1: 0.weight (4, 4)\n" in weight
+    assert weight.endswith(f"\n  ……还有 {14 - _page.LISTED_ITERATIONS} 个")
+    x = torch.ones(2, requires_grad=True)
+    saved = page_data(html_of(dg.draw(x.exp().sum(), show_saved=True)))["info"].values()
+    assert any(line.startswith("保存的 result：") for text in saved for line in text.splitlines())
+    model = nn.Sequential(nn.Linear(2, 2))
+    with dg.live(model) as rec:
+        model(torch.ones(1, 2)).sum()
+    texts = page_data(html_of(rec))["info"].values()
+    assert any("模块：0" in t.splitlines() for t in texts)
+
+
+def _ink(im, box=None):
+    """The dark pixels of ``im`` (or its ``box``), cropped to where they are, as 0/255."""
+    from PIL import ImageOps
+    gray = ImageOps.grayscale(im.crop(box) if box else im)
+    mask = gray.point(lambda v: 255 if v < 128 else 0)
+    return mask.crop(mask.getbbox())
+
+
+def _same_ink(a, b) -> float:
+    """How much two ink masks agree (intersection over union, after resizing ``b`` to ``a``)."""
+    from PIL import ImageChops
+    b = b.resize(a.size)
+    both = ImageChops.logical_and(a.convert("1"), b.convert("1")).histogram()[-1]
+    either = ImageChops.logical_or(a.convert("1"), b.convert("1")).histogram()[-1]
+    return both / either
+
+
+def _font_render(text, font):
+    """``text`` drawn by Pillow in ``font``, black on white."""
+    from PIL import Image, ImageDraw
+    im = Image.new("RGB", (400, 60), "white")
+    ImageDraw.Draw(im).text((10, 10), text, fill="black", font=font)
+    return im
+
+
+def test_a_chinese_title_is_drawn_above_the_png_by_pillow_and_above_the_svg_by_the_script():
+    fonts = pytest.importorskip("pylopdf_fonts_zh_cn")
+    from PIL import Image, ImageFont
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    title = "计算图，批量 64"
+    g = dg.draw(2 * x + 1, params={"x": x}, title=title)
+    outs = outputs_of(g)
+    data = page_data(html_of(g))
+    (svg,) = pictures(html_of(g))
+    assert data["title"] == title and title not in "".join(svg_texts(svg))  # the script shows it
+    assert f'label="{title}"' in g.to_dot()  # to_dot, .svg() and .save() keep it in the DOT
+    png = Image.open(io.BytesIO(base64.b64decode(outs["picture"]["image/png"]))).convert("RGB")
+    plain = Image.open(io.BytesIO(base64.b64decode(outputs_of(dg.draw(2 * x + 1, params={"x": x}))
+                                                   ["picture"]["image/png"]))).convert("RGB")
+    strip = png.height - plain.height
+    assert strip > 8 and data["png"] == list(png.size)
+    drawn = _ink(png, (0, 0, png.width, strip))
+    size = round(_page.TITLE_PT * _page.PNG_DPI / 72)
+    noto = _ink(_font_render(title, ImageFont.truetype(str(fonts.sans_path()), size)))
+    dejavu = _ink(_font_render(title, ImageFont.truetype(
+        str(Path(matplotlib.get_data_path()) / "fonts/ttf/DejaVuSans.ttf"), size)))  # no Chinese: boxes
+    assert abs(drawn.width - noto.width) <= 2 and abs(drawn.height - noto.height) <= 2
+    assert _same_ink(drawn, noto) > 0.8 > 0.5 > _same_ink(drawn, dejavu)
+
+
+def test_an_english_title_drawn_by_pillow_reads_as_graphviz_draws_it():
+    """A title with Chinese in it may hold English too (a memory line, a batch size):
+    Pillow draws it at Graphviz's size and place."""
+    pytest.importorskip("pylopdf_fonts_zh_cn")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    title = "compute graph, batch 64"
+    by_graphviz = _page._raster(_page._drawn(dg.draw(2 * x + 1, title=title), _dot.Overlay()).dot, 72)
+    untitled = _page._raster(_page._drawn(dg.draw(2 * x + 1), _dot.Overlay()).dot, 72)
+    by_pillow = _page._titled(untitled, title, 72)
+    assert by_pillow.height == by_graphviz.height  # the same room above the picture
+    rows = by_graphviz.height - untitled.height
+    a, b = (im.convert("L").point(lambda v: 255 if v < 128 else 0).crop((0, 0, im.width, rows)).getbbox()
+            for im in (by_graphviz, by_pillow))
+    assert abs(a[1] - b[1]) <= 2 and abs(a[3] - b[3]) <= 2  # the same lines: top and foot of the ink
+    assert abs((a[2] - a[0]) - (b[2] - b[0])) <= 0.1 * (a[2] - a[0])  # about as wide
+
+
+def test_without_the_font_a_chinese_title_stays_in_graphviz(monkeypatch):
+    from dynagraph import _fonts
+    monkeypatch.setattr(_fonts, "cjk_font", lambda: None)
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    data = page_data(html_of(dg.draw(2 * x + 1, title="计算图")))
+    assert "title" not in data and "计算图" in svg_texts(base64.b64decode(data["svg"]).decode())
+
+
+@pytest.mark.browser
+def test_a_chinese_stepper_shows_its_words_and_title_in_the_page(tmp_path, chinese):
+    pytest.importorskip("pylopdf_fonts_zh_cn")
+    from _chromium import Watch, chromium
+    torch.manual_seed(0)
+    cell = nn.RNNCell(2, 2)
+    with dg.live(cell, memory=True) as rec:
+        h = torch.zeros(1, 2)
+        for _ in range(40):
+            h = cell(torch.ones(1, 2), h)
+    data = page_data(html_of(rec.graph(title="循环")))
+    path = page_file(tmp_path / "zh.html", html_of(rec), html_of(rec.graph(title="循环")))
+    steps = expand_steps(page_data(html_of(rec)))
+    k = next(i for i, (_, _, b, it) in enumerate(steps) if b >= 0 and it == 9)
+    with chromium() as browser:
+        watch = Watch(browser)
+        page = watch.new_page()
+        page.goto(path.as_uri())
+        step_to(page, k)
+        info = page.locator(".dg-info").first.text_content()
+        now = page.locator(".dg-now").first.text_content()
+        buttons = page.evaluate("() => [...document.querySelectorAll('.dg-stepper button')]"
+                                ".map(b => [b.textContent, b.title])")
+        title = page.locator(".dg-title")
+        caption = (title.count(), title.first.text_content(), title.first.is_visible(),
+                   title.first.evaluate("e => getComputedStyle(e).fontSize"))
+        watch.close()
+    assert info == f"第 {k + 1} / {len(steps)} 步 · 第 10 次迭代（共 {page_data(html_of(rec))['blocks'][0]} 次）"
+    assert re.search(r"  · 计算图为反向传播保留了 [\d.]+ [KMG]?B$", now), now
+    assert buttons[:5] == [["\u00ab", "第一步"], ["\u2039 上一步", "上一步"], ["播放", "播放或暂停"],
+                           ["下一步 \u203a", "下一步"], ["\u00bb", "最后一步"]]
+    assert buttons[6] == ["适应宽度", "按宽度缩放图片"]
+    assert caption[:3] == (1, "循环", True) and caption[3] == "13.3333px"  # 10 pt, as Graphviz's title
+    assert data["title"] == "循环" and watch.errors == []

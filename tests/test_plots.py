@@ -127,6 +127,53 @@ def test_plot_grad_history_heatmap_is_log10_with_colorbar(history):
     assert ax.figure.axes[1].get_ylabel() == "log10 gradient norm"
 
 
+@pytest.fixture
+def chinese():
+    dg.set_language("zh")
+    yield
+    dg.set_language("en")
+
+
+def drawn_warnings(fig) -> list[str]:
+    """The warnings drawing ``fig`` gives (matplotlib warns for each glyph no font has)."""
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig.canvas.draw()
+    return [str(w.message) for w in caught]
+
+
+def test_plots_read_in_chinese_and_draw_every_glyph(model, chinese):
+    pytest.importorskip("pylopdf_fonts_zh_cn")  # the font set_language("zh") gives matplotlib
+    model[0].bias.grad = None
+    model[2].bias.grad.zero_()
+    ax = dg.plot_grad_norms(model, per="parameter")
+    assert (ax.get_title(), ax.get_ylabel()) == ("每个参数的梯度范数", "梯度范数（对数坐标）")
+    assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == ["L2 范数", "|grad| 的均值", "|grad| 的最大值"]
+    assert sorted(t.get_text() for t in ax.texts) == ["无梯度", "零"]
+    assert tick_labels(ax) == [n for n, _ in model.named_parameters()]  # names as they are
+    assert drawn_warnings(ax.figure) == []
+    hist = dg.GradHistory(model, per="module")
+    hist.record()
+    ax = hist.plot(kind="heatmap")
+    assert (ax.get_title(), ax.get_xlabel()) == ("每个模块的梯度范数随训练步的变化", "训练步")
+    assert ax.figure.axes[1].get_ylabel() == "梯度范数的 log10"
+    assert drawn_warnings(ax.figure) == []
+
+
+def test_without_the_fallback_font_matplotlib_says_glyphs_are_missing(chinese, monkeypatch):
+    """The check above can fail: DejaVu Sans alone has no Chinese glyphs."""
+    monkeypatch.setitem(matplotlib.rcParams, "font.family", ["DejaVu Sans"])
+    ax = dg.plot_grad_norms({"fc": 1.0})
+    assert any("missing from font" in w for w in drawn_warnings(ax.figure))
+
+
+def test_a_plot_of_many_names_says_how_many_it_shows_in_chinese(chinese):
+    ax = dg.plot_grad_norms({f"p{i}.weight": 1.0 + i for i in range(100)}, per="parameter")
+    assert ax.get_xlabel() == ("显示了 100 个参数中的 60 个：范数最大和最小的，以及所有没有范数的；"
+                               "per='module' 会把它们按模块合并")
+
+
 def test_plot_grad_history_per_module_lines(model):
     hist = dg.GradHistory(model, per="module")
     hist.record()

@@ -118,3 +118,11 @@ def test_lab_lane_lists_exactly_pyproject_dependencies_and_the_lab_extra():
         f"only in requirements-lab.txt: {sorted(listed.keys() - wanted)}; "
         f"only in pyproject.toml: {sorted(wanted - listed.keys())}"
     )
+
+
+def test_the_lab_lane_brings_the_font_the_chinese_notebooks_need():
+    """dg.set_language("zh") draws Chinese in plots and picture titles with Noto Sans SC
+    from this wheel (dynagraph/_fonts.py); without it Chinese shows as boxes."""
+    assert "pylopdf-fonts-zh-cn" in requirements("requirements-lab.txt")
+    _, lab = pyproject_deps(only={"lab"})  # (skips on Python 3.10: no tomllib)
+    assert "pylopdf-fonts-zh-cn" in lab

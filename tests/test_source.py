@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import dynagraph as dg
 from dynagraph import _source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,6 +68,31 @@ def test_a_line_in_another_cell_is_named_by_what_holds_it(cells):
                               (f"cell defining unused, line {lines[1]}", "@torch.no_grad()"),
                               (f"another cell, line {lines[2]}", "double = lambda x: x * 2"),
                               (f"another cell, line {lines[3]}", "import torch")]
+
+
+@pytest.fixture
+def chinese():
+    dg.set_language("zh")
+    yield
+    dg.set_language("en")
+
+
+def test_where_stays_english_and_shows_in_chinese(cells, chinese):
+    """``where`` is data a notebook may test (``.endswith(", line 3")``), the same in every
+    language; :func:`_source.shown` gives the words a learner reads."""
+    earlier = cells(NET)
+    running = "found = [describe(earlier, n) for n in lines]\n"
+    lines = [_line_of(NET, "return x * 2"), _line_of(NET, "import torch")]
+    scope = {"describe": _source.describe, "earlier": earlier, "lines": lines}
+    _run_as_cell(cells(running), running, scope)
+    (net, _), (other, _) = scope["found"]
+    assert (net, other) == (f"cell defining Net, line {lines[0]}", f"another cell, line {lines[1]}")
+    assert _source.shown(net) == f"定义 Net 的单元格，第 {lines[0]} 行"
+    assert _source.shown(other) == f"另一个单元格，第 {lines[1]} 行"
+    assert _source.shown("this cell, line 12") == "本单元格，第 12 行"
+    assert _source.shown("model.py:12") == "model.py:12" and _source.shown("?") == "?"  # files: as they are
+    dg.set_language("en")
+    assert _source.shown(net) == net
 
 
 def test_a_function_from_another_cell_is_not_this_cell(cells):

@@ -5,7 +5,8 @@
 // output, which every viewer shows; here the live picture takes the PNG's place. The
 // steps are a plain list in an output after them.
 // It uses no element ids of its own, so the same output shown twice in one page (two
-// copies of a notebook) works twice.
+// copies of a notebook) works twice. Its words are English; in another language the
+// data brings them (`words`), and a title Graphviz cannot draw (Chinese) as text (`title`).
 function dynagraphView(host, data, css) {
   // JupyterLab and nbconvert hand the output's element as `element` (a jQuery object
   // in the classic notebook); pages that just run the script (Sphinx) have the script.
@@ -18,6 +19,9 @@ function dynagraphView(host, data, css) {
     if (text) e.textContent = text;
     return e;
   };
+  const words = data.words || {};
+  const said = (group, key, en) => (words[group] && words[group][key]) || en;  // a word in the data's language
+  const fill = (key, en, fields) => (words[key] ? words[key].replace(/\{(\w+)\}/g, (m, f) => fields[f]) : en);
   const root = el("div", "dg-out" + (data.s ? " dg-stepper" : ""));
   root.dgData = data;  // (for tests and the browser's console)
   const style = el("style");
@@ -28,7 +32,8 @@ function dynagraphView(host, data, css) {
   const svg = document.importNode(new DOMParser().parseFromString(text, "image/svg+xml").documentElement, true);
   svg.querySelectorAll("[id]").forEach((e) => e.removeAttribute("id"));
   const W = parseFloat(svg.getAttribute("width")), H = parseFloat(svg.getAttribute("height"));
-  canvas.append(svg);
+  const title = data.title ? el("div", "dg-title", data.title) : null;  // where Graphviz drew none
+  canvas.append(...(title ? [title] : []), svg);
   root.append(style, bar, ...(now ? [now] : []), canvas);
   if (host) host.append(root); else mark.parentNode.insertBefore(root, mark);
   if (data.png) hidePng(root, data.png);
@@ -39,6 +44,7 @@ function dynagraphView(host, data, css) {
     zoom = Math.max(0.1, Math.min(4, z));
     svg.setAttribute("width", W * zoom + "pt");
     svg.setAttribute("height", H * zoom + "pt");
+    if (title) { title.style.width = W * zoom + "pt"; title.style.fontSize = 10 * zoom + "pt"; }  // as Graphviz's
     root.querySelector(".dg-zoom").textContent = Math.round(zoom * 100) + "%";
   };
   const fit = () => setZoom(Math.min(1, (canvas.clientWidth - 4) / (W * 4 / 3) || 1));
@@ -96,13 +102,15 @@ function dynagraphView(host, data, css) {
   };
   if (data.s) {
     for (const [a, t] of [["first", "\u00ab"], ["prev", "\u2039 prev"], ["play", "play"], ["next", "next \u203a"],
-                          ["last", "\u00bb"]]) bar.append(button(a, t, a));
+                          ["last", "\u00bb"]]) bar.append(button(a, said("label", a, t), said("title", a, a)));
     const range = el("input");
     range.type = "range"; range.min = 0; range.max = data.s.length - 1; range.value = range.max;
-    range.setAttribute("aria-label", "step");
+    range.setAttribute("aria-label", words.slider || "step");
     bar.append(range, el("span", "dg-info"), el("span", "dg-gap"));
   }
-  for (const [a, t] of [["zout", "\u2212"], ["fit", "fit"], ["one", "1:1"], ["zin", "+"]]) bar.append(button(a, t, "zoom: " + a));
+  for (const [a, t] of [["zout", "\u2212"], ["fit", "fit"], ["one", "1:1"], ["zin", "+"]]) {
+    bar.append(button(a, said("label", a, t), said("title", a, "zoom: " + a)));
+  }
   bar.append(el("span", "dg-zoom"));
 
   const act = { zin: () => setZoom(zoom * 1.25), zout: () => setZoom(zoom / 1.25), fit: fit, one: () => setZoom(1) };
@@ -144,11 +152,12 @@ function dynagraphView(host, data, css) {
       }
       for (const [g, s] of frames) g.classList.toggle(off, s > cur);
       const gap = data.gap, shown = cur + 1 + (gap && cur >= gap[0] ? gap[1] : 0);  // gap: steps left out
-      info.textContent = "step " + shown.toLocaleString("en") + " / " + (S + (gap ? gap[1] : 0)).toLocaleString("en") +
-        (b >= 0 ? " \u00b7 iteration " + (it + 1) + " of " + data.blocks[b] : "");
-      const text = data.texts[data.t[cur]], fill = data.f ? data.f[cur] : -1;
-      now.textContent = (fill >= 0 ? text.replace("\u0000", data.fills[fill]) : text) +
-        (data.mem ? "  \u00b7 the graph keeps " + bytes(data.mem[cur]) + " for backward" : "");
+      const at = shown.toLocaleString("en"), of = (S + (gap ? gap[1] : 0)).toLocaleString("en");
+      info.textContent = fill("step", "step " + at + " / " + of, { k: at, n: of }) + (b >= 0 ? " \u00b7 " +
+        fill("iteration", "iteration " + (it + 1) + " of " + data.blocks[b], { k: it + 1, n: data.blocks[b] }) : "");
+      const text = data.texts[data.t[cur]], f = data.f ? data.f[cur] : -1, kept = data.mem ? bytes(data.mem[cur]) : "";
+      now.textContent = (f >= 0 ? text.replace("\u0000", data.fills[f]) : text) +
+        (data.mem ? "  \u00b7 " + fill("keeps", "the graph keeps " + kept + " for backward", { bytes: kept }) : "");
     }
     const bytes = (n) => {  // as memory.fmt_bytes: powers of 1000
       for (const [u, k] of [["GB", 1e9], ["MB", 1e6], ["KB", 1e3]]) if (n >= k) return (n / k).toFixed(1) + " " + u;
