@@ -3,7 +3,7 @@
 What a learner reads from dynagraph (the exercise checks' verdicts and hints, the
 stepper's controls and step list, plot titles) follows one setting::
 
-    dg.set_language("zh")   # the Chinese notebooks do this in their first cell
+    dg.set_language("zh")   # the Chinese notebooks do this where they import dynagraph
 
 Error messages meant for programmers (a bad argument, a missing renderer) stay in
 English, as do the names inside pictures (op names, module and parameter names,
