@@ -124,7 +124,7 @@ class Overlay:
     block_notes: dict[int, str] = field(default_factory=dict)
     notes: dict[int, str] = field(default_factory=dict)
     fills: dict[int, str] = field(default_factory=dict)
-    info: dict[int, str] = field(default_factory=dict)
+    info: Mapping[int, str] = field(default_factory=dict)
     steps: Sequence[tuple[StepText, list[int]]] = field(default_factory=list)
     mode: str = "reveal"
     totals: list[int] = field(default_factory=list)

@@ -33,7 +33,7 @@ import hashlib
 import io
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from html import escape, unescape
 from importlib import resources
@@ -293,14 +293,15 @@ def _compose(drawn: _Drawn, overlay: Overlay, text: str, caption: str, table: st
 LISTED_ITERATIONS = 12
 
 
-def _info(graph: Graph, pic: _picture.Picture, extra: dict[int, str]) -> dict[int, str]:
+def _info(graph: Graph, pic: _picture.Picture, extra: Mapping[int, str]) -> dict[int, str]:
     """Hover text of each drawn node: name, kind, module, tensor, saved, source, and for
     a node of a rolled block what each iteration's node was (name and shape)."""
     drawn = pic.graph
     repeats = {nid: block.repeats for block in drawn.blocks for nid in block.nodes}
-    notes: dict[int, str] = {}
-    for old, text in extra.items():
-        notes.setdefault(pic.mapping.get(old, old), text)
+    first: dict[int, int] = {}  # drawn id -> the first original node whose note it shows
+    for old in extra:
+        first.setdefault(pic.mapping.get(old, old), old)
+    notes = {new: extra[old] for new, old in first.items()}  # (a lazy ``extra`` makes only these)
     stands: dict[int, list[Node]] = {}
     if pic.iteration:
         by_id = {n.id: n for n in graph.nodes}

@@ -196,7 +196,8 @@ def _sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]], first: Se
             out[i].append(j)
             indeg[j] += 1
     feeds, spans = _leaf_uses(edges, pos, leaves, interned)
-    hints = [n.module or _common(owner(leaves[x].label) for x in feeds[i] if leaves[x].kind == "parameter")
+    hints = [n.module or (_common(owner(leaves[x].label) for x in feeds[i] if leaves[x].kind == "parameter")
+                          if feeds[i] else None)
              for i, n in enumerate(ops)]  # a parameter's name says which module reads it
     return _Seq(ops, keys, out, indeg, *_nearest(hints), feeds, spans, leaves)
 
@@ -588,7 +589,7 @@ def _module_ranges(seq: _Seq, runs: list[_Run], module_types: Mapping[str, str])
     iteration's own module, are renamed."""
     renamed: dict[str, str] = {}
     for run in runs:
-        heads = [_common(n.module for n in ops) for ops in _iterations(seq, run)]
+        heads = _heads(seq, run)
         if not all(heads) or len(set(heads)) != len(heads):
             continue  # not one module per iteration (a cell called at every step keeps its name)
         split = _split_index([h for h in heads if h])
@@ -683,12 +684,22 @@ def _block(seq: _Seq, run: _Run, b: int, owned: Mapping[int, tuple[int, int]],
     """The :class:`Block` record of run ``b``."""
     iters = _iterations(seq, run)
     leaves = [nid for nid, (blk, k) in owned.items() if blk == b and k == 0]
-    heads = [_common(n.module for n in ops) for ops in iters]
+    heads = _heads(seq, run)
     shared = _shared(seq, run)
     label = _label(iters, heads, module_types, [ranges[r] for r in leaves if r in ranges], shared,
                    _first_step(seq, run))
     return Block(label, run.repeats, [n.id for n in iters[0]] + leaves, loops,
                  _common(heads) if all(heads) else None)
+
+
+def _heads(seq: _Seq, run: _Run) -> list[str | None]:
+    """The module every op of each iteration of ``run`` runs in (their common prefix), or
+    ``None``; all ``None`` at once when no op of the run has a module (no tags: a
+    300,000-step loop of small ops makes no 300,000 empty lookups)."""
+    ops = seq.ops[run.start:run.stop]
+    if not any(n.module for n in ops):
+        return [None] * run.repeats
+    return [_common(n.module for n in it) for it in _iterations(seq, run)]
 
 
 def _iterations(seq: _Seq, run: _Run) -> list[list[Node]]:

@@ -250,9 +250,7 @@ class Recording(_page.View):
         played = _page.played(len(self.steps))  # the middle of a long recording is never shown: no text
         steps = [(_template(s, s.text(names, self.module_types)) if s.index in played else "", s.nodes)
                  for s in self.steps]
-        info = {nid: tr("step {k}: {op} [{where}] {code}", k=s.index + 1,  # steps count from 1
-                        op=s.op, where=_source.shown(s.where), code=s.code)
-                for s in self.steps for nid in s.nodes}
+        info = _StepInfo(self.steps)
         totals = self.saved_by_step() if self.memory is not None else []
         return Overlay(steps=steps, info=info, mode="reveal", totals=totals,
                        faint=self.unused()[1] if faint is None else faint)
@@ -441,6 +439,26 @@ class Recording(_page.View):
                     roots.append((t, nid))
         if roots:
             _torch.hold_deep_graph(roots, held, self._edges)
+
+
+class _StepInfo(Mapping[int, str]):
+    """Node id -> the hover line of the step that made it: ``step 3: mul [this cell,
+    line 2] y = x * 2``, written only for the nodes a picture shows (a rolled loop of
+    300,000 steps shows a handful)."""
+
+    def __init__(self, steps: Sequence[Step]) -> None:
+        self._steps = {nid: s for s in steps for nid in s.nodes}
+        self._template = tr("step {k}: {op} [{where}] {code}")  # steps count from 1
+
+    def __getitem__(self, nid: int) -> str:
+        s = self._steps[nid]
+        return self._template.format(k=s.index + 1, op=s.op, where=_source.shown(s.where), code=s.code)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._steps)
+
+    def __len__(self) -> int:
+        return len(self._steps)
 
 
 def _ancestors(ids: set[int], edges: Sequence[tuple[int, int]]) -> set[int]:
