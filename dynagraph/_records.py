@@ -2,12 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["KINDS", "Node", "owner"]
+__all__ = ["KINDS", "Node", "owner", "upstream"]
 
 # What a node stands for; the renderer's legend is keyed on these.
 KINDS = ("op", "custom", "parameter", "input", "output", "module", "fold")
+
+
+def upstream(starts: Iterable[int], producers: Callable[[int], Iterable[int] | None],
+             most: int | None = None) -> set[int] | None:
+    """``starts`` and every node they are computed from, following ``producers(i)`` (the
+    nodes ``i`` reads, or ``None`` for none); ``None`` once they would be more than ``most``.
+
+    Example:
+        >>> upstream([2], {2: [1], 1: [0]}.get)
+        {0, 1, 2}
+    """
+    found = set(starts)
+    todo = list(found)
+    while todo:
+        for p in producers(todo.pop()) or ():
+            if p not in found:
+                if most is not None and len(found) == most:
+                    return None
+                found.add(p)
+                todo.append(p)
+    return found
 
 
 def owner(name: str) -> str | None:

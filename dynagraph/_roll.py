@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ._records import Node, owner
+from ._records import Node, owner, upstream
 
 __all__ = ["Block", "Rolled", "roll"]
 
@@ -159,7 +159,8 @@ def roll(
             break
         other = _sequence(nodes, edges, first=sorted(set().union(*(ids for ids, _ in groups))))
         other_runs = _find_runs(other, min_repeats)
-        kept = [(ids, by) for ids, by in groups if _read_across(other, other_runs, by)]
+        pos = {n.id: i for i, n in enumerate(other.ops)}
+        kept = [(ids, by) for ids, by in groups if _read_across(pos, other_runs, by)]
         if len(kept) == len(groups):
             if sum(r.covered for r in other_runs) > sum(r.covered for r in runs):
                 seq, runs = other, other_runs
@@ -220,32 +221,19 @@ def _hoisted(seq: _Seq) -> list[tuple[set[int], list[int]]]:
     found = []
     for i, outs in enumerate(seq.out):
         if len(outs) >= 2 and len({seq.keys[j] for j in outs}) == 1:
-            ops = _ancestors(i, producers, _HOIST_MAX)
+            ops = upstream([i], producers.__getitem__, _HOIST_MAX)
             if ops is not None and not any(j in ops for j in outs):
                 found.append(({seq.ops[k].id for k in ops}, [seq.ops[j].id for j in outs]))
     return found
 
 
-def _read_across(seq: _Seq, runs: Sequence[_Run], readers: Sequence[int]) -> bool:
-    """Whether the ops ``readers`` lie in two or more iterations of one run: the value
-    they read is shared across iterations (not one each iteration makes and reads twice)."""
-    pos = {n.id: i for i, n in enumerate(seq.ops)}
+def _read_across(pos: Mapping[int, int], runs: Sequence[_Run], readers: Sequence[int]) -> bool:
+    """Whether the ops ``readers`` (at op positions ``pos``) lie in two or more iterations of
+    one run: the value they read is shared across iterations (not one each iteration makes
+    and reads twice)."""
     spots = {(r, (pos[nid] - run.start) // run.period) for nid in readers for r, run in enumerate(runs)
              if run.start <= pos[nid] < run.stop}
     return len({r for r, _ in spots}) == 1 and len(spots) >= 2
-
-
-def _ancestors(i: int, producers: Sequence[Sequence[int]], most: int) -> set[int] | None:
-    """``i`` and every op it is computed from, or ``None`` if they are more than ``most``."""
-    found, todo = {i}, [i]
-    while todo:
-        for p in producers[todo.pop()]:
-            if p not in found:
-                if len(found) == most:
-                    return None
-                found.add(p)
-                todo.append(p)
-    return found
 
 
 def _leaf_uses(edges: Iterable[tuple[int, int]], pos: Mapping[int, int], leaves: Mapping[int, Node],

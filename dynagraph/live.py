@@ -17,7 +17,7 @@ from torch import nn
 from . import _page, _patch, _source, _tags, _torch, memory, render
 from ._dot import Overlay, StepText
 from ._language import N_, tr, translated
-from ._records import Node, owner
+from ._records import Node, owner, upstream
 from ._tags import tensors_in
 from ._walk import reach
 from .capture import param_names_of, record
@@ -466,13 +466,7 @@ def _ancestors(ids: set[int], edges: Sequence[tuple[int, int]]) -> set[int]:
     producers: dict[int, list[int]] = {}
     for src, dst in edges:
         producers.setdefault(dst, []).append(src)
-    found, todo = set(ids), list(ids)
-    while todo:
-        for src in producers.get(todo.pop(), ()):
-            if src not in found:
-                found.add(src)
-                todo.append(src)
-    return found
+    return upstream(ids, producers.get) or set()
 
 
 def _template(step: Step, text: str) -> StepText:
