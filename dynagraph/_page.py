@@ -53,6 +53,8 @@ __all__ = ["FILL", "LISTED_STEPS", "MAX_BYTES", "PLACEHOLDER", "Output", "View",
 # A view's output (its script with the SVG and steps, say) over this many bytes is drawn
 # again with more of the middle folded: notebooks stay small and quick to open.
 MAX_BYTES = 300_000
+# A picture of at most this many nodes is never folded to fit MAX_BYTES.
+FOLD_ABOVE = 10
 # Steps listed in the plain step list under a stepper (no sanitizer keeps a
 # collapsible list, so it is short).
 LISTED_STEPS = 20
@@ -128,7 +130,9 @@ def _outputs(graph: Graph, text: str, overlay: Overlay, caption: str, table: str
             size = largest_output(outs)
         if size <= MAX_BYTES:
             break
-        can_fold = sizes["nodes"] > _picture.ROLL_ABOVE  # (a small picture is not what makes it big)
+        # (a picture of a few nodes is not what makes it big; one with merged chains and
+        # grouped leaves can be, with few nodes of many lines each)
+        can_fold = sizes["nodes"] > FOLD_ABOVE
         if steps > 2 and (sizes["steps"] > sizes["picture"] or not can_fold):  # play fewer steps
             steps = max(2, int(steps * max(0.1, 1 - (size - MAX_BYTES) / sizes["steps"]) * 0.9))
         elif not can_fold:

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import _dot, _patch, _roll, _transform, memory
+from . import _dot, _patch, _roll, _torch, _transform, memory
 from ._dot import Overlay
 from ._records import Node
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle 
     from ._roll import Block
     from .graph import Graph
 
-__all__ = ["MAX_NODES", "ROLL_ABOVE", "Picture", "check_policy", "drawing", "picture", "sparkline"]
+__all__ = ["MAX_NODES", "ROLL_ABOVE", "TALL", "Picture", "check_policy", "drawing", "picture", "sparkline"]
 
 # Graphs with more nodes than this draw repeated structure once, labelled ×N; smaller
 # ones are drawn in full, so that a learner sees every op of a short example.
@@ -29,6 +29,10 @@ ROLL_ABOVE = 40
 # After rolling, a graph still bigger than this folds its middle into one node (the
 # last resort): it keeps layout under a second or two and the output under 300 KB.
 MAX_NODES = 400
+# A rolled picture whose longest path still has more nodes than this (about two
+# screens tall at 1:1) draws each chain of ops as one node listing them: the
+# model zoo's Transformers and CNNs then fit in about three screens.
+TALL = 30
 # Per-iteration gradient norms sent to the page, at most (the rest is summarised).
 MAX_SERIES_VALUES = 20_000
 _SPARK = "\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588"
@@ -88,12 +92,29 @@ def picture(graph: Graph, *, roll: str | bool = "auto", max_nodes: int | None = 
 
 
 def _merged(pic: Picture) -> Picture:
-    """``pic`` with each chain of shape ops drawn as one node (:func:`_transform.merge_chains`)."""
+    """``pic`` with each chain of shape ops drawn as one node, then, if it is still taller
+    than :data:`TALL` nodes, each chain of any ops (:func:`_transform.merge_chains`)."""
+    pic = _merged_once(pic, any_op=False)
+    g = pic.graph
+    index = {n.id: k for k, n in enumerate(g.nodes)}
+    loops = {edge for block in g.blocks for edge in block.loops}  # they close cycles: left out
+    edges = [(index[a], index[b]) for a, b in g.edges if (a, b) not in loops]
+    if _torch.longest_chain(len(index), edges) > TALL:
+        pic = _merged_once(pic, any_op=True)
+    return pic
+
+
+def _merged_once(pic: Picture, *, any_op: bool) -> Picture:
     g = pic.graph
     in_block = {nid: k for k, block in enumerate(g.blocks) for nid in block.nodes}
     frames = {n.id: (in_block.get(n.id), n.module) for n in g.nodes}
     loops = {i for block in g.blocks for edge in block.loops for i in edge}
-    nodes, edges, chains = _transform.merge_chains(g.nodes, g.edges, frames, keep=loops)
+    nodes, edges, chains = g.nodes, g.edges, {}
+    steps = ((_transform.lift_leaf_ops, {}), (_transform.merge_chains, {"keep": loops, "any_op": True}),
+             (_transform.group_leaves, {})) if any_op else ((_transform.merge_chains, {"keep": loops}),)
+    for step, options in steps:
+        nodes, edges, moved = step(nodes, edges, frames, **options)
+        chains = {old: moved.get(new, new) for old, new in chains.items()} | moved
     if not chains:
         return pic
     blocks = [dataclasses.replace(b, nodes=[i for i in b.nodes if i not in chains]) for b in g.blocks]

@@ -142,7 +142,8 @@ SHORT = "Backward0"  # dropped from the names in a merged node's label
 
 
 def merge_chains(nodes: list[Node], edges: list[tuple[int, int]], frames: Mapping[int, object],
-                 keep: Collection[int] = ()) -> tuple[list[Node], list[tuple[int, int]], dict[int, int]]:
+                 keep: Collection[int] = (), *, any_op: bool = False,
+                 ) -> tuple[list[Node], list[tuple[int, int]], dict[int, int]]:
     """Draw each chain of two or more shape ops (:data:`SHAPE_OPS`) as one node.
 
     A chain is a path ``a -> b -> ...`` where each op feeds only the next and the next
@@ -150,6 +151,13 @@ def merge_chains(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappin
     chain never crosses a frame's edge) and none in ``keep`` (a loop edge's ends). The
     merged node keeps the last op's id, name and shape; its label lists the ops in
     order (``View → Transpose → Expand``) and its ``count`` is theirs.
+
+    ``any_op=True`` (for pictures still too tall, see :data:`dynagraph._picture.TALL`)
+    merges chains of any built-in ops, at most :data:`LONGEST` to a node, where the
+    next op may also read parameters and inputs (a Linear's ``View → Addmm → View``,
+    an attention's ``Mul → Add → Softmax``); its label breaks into lines of about
+    :data:`LINE` characters so that the node stays narrow. Custom Functions stay
+    apart: they are the user's own ops.
 
     Returns ``(nodes, edges, mapping)``: ``mapping`` sends each merged id to the last
     op's id (ids not in it are unchanged).
@@ -159,38 +167,146 @@ def merge_chains(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappin
     ins: dict[int, list[int]] = {}
     for src, dst in edges:
         outs.setdefault(src, []).append(dst)
-        ins.setdefault(dst, []).append(src)
+        if not (any_op and by_id[src].kind in _LEAVES):  # any_op: a leaf input does not end a chain
+            ins.setdefault(dst, []).append(src)
 
-    def shape_op(i: int) -> bool:
+    def mergeable(i: int) -> bool:
         n = by_id[i]
-        return n.kind == "op" and n.name in SHAPE_OPS and i not in keep
+        return n.kind == "op" and (any_op or n.name in SHAPE_OPS) and i not in keep
 
     def joined(a: int) -> int | None:  # the op that a chain continues with after a, if any
         after = outs.get(a, [])
-        if len(after) == 1 and shape_op(after[0]) and ins.get(after[0]) == [a] \
+        if len(after) == 1 and mergeable(after[0]) and ins.get(after[0]) == [a] \
                 and frames.get(after[0]) == frames.get(a):
             return after[0]
         return None
 
+    longest = LONGEST if any_op else len(nodes)
     mapping: dict[int, int] = {}
     merged: dict[int, Node] = {}
     for n in nodes:
-        if not shape_op(n.id) or n.id in mapping:
+        if not mergeable(n.id) or n.id in mapping:
             continue
         before = ins.get(n.id, [])
-        if len(before) == 1 and shape_op(before[0]) and joined(before[0]) == n.id:
+        if len(before) == 1 and mergeable(before[0]) and joined(before[0]) == n.id:
             continue  # not the first op of its chain
         chain = [n.id]
         while (nxt := joined(chain[-1])) is not None:
             chain.append(nxt)
-        if len(chain) < 2:
-            continue
-        last = by_id[chain[-1]]
-        label = " \u2192 ".join(by_id[i].name.removesuffix(SHORT) for i in chain)
-        merged[last.id] = replace(last, label=label, count=sum(by_id[i].count for i in chain))
-        for i in chain[:-1]:
-            mapping[i] = last.id
+        for part in _parts(chain, longest):
+            if len(part) < 2:
+                continue
+            last = by_id[part[-1]]
+            names = [by_id[i].label.removesuffix(SHORT) if any_op else by_id[i].name.removesuffix(SHORT)
+                     for i in part]
+            label = _wrapped(names) if any_op else " \u2192 ".join(names)
+            merged[last.id] = replace(last, label=label, count=sum(by_id[i].count for i in part))
+            for i in part[:-1]:
+                mapping[i] = last.id
     if not mapping:
         return nodes, edges, {}
     kept = [merged.get(n.id, n) for n in nodes if n.id not in mapping]
+    return kept, _remap(edges, mapping), mapping
+
+
+_LEAVES = ("parameter", "input")
+LONGEST = 4  # any_op: ops drawn as one node, at most (a CNN's conv, norm and activation: 3)
+LINE = 24  # any_op: characters per line of a merged node's label, about
+
+
+def _parts(chain: list[int], longest: int) -> list[list[int]]:
+    """``chain`` cut into the fewest parts of at most ``longest``, as even as can be (a
+    chain of 5 is 3 + 2: a CNN's conv, norm, activation | conv, norm; not 4 + 1)."""
+    count = -(-len(chain) // longest)
+    size, extra = divmod(len(chain), count)
+    parts, start = [], 0
+    for k in range(count):
+        end = start + size + (k < extra)
+        parts.append(chain[start:end])
+        start = end
+    return parts
+
+
+def _wrapped(names: list[str]) -> str:
+    """``names`` joined by arrows, a new line before a name that would pass :data:`LINE`."""
+    lines = [names[0]]
+    for name in names[1:]:
+        if len(lines[-1]) + len(name) + 3 > LINE:
+            lines[-1] += " \u2192"
+            lines.append(name)
+        else:
+            lines[-1] += " \u2192 " + name
+    return "\n".join(lines)
+
+
+def group_leaves(nodes: list[Node], edges: list[tuple[int, int]], frames: Mapping[int, object],
+                 ) -> tuple[list[Node], list[tuple[int, int]], dict[int, int]]:
+    """Draw the leaves that only one op reads as one node listing them, one per line.
+
+    For pictures still too tall (as ``merge_chains(any_op=True)``): a Linear's weight and
+    bias, a conv's weight and its norm's weight and bias stand in one box above the op
+    that reads them, not side by side in a row as wide as the picture. Leaves of one
+    kind (parameters, or inputs) in one frame are grouped, two or more; a leaf that
+    other ops read too stays apart. Each line is the leaf's label and shape.
+
+    Returns ``(nodes, edges, mapping)``: ``mapping`` sends each grouped id to the
+    first leaf's id (ids not in it are unchanged).
+    """
+    by_id = {n.id: n for n in nodes}
+    readers: dict[int, set[int]] = {}
+    for src, dst in edges:
+        if by_id[src].kind in _LEAVES:
+            readers.setdefault(src, set()).add(dst)
+    groups: dict[tuple[int, str, object], list[Node]] = {}
+    for leaf, ops in readers.items():
+        if len(ops) == 1:
+            node = by_id[leaf]
+            groups.setdefault((next(iter(ops)), node.kind, frames.get(leaf)), []).append(node)
+    mapping: dict[int, int] = {}
+    grouped: dict[int, Node] = {}
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        first = members[0]
+        lines = [m.label + ("" if m.shape is None else f" {tuple(m.shape)}") for m in members]
+        grouped[first.id] = replace(first, label="\n".join(lines), shape=None,
+                                    count=sum(m.count for m in members))
+        for m in members[1:]:
+            mapping[m.id] = first.id
+    if not mapping:
+        return nodes, edges, {}
+    kept = [grouped.get(n.id, n) for n in nodes if n.id not in mapping]
+    return kept, _remap(edges, mapping), mapping
+
+
+def lift_leaf_ops(nodes: list[Node], edges: list[tuple[int, int]], frames: Mapping[int, object],
+                  ) -> tuple[list[Node], list[tuple[int, int]], dict[int, int]]:
+    """Draw each shape op that reads only one leaf, which nothing else reads, in the
+    leaf's node with the op's shape (``q.weight.T``: a Linear's transposed weight).
+
+    For pictures still too tall (as ``merge_chains(any_op=True)``, which then sees the
+    Linear's ``Mm`` read one op instead of two). Returns ``(nodes, edges, mapping)``:
+    ``mapping`` sends each lifted op's id to its leaf's id.
+    """
+    by_id = {n.id: n for n in nodes}
+    ins: dict[int, list[int]] = {}
+    outs: dict[int, list[int]] = {}
+    for src, dst in edges:
+        ins.setdefault(dst, []).append(src)
+        outs.setdefault(src, []).append(dst)
+    mapping: dict[int, int] = {}
+    lifted: dict[int, Node] = {}
+    for n in nodes:
+        before = ins.get(n.id, [])
+        if n.kind != "op" or n.name not in SHAPE_OPS or len(before) != 1 or len(outs.get(n.id, [])) != 1:
+            continue
+        leaf = by_id[before[0]]
+        if leaf.kind in _LEAVES and outs.get(leaf.id) == [n.id] and frames.get(leaf.id) == frames.get(n.id):
+            then = ".T" if n.label == "TBackward0" else f" \u2192 {n.label.removesuffix(SHORT)}"
+            lifted[leaf.id] = replace(leaf, label=leaf.label + then, shape=n.shape,
+                                      count=leaf.count + n.count)
+            mapping[n.id] = leaf.id
+    if not mapping:
+        return nodes, edges, {}
+    kept = [lifted.get(n.id, n) for n in nodes if n.id not in mapping]
     return kept, _remap(edges, mapping), mapping

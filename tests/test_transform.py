@@ -233,3 +233,105 @@ def test_a_big_picture_merges_shape_chains_and_a_small_one_keeps_every_op():
     small = dg.draw(x.view(1, 1).t().view(1) * 2)  # 3 shape ops in a row, in a small graph
     assert [n.label for n in small.picture().nodes if n.kind == "op"] == \
         [n.label for n in small.nodes if n.kind == "op"]
+
+
+# -- pictures still too tall: chains of any ops, weights drawn with their op ---------------
+
+def _op(i, name, shape=(2, 3), kind="op"):
+    return Node(id=i, name=name, kind=kind, label=name, shape=shape, seq=100 - i)
+
+
+def _leaf(i, label, shape=(3, 3)):
+    return Node(id=i, name="AccumulateGrad", kind="parameter", label=label, shape=shape)
+
+
+def test_merge_chains_of_any_ops_reads_through_weights_and_cuts_even_parts():
+    """x -> mm(w) -> add(b) -> tanh -> mul -> sigmoid -> output: five ops that each feed only
+    the next, two reading a weight. With any_op they merge as 3 + 2 (never 4 + 1); shape-only
+    merging leaves them all."""
+    nodes = [Node(id=0, name="output", kind="output", label="output"), _op(1, "SigmoidBackward0"),
+             _op(2, "MulBackward0"), _op(3, "TanhBackward0"), _op(4, "AddBackward0"),
+             _op(5, "MmBackward0"), _leaf(6, "w"), _leaf(7, "b", (3,))]
+    edges = [(1, 0), (2, 1), (3, 2), (4, 3), (5, 4), (6, 5), (7, 4)]
+    frames = {n.id: None for n in nodes}
+    assert _transform.merge_chains(nodes, edges, frames)[2] == {}
+    kept, new_edges, mapping = _transform.merge_chains(nodes, edges, frames, any_op=True)
+    assert mapping == {5: 3, 4: 3, 2: 1}
+    labels = {n.id: n.label for n in kept}
+    assert labels[3] == "Mm \u2192 Add \u2192 Tanh" and labels[1] == "Mul \u2192 Sigmoid"
+    assert sorted(new_edges) == [(1, 0), (3, 1), (6, 3), (7, 3)]  # the weights now feed the merged op
+    assert sum(n.count for n in kept) == sum(n.count for n in nodes)
+
+
+def test_merge_chains_of_any_ops_leaves_custom_functions_and_kept_nodes_apart():
+    nodes = [Node(id=0, name="output", kind="output", label="output"), _op(1, "TanhBackward0"),
+             _op(2, "SquareBackward", kind="custom"), _op(3, "MulBackward0"), _op(4, "AddBackward0")]
+    edges = [(1, 0), (2, 1), (3, 2), (4, 3)]
+    frames = {n.id: None for n in nodes}
+    assert _transform.merge_chains(nodes, edges, frames, any_op=True)[2] == {4: 3}
+    assert _transform.merge_chains(nodes, edges, frames, keep={3}, any_op=True)[2] == {}
+
+
+def test_a_merged_label_breaks_into_short_lines():
+    label = _transform._wrapped(["NativeLayerNorm", "View", "Addmm", "View"])
+    assert label == "NativeLayerNorm \u2192 View \u2192\nAddmm \u2192 View"
+    assert all(len(line) <= _transform.LINE + 2 for line in label.split("\n"))
+
+
+def test_lift_leaf_ops_draws_a_transposed_weight_in_its_leaf():
+    """w -> T -> mm: the T is drawn in w's node (``w.T``, with the T's shape); a weight
+    that two ops read, or a T in another frame, stays as it is."""
+    nodes = [Node(id=0, name="output", kind="output", label="output"), _op(1, "MmBackward0"),
+             _op(2, "TBackward0", shape=(4, 3)), _leaf(3, "fc.weight", (3, 4)), _op(4, "ViewBackward0")]
+    edges = [(1, 0), (2, 1), (3, 2), (4, 1)]
+    frames = {n.id: None for n in nodes}
+    kept, new_edges, mapping = _transform.lift_leaf_ops(nodes, edges, frames)
+    assert mapping == {2: 3}
+    (weight,) = [n for n in kept if n.id == 3]
+    assert weight.label == "fc.weight.T" and weight.shape == (4, 3) and weight.count == 2
+    assert sorted(new_edges) == [(1, 0), (3, 1), (4, 1)]
+    assert _transform.lift_leaf_ops(nodes, edges + [(3, 4)], frames)[2] == {}
+    assert _transform.lift_leaf_ops(nodes, edges, frames | {2: "block"})[2] == {}
+
+
+def test_group_leaves_lists_the_weights_of_one_op_in_one_node():
+    """An op's weight and bias, read by nothing else, stand in one node, a line each; a
+    weight that a second op reads stays apart."""
+    nodes = [Node(id=0, name="output", kind="output", label="output"), _op(1, "AddmmBackward0"),
+             _leaf(2, "fc.weight", (3, 4)), _leaf(3, "fc.bias", (3,)), _op(4, "MulBackward0"),
+             _leaf(5, "scale", (3,))]
+    edges = [(1, 0), (2, 1), (3, 1), (4, 1), (5, 1), (5, 4)]
+    frames = {n.id: None for n in nodes}
+    kept, new_edges, mapping = _transform.group_leaves(nodes, edges, frames)
+    assert mapping == {3: 2}
+    (group,) = [n for n in kept if n.id == 2]
+    assert group.label == "fc.weight (3, 4)\nfc.bias (3,)" and group.shape is None and group.count == 2
+    assert sorted(new_edges) == [(1, 0), (2, 1), (4, 1), (5, 1), (5, 4)]
+    assert _transform.group_leaves(nodes, edges, frames | {3: "other"})[2] == {}
+
+
+def _deep_tanh_mlp(depth):
+    torch.manual_seed(0)
+    model = nn.Sequential(*[m for k in range(depth) for m in (nn.Linear(3 + k, 4 + k), nn.Tanh())])
+    return model, model(torch.randn(2, 3)).sum()
+
+
+def test_a_tall_picture_merges_op_chains_and_a_shorter_one_only_shape_chains():
+    """A 16-layer MLP whose layers all differ (nothing rolls) has a longest path of 34 nodes
+    (a weight, 32 ops, the output), over TALL: its picture merges chains of ops and lists
+    each layer's weights in one node, and still stands for every autograd node. With 13
+    layers (28 nodes on its longest path) only shape ops would merge: it has none."""
+    from dynagraph import _picture
+    model, out = _deep_tanh_mlp(16)
+    full = dg.draw(out, params=model, roll=False, max_nodes=None)
+    pic = dg.draw(out, params=model).picture()
+    assert 28 <= _picture.TALL < 34
+    assert len(pic.nodes) < len(full.nodes) // 3
+    assert any(n.label.startswith("Addmm \u2192 Tanh") for n in pic.nodes)
+    assert any(n.kind == "parameter" and "0.weight.T" in n.label and "0.bias" in n.label for n in pic.nodes)
+    assert accounted(pic) == accounted(full)
+    check_edges(pic)
+    model, out = _deep_tanh_mlp(13)
+    shorter = dg.draw(out, params=model)
+    assert len(shorter.nodes) > _picture.ROLL_ABOVE
+    assert [n.label for n in shorter.picture().nodes] == [n.label for n in shorter.nodes]

@@ -203,3 +203,19 @@ def test_t5_draws_its_encoder_and_decoder_as_two_rolled_stacks_with_cross_attent
     cross = {(src, dst) for src, dst in pic.edges if src in after and dst in decoder}
     assert len(cross) >= 2  # keys and values of the cross-attention read the encoder's output
     assert not any(src in decoder and dst in encoder for src, dst in pic.edges)
+
+
+# A default picture may fill this many screens (zoo.SCREEN, 1,000 x 700 px) at 1:1. The
+# Transformers and CNNs fit (2-3.3); T5 2+2 and the packed RNNs do not yet (15-27): see
+# benchmarks/README.md.
+SCREENS = 3.5
+
+
+@pytest.mark.parametrize("name", ["gpt2-2", "gpt2-12", "bert-4", "llama-2", "resnet", "mobilenet",
+                                  "vit", "unet"])
+def test_the_default_picture_fits_in_about_three_screens(name):
+    """They took 4-8 screens: a Transformer layer's attention was 30-40 ops in a column.
+    Tall pictures now draw chains of ops as one node and an op's weights in one box."""
+    case = build(name)
+    width, height, screens = zoo.picture_size(dg.draw(case.forward(), params=case.model))
+    assert screens <= SCREENS, (width, height)
