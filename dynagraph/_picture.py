@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 from . import _dot, _patch, _roll, _torch, _transform, memory
@@ -109,11 +111,13 @@ def _merged_once(pic: Picture, *, any_op: bool) -> Picture:
     in_block = {nid: k for k, block in enumerate(g.blocks) for nid in block.nodes}
     frames = {n.id: (in_block.get(n.id), n.module) for n in g.nodes}
     loops = {i for block in g.blocks for edge in block.loops for i in edge}
-    nodes, edges, chains = g.nodes, g.edges, {}
-    steps = ((_transform.lift_leaf_ops, {}), (_transform.merge_chains, {"keep": loops, "any_op": True}),
-             (_transform.group_leaves, {})) if any_op else ((_transform.merge_chains, {"keep": loops}),)
-    for step, options in steps:
-        nodes, edges, moved = step(nodes, edges, frames, **options)
+    nodes, edges = g.nodes, g.edges
+    chains: dict[int, int] = {}  # merged id -> the id it is drawn as, through every step
+    steps: list[Callable[..., tuple[list[Node], list[tuple[int, int]], dict[int, int]]]] = (
+        [_transform.lift_leaf_ops, partial(_transform.merge_chains, keep=loops, any_op=True),
+         _transform.group_leaves] if any_op else [partial(_transform.merge_chains, keep=loops)])
+    for step in steps:
+        nodes, edges, moved = step(nodes, edges, frames)
         chains = {old: moved.get(new, new) for old, new in chains.items()} | moved
     if not chains:
         return pic
