@@ -272,6 +272,24 @@ def test_a_code_hint_shows_only_from_the_second_wrong_try(monkeypatch):
     exercises._EXERCISES.pop("99.1")
 
 
+def test_value_hint_is_the_same_whatever_order_prev_is_stored_in(monkeypatch):
+    """01.5's hint shows the grads a wrong backward() got. The notebook's Value keeps `_prev`
+    in a set, whose order follows memory addresses, so a backward() that visits `_prev` in
+    its own order got other numbers, and another hint, from run to run. The check fixes the
+    order: Values that store `_prev` in opposite orders get the same hint."""
+    depth_first = _answers("01")["01.5"][0]      # runs each `_backward` in the order it meets them
+    stored = "self._prev = set(_prev)"
+    assert stored in depth_first
+    hints = set()
+    for order in ("list(_prev)", "list(reversed(_prev))"):
+        monkeypatch.setattr(exercises, "_WRONG_TRIES", {})   # the first wrong try, each time
+        code = depth_first.replace(stored, f"self._prev = {order}")
+        verdict = exercises.grade("01.5", _answer("01.5", code))
+        assert verdict.status == exercises.WRONG, verdict.message
+        hints.add(verdict.message)
+    assert len(hints) == 1, hints
+
+
 def test_no_verdict_names_a_path_of_this_machine():
     import os
     home = os.path.expanduser("~")

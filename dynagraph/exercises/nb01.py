@@ -380,6 +380,11 @@ class _Program:
 
     def run(self, make: Callable[[float], Any], tanh: Callable[[Any], Any]) -> tuple[list[Any], Any]:
         """Build the expression from leaves made by ``make``; return the leaves and the root."""
+        regs = self.values(make, tanh)
+        return regs[:len(self.leaves)], regs[-1]
+
+    def values(self, make: Callable[[float], Any], tanh: Callable[[Any], Any]) -> list[Any]:
+        """Build the expression; return every value it names (``r0`` ...), in program order."""
         regs = [make(v) for v in self.leaves]
         for op, i, arg in self.steps:
             a = regs[i]
@@ -395,7 +400,7 @@ class _Program:
                 regs.append(a * arg)
             else:
                 regs.append(arg * a)
-        return regs[:len(self.leaves)], regs[-1]
+        return regs
 
 
 _SQUARE = _Program("x * x", (3.0,), (("mul", 0, 0),))
@@ -436,6 +441,47 @@ def _torch_grads(program: _Program) -> list[float]:
 _RANDOM = [p for p in map(_random_program, range(40)) if all(abs(g) > 1e-3 for g in _torch_grads(p))][:10]
 
 
+class _InOrder(set):
+    """A set that iterates in the order it was given, not in the order of its items' hashes."""
+
+    def __init__(self, items: list[Any]) -> None:
+        super().__init__(items)
+        self._order = items
+
+    def __iter__(self) -> Iterator[Any]:
+        listed = [v for v in self._order if v in self]
+        return iter(listed + [v for v in set.__iter__(self) if v not in listed])
+
+
+def _fix_prev_order(values: list[Any], backwards: bool) -> None:
+    """Make each Value's ``_prev`` iterate in program order (``backwards``: the reverse).
+
+    The notebook's Value keeps ``_prev`` in a set, whose order follows the Values'
+    hashes: their memory addresses. A ``backward()`` whose result depends on that order
+    (a wrong one) would give other numbers, and so another hint, on every run.
+    """
+    rank = {id(v): k for k, v in enumerate(values)}
+    def key(v: Any) -> int:  # a Value made inside an op (a constant) ranks after the program's values
+        k = rank.get(id(v), len(values))
+        return -k if backwards else k
+    seen: set[int] = set()
+    stack = [values[-1]]
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        prev = getattr(v, "_prev", None)
+        if not isinstance(prev, (set, frozenset, list, tuple)):
+            continue  # not the stub's Value: leave it as it is
+        ordered = sorted(prev, key=key)
+        try:
+            v._prev = _InOrder(ordered) if isinstance(prev, (set, frozenset)) else type(prev)(ordered)
+        except (AttributeError, TypeError):
+            continue
+        stack.extend(ordered)
+
+
 def _close(got: list[float], want: list[float]) -> bool:
     return all(math.isclose(g, w, rel_tol=1e-9, abs_tol=1e-12) for g, w in zip(got, want))
 
@@ -444,8 +490,11 @@ def _close(got: list[float], want: list[float]) -> bool:
           answer="Value", kind=CLASS)
 def _value(Value: Any) -> None:
     programs = [_SQUARE, _SHARED] + _RANDOM
-    for program in programs:
-        leaves, root = program.run(Value, lambda v: v.tanh())
+    # Each program twice: `_prev` in program order, then in reverse (the same on every run).
+    for program, backwards in ((p, b) for p in programs for b in (False, True)):
+        values = program.values(Value, lambda v: v.tanh())
+        _fix_prev_order(values, backwards)
+        leaves, root = values[:len(program.leaves)], values[-1]
         datas = [v.data for v in leaves]
         root.backward()
         expect(root.grad == 1,
