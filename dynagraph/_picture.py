@@ -108,10 +108,10 @@ def _merged(pic: Picture) -> Picture:
 
 def _merged_once(pic: Picture, *, any_op: bool) -> Picture:
     g = pic.graph
+    nodes, edges = (_transform.open_leaf_modules(g.nodes) if any_op else g.nodes), g.edges
     in_block = {nid: k for k, block in enumerate(g.blocks) for nid in block.nodes}
-    frames = {n.id: (in_block.get(n.id), n.module) for n in g.nodes}
+    frames = {n.id: (in_block.get(n.id), n.module) for n in nodes}
     loops = {i for block in g.blocks for edge in block.loops for i in edge}
-    nodes, edges = g.nodes, g.edges
     chains: dict[int, int] = {}  # merged id -> the id it is drawn as, through every step
     steps: list[Callable[..., tuple[list[Node], list[tuple[int, int]], dict[int, int]]]] = (
         [_transform.lift_leaf_ops, partial(_transform.merge_chains, keep=loops, any_op=True),
@@ -119,7 +119,7 @@ def _merged_once(pic: Picture, *, any_op: bool) -> Picture:
     for step in steps:
         nodes, edges, moved = step(nodes, edges, frames)
         chains = {old: moved.get(new, new) for old, new in chains.items()} | moved
-    if not chains:
+    if not chains and nodes == g.nodes:
         return pic
     blocks = [dataclasses.replace(b, nodes=[i for i in b.nodes if i not in chains]) for b in g.blocks]
     merged = variant(g, nodes, edges, blocks=blocks, max_nodes=g.max_nodes)

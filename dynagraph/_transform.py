@@ -310,3 +310,14 @@ def lift_leaf_ops(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappi
         return nodes, edges, {}
     kept = [lifted.get(n.id, n) for n in nodes if n.id not in mapping]
     return kept, _remap(edges, mapping), mapping
+
+
+def open_leaf_modules(nodes: list[Node]) -> list[Node]:
+    """``nodes`` with each node of an innermost module (one that holds no other) moved to
+    the module around it: a tall picture then draws no frame per Linear, Conv2d or norm,
+    and a chain of ops may run through them (``Convolution → NativeBatchNorm → Relu``
+    inside the block's frame). A top-level module stays where it is."""
+    modules = {n.module for n in nodes if n.module}
+    around = {m.rsplit(".", k)[0] for m in modules for k in range(1, m.count(".") + 1)}
+    inner = {m for m in modules if m not in around and "." in m}  # holds no other, has a parent
+    return [replace(n, module=owner(n.module)) if n.module in inner else n for n in nodes]

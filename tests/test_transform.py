@@ -335,3 +335,13 @@ def test_a_tall_picture_merges_op_chains_and_a_shorter_one_only_shape_chains():
     shorter = dg.draw(out, params=model)
     assert len(shorter.nodes) > _picture.ROLL_ABOVE
     assert [n.label for n in shorter.picture().nodes] == [n.label for n in shorter.nodes]
+
+
+def test_open_leaf_modules_moves_the_nodes_of_innermost_modules_to_their_parent():
+    def at(i, module):
+        return Node(id=i, name="MulBackward0", kind="op", label="MulBackward0", module=module, seq=i)
+    nodes = [at(1, "layers.0.conv"), at(2, "layers.0.norm"), at(3, "layers.0"), at(4, "fc"),
+             at(5, None), at(6, "a.b.c"), at(7, "a")]
+    moved = {n.id: n.module for n in _transform.open_leaf_modules(nodes)}
+    # layers.0 holds others, so it stays; fc is top-level; a holds a.b.c through a.b
+    assert moved == {1: "layers.0", 2: "layers.0", 3: "layers.0", 4: "fc", 5: None, 6: "a.b", 7: "a"}
