@@ -427,8 +427,8 @@ def _verified(seq: _Seq, run: _Run, min_repeats: int) -> _Run | None:
     per-step work gathered by one stack rolls; the query, key and value projections,
     whose results go different ways, do not.
     """
-    inputs = [tuple(seq.indeg[i] + len(seq.feeds[i]) for i in range(first, first + run.period))
-              for first in range(run.start, run.stop, run.period)]
+    indeg, feeds = seq.indeg, seq.feeds
+    inputs = [indeg[i] + len(feeds[i]) for i in range(run.start, run.stop)]  # by position in the run
     sigs = _Signatures(*_edge_signatures(seq, run), _leaf_signatures(seq, run), inputs)
     first, repeats = _longest_group(sigs, run.period)
     if repeats < max(min_repeats, 2 if run.period >= TWICE_MIN else 3):
@@ -469,7 +469,12 @@ def _edge_signatures(seq: _Seq, run: _Run) -> tuple[list[tuple], list[tuple], li
                     cross[k].append(o * period + oj)
                 else:  # no group may hold both k and kj
                     broken[min(k, kj)] = True
-    return [tuple(sorted(x)) for x in inner], [tuple(sorted(x)) for x in cross], broken
+    return _sorted_tuples(inner), _sorted_tuples(cross), broken
+
+
+def _sorted_tuples(lists: list[list]) -> list[tuple]:
+    """Each list as a sorted tuple (most are of one or no item: a 300,000-step loop)."""
+    return [tuple(x) if len(x) < 2 else tuple(sorted(x)) for x in lists]
 
 
 def _leaf_signatures(seq: _Seq, run: _Run) -> list[tuple]:
@@ -493,7 +498,7 @@ def _leaf_signatures(seq: _Seq, run: _Run) -> list[tuple]:
     for leaf, offsets in own.items():
         lo, _, key = seq.spans[leaf]
         sigs[(lo - run.start) // run.period].append((0, key, tuple(sorted(offsets))))
-    return [tuple(sorted(sig)) for sig in sigs]
+    return _sorted_tuples(sigs)
 
 
 @dataclass
@@ -504,7 +509,7 @@ class _Signatures:
     cross: list[tuple]  # edges into the next iteration
     broken: list[bool]  # an edge skips past the next iteration
     leaves: list[tuple]  # the leaves it reads (:func:`_leaf_signatures`)
-    inputs: list[tuple[int, ...]]  # per op: how many ops and leaves feed it
+    inputs: list[int]  # per op of the run, in order: how many ops and leaves feed it
 
 
 def _longest_group(sigs: _Signatures, period: int) -> tuple[int, int]:
@@ -539,7 +544,7 @@ def _joins(sigs: _Signatures, first: int, k: int, period: int) -> bool:
             return False  # which of the like leaves stands for the state is unknown: keep it apart
         for offset in (entry[2] if entry[0] == 0 else (entry[1],)):
             extra[offset] += n
-    return all(n <= fed[offset] and sigs.inputs[first][offset] <= sigs.inputs[k][offset]
+    return all(n <= fed[offset] and sigs.inputs[first * period + offset] <= sigs.inputs[k * period + offset]
                for offset, n in extra.items())
 
 

@@ -267,6 +267,9 @@ class Recording(_page.View):
     def _outputs(self) -> list[_page.Output]:
         if not self.steps:
             return [_page.Output({"text/plain": repr(self)}, {})]
+        return _patch.paused_gc(self._display)  # a record per step and per node: see paused_gc
+
+    def _display(self) -> list[_page.Output]:
         last, unused = self.unused()
         return _page.outputs(self.graph(), repr(self), self._overlays(unused),
                              caption=self._caption(last, unused))

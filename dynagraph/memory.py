@@ -157,12 +157,17 @@ class SavedMemory:
     def summary(self, split: tuple[int, int] | None = None) -> str:
         """``keeps 41.2 MB alive for backward (40.1 MB activations, 1.1 MB parameters and
         inputs)``, or that backward() freed it (``split``: :meth:`bytes_of`, when known)."""
-        if self.freed:
-            return "saved tensors freed by backward(): the graph keeps nothing alive"
-        act, leaf = self.bytes_of() if split is None else split
         notes = {s.note for lst in self.saved.values() for s in lst}  # one pass: 300,000 nodes
+        return self._summary(self.bytes_of() if split is None else split, notes, self.freed)
+
+    def _summary(self, split: tuple[int, int], notes: set[str], freed: bool) -> str:
+        """:meth:`summary` from what a scan of every saved tensor found: the split, the
+        notes, and whether backward() freed them."""
+        if freed:
+            return "saved tensors freed by backward(): the graph keeps nothing alive"
+        act, leaf = split
         again = sum(map(self.recomputed, self.saved)) if RECOMPUTED in notes else 0
-        unread = len(self.unread())
+        unread = len(self.unread()) if any(n.startswith("packed:") for n in notes) else 0
         return (f"keeps {fmt_bytes(act + leaf)} alive for backward "
                 f"({fmt_bytes(act)} activations, {fmt_bytes(leaf)} parameters and inputs"
                 + (f"; {again:,} checkpointed nodes recomputed in backward" if again else "")
@@ -379,11 +384,34 @@ def decorate(overlay: Overlay, memory: SavedMemory, mapping: Mapping[int, int],
         repeats: ``{drawn id: iterations}`` for nodes drawn once for a rolled loop
             (their bytes are summed over all iterations, and say so).
     """
-    drawn = memory.remap(mapping)
-    split = memory.bytes_of()
+    # One pass over every saved tensor (a rolled recording of 300,000 steps has as many
+    # nodes): the drawn nodes' lists, the storages of the whole graph and of each drawn
+    # node (each storage once, its largest size), the notes, and whether any is kept.
+    drawn = SavedMemory({}, set(memory.leaves))
+    everything: dict[StorageKey, tuple[int, bool]] = {}
+    per_node: dict[int, dict[StorageKey, tuple[int, bool]]] = {}
+    notes: set[str] = set()
+    kept = False
+    leaves = memory.leaves
+    for nid, lst in memory.saved.items():
+        new = mapping.get(nid, nid)
+        drawn.saved.setdefault(new, []).extend(lst)
+        mine = per_node.setdefault(new, {})
+        for s in lst:
+            notes.add(s.note)
+            key = s.storage
+            if key is None:
+                continue
+            kept = True
+            leaf = s.leaf or key in leaves
+            was = everything.get(key)
+            everything[key] = (s.nbytes, leaf) if was is None else (max(was[0], s.nbytes), was[1] or leaf)
+            was = mine.get(key)
+            mine[key] = (s.nbytes, leaf) if was is None else (max(was[0], s.nbytes), was[1] or leaf)
+    split = _split(everything)
     total = max(sum(split), 1)
     for nid in drawn.saved:
-        act, leaf = drawn.bytes_of([nid])
+        act, leaf = _split(per_node[nid])
         text = drawn.node_text(nid, repeats.get(nid), (act, leaf))
         if not text:
             continue
@@ -392,5 +420,17 @@ def decorate(overlay: Overlay, memory: SavedMemory, mapping: Mapping[int, int],
             overlay.fills[nid] = RECOMPUTED_FILL
         elif act + leaf:
             overlay.fills[nid] = node_fill((act + leaf) / total)
-    line = memory.summary(split).replace(" (", "\n(", 1)  # the split on a second line
+    freed = FREED_TEXT in notes and not kept
+    line = memory._summary(split, notes, freed).replace(" (", "\n(", 1)  # the split on a second line
     return f"{title}\n{line}" if title else line
+
+
+def _split(storages: Mapping[StorageKey, tuple[int, bool]]) -> tuple[int, int]:
+    """``(activation bytes, parameter and input bytes)`` of ``{storage: (bytes, is a leaf)}``."""
+    act = leaf = 0
+    for nbytes, is_leaf in storages.values():
+        if is_leaf:
+            leaf += nbytes
+        else:
+            act += nbytes
+    return act, leaf
