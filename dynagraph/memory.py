@@ -403,11 +403,11 @@ def decorate(overlay: Overlay, memory: SavedMemory, mapping: Mapping[int, int],
             if key is None:
                 continue
             kept = True
-            leaf = s.leaf or key in leaves
+            own = s.leaf or key in leaves  # a leaf's storage
             was = everything.get(key)
-            everything[key] = (s.nbytes, leaf) if was is None else (max(was[0], s.nbytes), was[1] or leaf)
+            everything[key] = (s.nbytes, own) if was is None else (max(was[0], s.nbytes), was[1] or own)
             was = mine.get(key)
-            mine[key] = (s.nbytes, leaf) if was is None else (max(was[0], s.nbytes), was[1] or leaf)
+            mine[key] = (s.nbytes, own) if was is None else (max(was[0], s.nbytes), was[1] or own)
     split = _split(everything)
     total = max(sum(split), 1)
     for nid in drawn.saved:
