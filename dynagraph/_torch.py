@@ -347,15 +347,38 @@ def release_pending(retry: bool = True) -> None:
         return
     _releasing = True
     try:
-        if len(_pending) == 1 and not (retry and _owned) and isinstance(_pending[0], _InOrder):
-            stack: list[GradFn] = _pending.pop()  # one root died: its order is known (and no copy holds it)
-        else:
-            stack = _release_order(_take(retry))
-        kept = _free_unowned(stack)
+        kept: list[GradFn] = []
+        if _pending and all(isinstance(held, _InOrder) for held in _pending):
+            stack = _merged_order(_pending)  # roots died: their orders are known
+            _pending.clear()
+            kept = _free_unowned(stack)
+        # what was owned last time (a parameter's AccumulateGrad, nodes of a tensor the
+        # user kept): after the new graph's nodes, which may consume them
+        stack = _release_order(_take(retry))
+        kept += _free_unowned(stack)
         if kept:
             _owned.append(kept)
     finally:
         _releasing = False
+
+
+def _merged_order(orders: list[list[GradFn]]) -> list[GradFn]:
+    """One release order for the nodes of several roots (each list in release order).
+
+    Each list holds everything its root reaches, so a node that a later list adds is
+    reached by no earlier root: it feeds no node already listed, and may only consume
+    them. Appended after them, in its list's order, it is popped (freed) before them.
+    """
+    if len(orders) == 1:
+        return orders[0]
+    merged: list[GradFn] = []
+    seen: set[int] = set()
+    for order in orders:
+        for fn in order:
+            if id(fn) not in seen:
+                seen.add(id(fn))
+                merged.append(fn)
+    return merged
 
 
 def _take(retry: bool) -> dict[int, GradFn]:

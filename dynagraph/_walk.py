@@ -4,19 +4,22 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from . import _torch
 
 __all__ = ["reach"]
 
 
-def reach(starts: Iterable[_torch.GradFn], enter: Callable[[_torch.GradFn], bool], *,
+def reach(starts: Iterable[_torch.GradFn], enter: Callable[[_torch.GradFn], Any], *,
           breadth_first: bool = False) -> None:
     """The one walk of the autograd graph: each node reachable from ``starts`` once.
 
     ``enter(fn)`` is called once per node, in walk order, and returns whether to go
     on into the node's inputs (``fn.next_functions``); ``False`` stops there (a node
-    already recorded, one made before a block, a leaf). Iterative (no recursion
+    already recorded, one made before a block, a leaf). An ``enter`` that read
+    ``fn.next_functions`` itself may return it instead of ``True`` (torch builds that
+    tuple anew at each read). Iterative (no recursion
     limit); depth-first, or breadth-first (then nodes are entered in the order
     they were first met). :func:`dynagraph.capture.walk`, the live recording's tagging and
     module tagging (:func:`dynagraph._tags.tag_new_nodes`) all walk with it.
@@ -33,5 +36,7 @@ def reach(starts: Iterable[_torch.GradFn], enter: Callable[[_torch.GradFn], bool
         if fn in seen:
             continue
         seen.add(fn)
-        if enter(fn):
-            frontier.extend(child for child, _ in fn.next_functions if child is not None)
+        go = enter(fn)
+        if go:
+            inputs = fn.next_functions if go is True else go
+            frontier.extend(child for child, _ in inputs if child is not None)

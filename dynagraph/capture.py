@@ -82,10 +82,11 @@ def _walk(roots: list[tuple[str, torch.Tensor]], param_names: Mapping[int, str],
                 on_record(nodes[-1], fn)
         return ids[fn]
 
-    def enter(fn: _torch.GradFn) -> bool:  # breadth-first: entered in the order visit() met them
+    def enter(fn: _torch.GradFn) -> Any:  # breadth-first: entered in the order visit() met them
         consumer = ids[fn]
         row = slots.setdefault(consumer, []) if slots is not None else None
-        for child, k in fn.next_functions:
+        inputs = fn.next_functions
+        for child, k in inputs:
             if child is None:
                 if row is not None:
                     row.append(None)
@@ -94,7 +95,7 @@ def _walk(roots: list[tuple[str, torch.Tensor]], param_names: Mapping[int, str],
             edges.append((producer, consumer))
             if row is not None:
                 row.append((producer, k))
-        return True
+        return inputs or True  # reach() goes on into them without reading them again
 
     starts: list[tuple[torch.Tensor, int]] = []
     firsts: list[_torch.GradFn] = []  # each root's node

@@ -381,7 +381,7 @@ class Recording(_page.View):
         pending: list[tuple[_torch.GradFn, int]] = []  # (input, id of the node it feeds)
         module: str | None = None  # the current step's module
 
-        def enter(fn: _torch.GradFn) -> bool:
+        def enter(fn: _torch.GradFn) -> Any:
             meta = metadata(fn)
             if key in meta:  # recorded by an earlier step: its inputs too
                 return False
@@ -401,10 +401,11 @@ class Recording(_page.View):
             elif named and module is not None:
                 node.module = module
                 meta.setdefault(module_key, module)
-            for child, _ in fn.next_functions:
+            inputs = fn.next_functions
+            for child, _ in inputs:
                 if child is not None:
                     pending.append((child, nid))
-            return True
+            return inputs  # reach() goes on into them without reading them again
 
         for step, fns in todo:
             module = step.module
@@ -425,7 +426,7 @@ class Recording(_page.View):
         self._flush()
         held, self._held = self._held, []
         if len(held) >= _torch.SAFE_DEPTH:
-            _patch.guarded(_torch.no_torch_function(), self._hold, held)
+            _patch.paused_gc(_patch.guarded, _torch.no_torch_function(), self._hold, held)
         self._roots = []
         while held:  # newest first, so no long chain is freed in one recursive go
             held.pop()

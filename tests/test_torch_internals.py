@@ -432,3 +432,16 @@ def test_internal_compiled_module_wraps_the_model_as_orig_mod():
     model = torch.nn.Linear(2, 2)
     assert _torch.original_module(torch.compile(model)) is model
     assert _torch.original_module(model) is model
+
+
+def test_held_orders_of_two_roots_merge_into_one_release_order():
+    """Two roots of one graph (an output and its sum) hold overlapping orders: the second
+    adds only nodes that consume the first's, after them, so they are freed first, once."""
+    y, _ = _chain(5)
+    s = y.sum()
+    fns = [y.grad_fn, y.grad_fn.next_functions[0][0]]
+    first = _torch._InOrder(reversed(fns))  # producers first
+    second = _torch._InOrder([*reversed(fns), s.grad_fn])
+    merged = _torch._merged_order([first, second])
+    assert merged == [fns[1], fns[0], s.grad_fn]
+    assert _torch._merged_order([first]) is first
