@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 
@@ -135,15 +136,17 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
     roots_of = {src: dst for src, dst in edges if dst in outputs}
     pending: _Norms = []
     handles: list[RemovableHandle] = []
+    pause = _Pause()
     try:
         try:
-            _patch.paused_gc(_add_hooks, fns, slots, roots_of, trace.order, pending, handles)
+            _patch.paused_gc(_add_hooks, fns, slots, roots_of, trace.order, pending, handles, pause)
             del slots  # the hooks hold the graph only until removed
             yield trace
         finally:
             _patch.remove_hooks(handles)
     finally:
         _patch.remove_hooks(handles)  # again: it finishes a first run that an interrupt cut short
+        pause.resume()  # a backward that raised never ran its end-of-pass callback
         fns.clear()
         _patch.paused_gc(_read, pending, trace)
     if not trace.order:  # the block finished without running any hooked node
@@ -152,13 +155,43 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
                       stacklevel=3)
 
 
+class _Pause:
+    """Python's garbage collector paused while a traced backward pass runs.
+
+    The hooks make a tensor per gradient norm (5,000 in a packed GRU's backward), and
+    every 700 new objects start a collection; some become full ones over every object
+    of the process (~100 ms where ``transformers`` is loaded). The first hook of a pass
+    pauses the collector, and autograd's end-of-pass callback starts it again; so does
+    the end of the block, when a backward raised (the callback then never runs). A
+    collector that was already paused stays paused.
+    """
+
+    def __init__(self) -> None:
+        self.paused = False
+
+    def start(self) -> None:
+        if self.paused or not gc.isenabled():
+            return
+        gc.disable()
+        self.paused = True
+        try:
+            torch.autograd.Variable._execution_engine.queue_callback(self.resume)
+        except Exception:  # noqa: BLE001 - no engine callbacks (another torch): no pause
+            self.resume()
+
+    def resume(self) -> None:
+        if self.paused:
+            self.paused = False
+            gc.enable()
+
+
 def _add_hooks(fns: list, slots: dict[int, list], roots_of: dict[int, int], order: list[int],
-               pending: _Norms, handles: list[RemovableHandle]) -> None:
+               pending: _Norms, handles: list[RemovableHandle], pause: _Pause) -> None:
     """Hook each node of ``fns``, noting each handle in ``handles`` as it is made (no
     interrupt falls between the two)."""
     for nid, fn in enumerate(fns):
         if fn is not None:
-            handles.append(fn.register_hook(_hook(nid, slots[nid], roots_of.get(nid), order, pending)))
+            handles.append(fn.register_hook(_hook(nid, slots[nid], roots_of.get(nid), order, pending, pause)))
 
 
 def _read(pending: _Norms, trace: BackwardTrace) -> None:
@@ -175,7 +208,7 @@ def _read(pending: _Norms, trace: BackwardTrace) -> None:
 
 
 def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
-          pending: _Norms) -> Callable[[_Grads, _Grads], None]:
+          pending: _Norms, pause: _Pause) -> Callable[[_Grads, _Grads], None]:
     """Post-hook of node ``nid``: note that it ran, and the norm of each gradient it sent.
 
     Each norm is taken at once (on the device, no sync), not queued: a held gradient
@@ -193,6 +226,8 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
     def hook(grad_inputs: _Grads, grad_outputs: _Grads) -> None:
         order.append(nid)
         try:
+            if not pause.paused:  # the first node of a pass
+                pause.start()
             if out_edge is not None and grad_outputs and grad_outputs[0] is not None:
                 pending.append((out_edge, norm_of(grad_outputs[0])))
             if shared:  # x * x: one edge carries several gradients

@@ -339,3 +339,39 @@ def test_step_texts_and_the_heading_read_in_chinese():
     assert f"x.grad += 来自 2 处使用的梯度，\u2016g\u2016 = {into_x[1]:.2g}, {into_x[0]:.2g}" in texts
     assert "lin.bias.grad += 梯度，\u2016g\u2016 = 1" in texts  # the gradient of a sum: 1
 
+
+
+def test_the_collector_is_paused_during_a_traced_backward_and_on_again_after():
+    """The hooks make a tensor per gradient norm: no collection may start among them.
+    Paused from the first node to autograd's end-of-pass callback, on again after; on
+    again at the block's end when the backward raised; left off when it was off."""
+    model, loss = mlp()
+    seen = []
+    x = next(model.parameters())
+    x.register_hook(lambda g: seen.append(gc.isenabled()))
+    with dg.trace_backward(loss, params=model):
+        loss.backward(retain_graph=True)
+        assert gc.isenabled()  # on again as soon as the pass ended, inside the block
+        loss.backward()
+    assert seen == [False, False] and gc.isenabled()
+
+    class Boom(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            raise RuntimeError("boom")
+    model, loss = mlp()
+    loss = Boom.apply(loss)
+    with pytest.raises(RuntimeError, match="boom"), dg.trace_backward(loss, params=model):
+        loss.backward()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        model, loss = mlp()
+        traced(loss, params=model)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
