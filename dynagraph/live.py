@@ -97,8 +97,9 @@ class Recording(_page.View):
     Displays as a stepper (slider and play controls over the final graph, each
     step's op and source line, its new nodes lit); ``repr`` is a text table.
 
+    Its :attr:`steps` are the recorded ops, in the order they ran.
+
     Attributes:
-        steps: :class:`Step` per recorded op, in the order they ran.
         nodes, edges: The graph built inside the block (records, no torch objects).
         memory: What each node saved for backward, measured as its op ran
             (``live(memory=True)``; else ``None``): a
