@@ -144,9 +144,10 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
             yield trace
         finally:
             _patch.remove_hooks(handles)
+            pause.resume()  # a backward that raised never ran its end-of-pass callback
     finally:
         _patch.remove_hooks(handles)  # again: it finishes a first run that an interrupt cut short
-        pause.resume()  # a backward that raised never ran its end-of-pass callback
+        pause.resume()
         fns.clear()
         _patch.paused_gc(_read, pending, trace)
     if not trace.order:  # the block finished without running any hooked node
@@ -172,8 +173,8 @@ class _Pause:
     def start(self) -> None:
         if self.paused or not gc.isenabled():
             return
+        self.paused = True  # first: an interrupt after it still finds the collector to restart
         gc.disable()
-        self.paused = True
         try:
             torch.autograd.Variable._execution_engine.queue_callback(self.resume)
         except Exception:  # noqa: BLE001 - no engine callbacks (another torch): no pause
@@ -181,8 +182,8 @@ class _Pause:
 
     def resume(self) -> None:
         if self.paused:
+            gc.enable()  # then the flag: an interrupt between the two leaves it to a later call
             self.paused = False
-            gc.enable()
 
 
 def _add_hooks(fns: list, slots: dict[int, list], roots_of: dict[int, int], order: list[int],
