@@ -117,21 +117,13 @@ class SavedMemory:
         out: dict[StorageKey, tuple[int, bool]] = {}
         for nid in self.saved if ids is None else ids:
             for s in self.saved.get(nid, ()):
-                if s.storage is None:
-                    continue
-                was = out.get(s.storage, (0, False))
-                out[s.storage] = (max(was[0], s.nbytes), was[1] or s.leaf or s.storage in self.leaves)
+                if s.storage is not None:
+                    _count(out, s.storage, s.nbytes, s.leaf or s.storage in self.leaves)
         return out
 
     def bytes_of(self, ids: Iterable[int] | None = None) -> tuple[int, int]:
         """``(activation bytes, parameter and input bytes)`` saved by ``ids``, each storage once."""
-        act = leaf = 0
-        for nbytes, is_leaf in self.storages(ids).values():
-            if is_leaf:
-                leaf += nbytes
-            else:
-                act += nbytes
-        return act, leaf
+        return _split(self.storages(ids))
 
     @property
     def total(self) -> int:
@@ -404,10 +396,8 @@ def decorate(overlay: Overlay, memory: SavedMemory, mapping: Mapping[int, int],
                 continue
             kept = True
             own = s.leaf or key in leaves  # a leaf's storage
-            was = everything.get(key)
-            everything[key] = (s.nbytes, own) if was is None else (max(was[0], s.nbytes), was[1] or own)
-            was = mine.get(key)
-            mine[key] = (s.nbytes, own) if was is None else (max(was[0], s.nbytes), was[1] or own)
+            _count(everything, key, s.nbytes, own)
+            _count(mine, key, s.nbytes, own)
     split = _split(everything)
     total = max(sum(split), 1)
     for nid in drawn.saved:
@@ -423,6 +413,13 @@ def decorate(overlay: Overlay, memory: SavedMemory, mapping: Mapping[int, int],
     freed = FREED_TEXT in notes and not kept
     line = memory._summary(split, notes, freed).replace(" (", "\n(", 1)  # the split on a second line
     return f"{title}\n{line}" if title else line
+
+
+def _count(found: dict[StorageKey, tuple[int, bool]], key: StorageKey, nbytes: int, leaf: bool) -> None:
+    """Count a saved tensor of storage ``key`` in ``found``: each storage once, at its
+    largest size, a leaf's if any tensor of it is."""
+    was = found.get(key)
+    found[key] = (nbytes, leaf) if was is None else (max(was[0], nbytes), was[1] or leaf)
 
 
 def _split(storages: Mapping[StorageKey, tuple[int, bool]]) -> tuple[int, int]:
