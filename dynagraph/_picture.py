@@ -119,7 +119,7 @@ def _merged_once(pic: Picture, *, any_op: bool) -> Picture:
     for step in steps:
         nodes, edges, moved = step(nodes, edges, frames)
         chains = {old: moved.get(new, new) for old, new in chains.items()} | moved
-    if not chains and nodes == g.nodes:
+    if not chains and nodes is g.nodes:  # (open_leaf_modules opened none)
         return pic
     blocks = [dataclasses.replace(b, nodes=[i for i in b.nodes if i not in chains]) for b in g.blocks]
     merged = variant(g, nodes, edges, blocks=blocks, max_nodes=g.max_nodes)

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
+from ._dot import _meta_line
 from ._records import Node, owner
 
 
@@ -247,7 +248,8 @@ def group_leaves(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappin
     bias, a conv's weight and its norm's weight and bias stand in one box above the op
     that reads them, not side by side in a row as wide as the picture. Leaves of one
     kind (parameters, or inputs) in one frame are grouped, two or more; a leaf that
-    other ops read too stays apart. Each line is the leaf's label and shape.
+    other ops read too stays apart. Each line is the leaf's label and what its own
+    box showed under it (its shape, and its dtype and device where not float32 on the CPU).
 
     Returns ``(nodes, edges, mapping)``: ``mapping`` sends each grouped id to the
     first leaf's id (ids not in it are unchanged).
@@ -268,7 +270,7 @@ def group_leaves(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappin
         if len(members) < 2:
             continue
         first = members[0]
-        lines = [m.label + ("" if m.shape is None else f" {tuple(m.shape)}") for m in members]
+        lines = [m.label + ("" if m.shape is None else f" {_meta_line(m)}") for m in members]
         grouped[first.id] = replace(first, label="\n".join(lines), shape=None,
                                     count=sum(m.count for m in members))
         for m in members[1:]:
@@ -320,4 +322,6 @@ def open_leaf_modules(nodes: list[Node]) -> list[Node]:
     modules = {n.module for n in nodes if n.module}
     around = {m.rsplit(".", k)[0] for m in modules for k in range(1, m.count(".") + 1)}
     inner = {m for m in modules if m not in around and "." in m}  # holds no other, has a parent
+    if not inner:
+        return nodes  # (the same list: nothing to draw again)
     return [replace(n, module=owner(n.module)) if n.module in inner else n for n in nodes]

@@ -345,3 +345,12 @@ def test_open_leaf_modules_moves_the_nodes_of_innermost_modules_to_their_parent(
     moved = {n.id: n.module for n in _transform.open_leaf_modules(nodes)}
     # layers.0 holds others, so it stays; fc is top-level; a holds a.b.c through a.b
     assert moved == {1: "layers.0", 2: "layers.0", 3: "layers.0", 4: "fc", 5: None, 6: "a.b", 7: "a"}
+
+
+def test_a_grouped_leaf_line_says_what_its_own_box_said():
+    """Shape, and the dtype where it is not float32 (as _dot draws a leaf alone)."""
+    op = Node(id=0, name="MulBackward0", kind="op", label="MulBackward0", seq=1)
+    half = Node(id=1, name="AccumulateGrad", kind="parameter", label="w", shape=(3,), dtype="bfloat16")
+    plain = Node(id=2, name="AccumulateGrad", kind="parameter", label="b", shape=(3,), dtype="float32")
+    kept, _, _ = _transform.group_leaves([op, half, plain], [(1, 0), (2, 0)], {})
+    assert [n.label for n in kept if n.id == 1] == ["w (3,) bfloat16\nb (3,)"]
