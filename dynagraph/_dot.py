@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from ._records import Node
     from ._roll import Block
 
-__all__ = ["FAINT", "SPLIT_LEAVES", "STYLE", "Overlay", "StepText", "frames", "node_label", "quote", "to_dot"]
+__all__ = ["FAINT", "SPLIT_LEAVES", "STYLE", "Overlay", "StepText", "frames", "meta_line", "node_label",
+           "quote", "to_dot"]
 
 # Legend: colour and shape per node kind (documented in draw()).
 STYLE = {
@@ -353,12 +354,14 @@ def node_label(node: Node) -> str:
     if node.kind == "custom":
         lines.append("(custom Function)")
     if node.shape is not None and node.kind != "module":
-        lines.append(_meta_line(node))
+        lines.append(meta_line(node))
     lines.extend(f"saved {k}: {v}" for k, v in node.saved)
     return "\n".join(lines)
 
 
-def _meta_line(node: Node) -> str:
+def meta_line(node: Node) -> str:
+    """The line under a node's label: its shape, and its dtype and device where not float32
+    on the CPU (``(64, 128) bfloat16 cuda:0``)."""
     text = str(tuple(node.shape or ()))
     if node.dtype not in (None, "float32"):
         text += f" {node.dtype}"

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
-from ._dot import _meta_line
+from ._dot import meta_line
 from ._records import Node, owner
 
 
@@ -270,7 +270,7 @@ def group_leaves(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappin
         if len(members) < 2:
             continue
         first = members[0]
-        lines = [m.label + ("" if m.shape is None else f" {_meta_line(m)}") for m in members]
+        lines = [m.label + ("" if m.shape is None else f" {meta_line(m)}") for m in members]
         grouped[first.id] = replace(first, label="\n".join(lines), shape=None,
                                     count=sum(m.count for m in members))
         for m in members[1:]:
