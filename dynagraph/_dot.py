@@ -7,11 +7,14 @@ drawn (the size policy) and is the one route from a graph to DOT, and
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from ._records import shape_text
 
 if TYPE_CHECKING:
     from ._records import Node
@@ -134,7 +137,7 @@ class Overlay:
 def to_dot(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
            module_types: Mapping[str, str] | None = None, *, title: str | None = None,
            overlay: Overlay | None = None, blocks: Sequence[Block] = (),
-           split_leaves: int | None = SPLIT_LEAVES) -> str:
+           split_leaves: int | None = SPLIT_LEAVES, prune: bool = False) -> str:
     """DOT text for the records, modules drawn as nested clusters.
 
     Args:
@@ -147,6 +150,8 @@ def to_dot(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
         split_leaves: Draw a parameter or input that feeds more than this many ops
             once per op instead of as one node with a large fan-out (which makes
             layouts slow and tangled); ``None`` never splits.
+        prune: Leave out each module frame that holds no node of its own and only one
+            other frame (for tall pictures: see :func:`_pruned`).
 
     Every SVG node group gets the classes ``dg-<kind> dg-n<id>`` (copies of a split
     leaf share them), every edge ``dg-edge dg-from-<src> dg-to-<dst>`` and every
@@ -162,6 +167,7 @@ def to_dot(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
     places, copies = _places(nodes, edges, blocks, split_leaves)
     anchors = _anchors(blocks)
     chains = {key: _chain(key, anchors) for key in {key for key, _, _ in places}}  # few distinct places
+    chains = _pruned(chains) if prune else chains
     inner: dict[_Frame | None, list[str]] = {}  # innermost frame (None: no frame) -> DOT node lines
     parents: dict[_Frame, _Frame | None] = {}  # in the order frames are first met in creation order
     if any(chains.values()):
@@ -302,12 +308,16 @@ def _norm_width(v: float, span: tuple[float, float]) -> float:
 
 
 def frames(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], blocks: Sequence[Block] = (),
-           split_leaves: int | None = SPLIT_LEAVES) -> list[list[int]]:
-    """Node ids inside each frame, in the order :func:`to_dot` numbers them ``dg-f<k>``."""
+           split_leaves: int | None = SPLIT_LEAVES, *, prune: bool = False) -> list[list[int]]:
+    """Node ids inside each frame, in the order :func:`to_dot` numbers them ``dg-f<k>``
+    (given the same ``prune``)."""
     members: dict = {}
     anchors = _anchors(blocks)
-    for key, node, _ in _places(nodes, edges, blocks, split_leaves)[0]:
-        for frame in _chain(key, anchors):
+    places = _places(nodes, edges, blocks, split_leaves)[0]
+    chains = {key: _chain(key, anchors) for key in {key for key, _, _ in places}}
+    chains = _pruned(chains) if prune else chains
+    for key, node, _ in places:
+        for frame in chains[key]:
             members.setdefault(frame, set()).add(node.id)
     return [sorted(members[key]) for key in _frame_order(members)]
 
@@ -336,6 +346,22 @@ def _places(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], blocks: Seq
     return places, copies
 
 
+def _pruned(chains: dict[Any, tuple[_Frame, ...]]) -> dict[Any, tuple[_Frame, ...]]:
+    """``chains`` without the module frames that hold no node of their own and one frame
+    only: ``decoder.block.{0…1}.layer: ModuleList`` around ``….layer.0: T5LayerSelfAttention``
+    adds a margin and a title row and says nothing the inner title (a full dotted name)
+    does not. Rolled blocks always stay."""
+    ends = {chain[-1] for chain in chains.values() if chain}
+    inside: dict[_Frame, set[_Frame]] = {}
+    for chain in chains.values():
+        for outer, frame in itertools.pairwise(chain):
+            inside.setdefault(outer, set()).add(frame)
+    gone = {f for f, kids in inside.items() if f[0] != "block" and f not in ends and len(kids) == 1}
+    if not gone:
+        return chains
+    return {key: tuple(f for f in chain if f not in gone) for key, chain in chains.items()}
+
+
 def _frame_order(keys: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
     """Frames sorted as :func:`_frames_dot` writes them."""
     return sorted(keys, key=lambda k: (k[0] != "block", -1 if k[0] in (None, "block") else k[0],
@@ -351,6 +377,8 @@ def _node_line(node: Node, name: str, extra: str, note: str = "") -> str:
 def node_label(node: Node) -> str:
     """The text drawn inside a node: its label, then shape, dtype and device."""
     lines = [node.label]
+    if node.kind in ("parameter", "input") and len(node.label) > NAME_LINE:
+        lines = [_dotted(line) for line in node.label.split("\n")]
     if node.kind == "custom":
         lines.append("(custom Function)")
     if node.shape is not None and node.kind != "module":
@@ -359,10 +387,29 @@ def node_label(node: Node) -> str:
     return "\n".join(lines)
 
 
+NAME_LINE = 36  # a parameter's name longer than this breaks after a dot (a rolled T5's
+# ``encoder.block.{0…1}.layer.0.SelfAttention.q.weight``: one line made each box 330 px wide)
+
+
+def _dotted(line: str) -> str:
+    """A leaf's label line (a name, then maybe its shape after a space) with the name
+    broken into lines of about :data:`NAME_LINE` characters, each break after a dot."""
+    name, space, rest = line.partition(" ")
+    if len(name) <= NAME_LINE:
+        return line
+    lines = [""]
+    for part in re.split(r"(?<=\.)", name):
+        if lines[-1] and len(lines[-1]) + len(part) > NAME_LINE:
+            lines.append(part)
+        else:
+            lines[-1] += part
+    return "\n".join(lines) + space + rest
+
+
 def meta_line(node: Node) -> str:
     """The line under a node's label: its shape, and its dtype and device where not float32
     on the CPU (``(64, 128) bfloat16 cuda:0``)."""
-    text = str(tuple(node.shape or ()))
+    text = shape_text(node.shape or ())
     if node.dtype not in (None, "float32"):
         text += f" {node.dtype}"
     if node.device not in (None, "cpu"):
@@ -384,6 +431,7 @@ def _frames_dot(inner: Mapping[_Frame | None, list[str]], parents: Mapping[_Fram
         if frame[0] == "block":
             k = frame[1]
             title = f"\u00d7{blocks[k].repeats:,}  {blocks[k].label}"
+            title += f"\n{blocks[k].note}" if blocks[k].note else ""
             title += f"\n{notes[k]}" if k in notes else ""
             lines = [f'{indent}subgraph "cluster_roll{k}" {{\n',
                      f'{indent}  id="f{f}" class="dg-frame dg-block dg-f{f}" label={quote(title)} '

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from . import _dot, _fonts, _patch, _picture, memory, render
 from ._dot import Overlay, StepText
 from ._language import language, tr
-from ._records import Node
+from ._records import Node, shape_text
 
 if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle at run time)
     from .graph import Graph
@@ -180,7 +180,7 @@ def _drawn(graph: Graph, overlay: Overlay) -> _Drawn:
         graph.title = None
     pic, dot, series = _picture.drawing(graph, overlay)
     drawn = pic.graph
-    data: dict[str, Any] = {"frames": _dot.frames(drawn.nodes, drawn.edges, drawn.blocks),
+    data: dict[str, Any] = {"frames": _dot.frames(drawn.nodes, drawn.edges, drawn.blocks, prune=pic.compact),
                             "info": _info(graph, pic, overlay.info)}
     if title:
         data["title"] = title
@@ -318,7 +318,7 @@ def _info(graph: Graph, pic: _picture.Picture, extra: Mapping[int, str]) -> dict
 def _iterations(nodes: Sequence[Node]) -> list[str]:
     """One line per iteration a rolled node stands for: its name and shape."""
     def line(k: int, n: Node) -> str:
-        shape = "" if n.shape is None else f" {tuple(n.shape)}"
+        shape = "" if n.shape is None else f" {shape_text(n.shape)}"
         return f"  {k}: {n.label if n.label != n.name else n.name}{shape}"
     lines = [line(k, n) for k, n in enumerate(nodes[:LISTED_ITERATIONS], 1)]
     if len(nodes) > LISTED_ITERATIONS:
@@ -334,7 +334,7 @@ def _describe(node: Node, repeats: int | None, note: str | None, stands: Sequenc
     if node.module:
         lines.append(tr("module: {module}", module=node.module))
     if node.shape is not None:
-        lines.append(tr("tensor: {shape} {dtype} {device}", shape=tuple(node.shape), dtype=node.dtype,
+        lines.append(tr("tensor: {shape} {dtype} {device}", shape=shape_text(node.shape), dtype=node.dtype,
                         device=node.device))
     lines += [tr("saved {name}: {value}", name=k, value=v) for k, v in node.saved]
     if repeats:

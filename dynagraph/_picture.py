@@ -50,11 +50,15 @@ class Picture:
         mapping: ``{original id: drawn id}`` for every original node.
         iteration: ``{original id: (block index, iteration)}`` for nodes inside a
             rolled block.
+        compact: Drawn in the compact form of pictures taller than :data:`TALL`
+            (chains of any ops merged; a module frame that holds only one other frame
+            left out: see ``_dot.to_dot``'s ``prune``).
     """
 
     graph: Graph
     mapping: dict[int, int]
     iteration: dict[int, tuple[int, int]] = field(default_factory=dict)
+    compact: bool = False
 
     def edge(self, edge: tuple[int, int]) -> tuple[int, int]:
         return self.mapping[edge[0]], self.mapping[edge[1]]
@@ -89,7 +93,8 @@ def picture(graph: Graph, *, roll: str | bool = "auto", max_nodes: int | None = 
     if max_nodes is not None and len(pic.graph.nodes) > max_nodes:
         folded, fmap = pic.graph.folded(max_nodes)
         iteration = pic.iteration if len(folded.blocks) == len(pic.graph.blocks) else {}
-        pic = Picture(folded, {old: fmap.get(new, new) for old, new in pic.mapping.items()}, iteration)
+        pic = Picture(folded, {old: fmap.get(new, new) for old, new in pic.mapping.items()}, iteration,
+                      pic.compact)
     return pic
 
 
@@ -102,7 +107,7 @@ def _merged(pic: Picture) -> Picture:
     loops = {edge for block in g.blocks for edge in block.loops}  # they close cycles: left out
     edges = [(index[a], index[b]) for a, b in g.edges if (a, b) not in loops]
     if _torch.longest_chain(len(index), edges) > TALL:
-        pic = _merged_once(pic, any_op=True)
+        pic = dataclasses.replace(_merged_once(pic, any_op=True), compact=True)
     return pic
 
 
@@ -155,7 +160,8 @@ def _drawing(graph: Graph, overlay: Overlay | None, full: bool) -> tuple[Picture
     if saved is not None:
         repeats = {nid: block.repeats for block in g.blocks for nid in block.nodes}
         title = memory.decorate(drawn, saved, pic.mapping, repeats, title)
-    dot = _dot.to_dot(g.nodes, g.edges, g.module_types, title=title, overlay=drawn, blocks=g.blocks)
+    dot = _dot.to_dot(g.nodes, g.edges, g.module_types, title=title, overlay=drawn, blocks=g.blocks,
+                      prune=pic.compact)
     return pic, dot, series
 
 

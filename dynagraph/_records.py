@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["KINDS", "Node", "owner", "upstream"]
+__all__ = ["KINDS", "Node", "owner", "shape_text", "upstream"]
 
 # What a node stands for; the renderer's legend is keyed on these.
 KINDS = ("op", "custom", "parameter", "input", "output", "module", "fold")
@@ -32,6 +32,13 @@ def upstream(starts: Iterable[int], producers: Callable[[int], Iterable[int] | N
     return found
 
 
+def shape_text(shape: tuple[int | str, ...]) -> str:
+    """``"(3, 16)"``, ``"(48,)"``, ``"(1–3, 16)"`` (a rolled block's batch range): as
+    Python writes a tuple, with no quotes round a text entry."""
+    inner = ", ".join(map(str, shape))
+    return f"({inner},)" if len(shape) == 1 else f"({inner})"
+
+
 def owner(name: str) -> str | None:
     """The dotted name that owns ``name`` (``fc`` for ``fc.weight``), ``None`` at the top."""
     return name.rpartition(".")[0] or None
@@ -49,7 +56,8 @@ class Node:
         kind: One of :data:`KINDS`.
         label: Text drawn in the node (parameter name, custom Function class, ...).
         shape, dtype, device: Of the tensor the node produces in the forward pass,
-            where known (``None`` otherwise).
+            where known (``None`` otherwise). In a rolled picture, a dimension the
+            iterations differ in is a text range (``("1–3", 16)``: see :func:`shape_text`).
         module: Dotted name of the module that created the node, if known.
         seq: Autograd's creation counter for op nodes (ordering); ``None`` for leaves.
         saved: ``(attribute, description)`` pairs of saved tensors, when asked for.
@@ -60,7 +68,7 @@ class Node:
     name: str
     kind: str
     label: str
-    shape: tuple[int, ...] | None = None
+    shape: tuple[int | str, ...] | None = None
     dtype: str | None = None
     device: str | None = None
     module: str | None = None

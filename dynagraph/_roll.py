@@ -44,6 +44,9 @@ class Block:
         loops: ``(src, dst)`` edges of the representative that carry state from
             iteration k to k + 1; also in :attr:`Rolled.edges`.
         module: Dotted module name shared by every op of every iteration, if any.
+        note: A line under the title where the iterations differ in the batch
+            dimension: ``"batch 1–3: SliceBackward0 ×2 on the loop edge"`` (a recurrence
+            over packed sequences, whose state loses rows as sequences end).
     """
 
     label: str
@@ -51,6 +54,7 @@ class Block:
     nodes: list[int]
     loops: list[tuple[int, int]]
     module: str | None = None
+    note: str | None = None
 
 
 @dataclass
@@ -106,6 +110,7 @@ class _Seq:
     feeds: list[list[int]]  # ids of the leaves each op reads, one per edge
     spans: dict[int, tuple[int, int, int]]  # leaf id -> (first, last op position it touches, key)
     leaves: dict[int, Node]  # every node that is neither op nor output
+    bridges: int = 0  # the last ``bridges`` ops: state resized between iterations (see _bridges)
 
 
 def roll(
@@ -153,22 +158,39 @@ def roll(
                          f"times or more); got {min_repeats!r}")
     seq = _sequence(nodes, edges)
     runs = _find_runs(seq, min_repeats)
+    ahead: list[int] = []
     groups = _hoisted(seq)
     for _ in range(2):  # shared values computed inside the first iteration: try them first
         if not groups:
             break
-        other = _sequence(nodes, edges, first=sorted(set().union(*(ids for ids, _ in groups))))
+        first = sorted(set().union(*(ids for ids, _ in groups)))
+        other = _sequence(nodes, edges, first=first)
         other_runs = _find_runs(other, min_repeats)
         pos = {n.id: i for i, n in enumerate(other.ops)}
         kept = [(ids, by) for ids, by in groups if _read_across(pos, other_runs, by)]
         if len(kept) == len(groups):
             if sum(r.covered for r in other_runs) > sum(r.covered for r in runs):
-                seq, runs = other, other_runs
+                seq, runs, ahead = other, other_runs, first
             break
         groups = kept  # a value each iteration makes and reads itself: it stays where it is
+    bridges = _bridges(seq)
+    if bridges:  # a recurrence whose batch shrinks or grows: try its steps as one loop
+        other = _sequence(nodes, edges, first=ahead, last=bridges)
+        other_runs = _find_runs(other, min_repeats)
+        looped = _looped(other, other_runs)
+        if looped != set(bridges):  # slices of an input made before the loop: back in their steps
+            other = _sequence(nodes, edges, first=ahead, last=[b for b in bridges if b in looped])
+            other_runs = _find_runs(other, min_repeats)
+        if _score(other_runs) > _score(runs):
+            seq, runs = other, other_runs
     if not runs:
         return Rolled(list(nodes), list(edges), [], {n.id: n.id for n in nodes}, {}, dict(module_types or {}))
     return _build(nodes, edges, seq, runs, module_types or {})
+
+
+def _score(runs: Sequence[_Run]) -> tuple[int, int]:
+    """Which runs roll better: more ops covered, then fewer blocks."""
+    return sum(r.covered for r in runs), -len(runs)
 
 
 def _key(node: Node) -> tuple:
@@ -177,16 +199,34 @@ def _key(node: Node) -> tuple:
     return (node.kind, node.name, label, node.shape, node.dtype, node.device, node.count)
 
 
-def _sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]], first: Sequence[int] = ()) -> _Seq:
+def _batchless_key(node: Node) -> tuple:
+    """:func:`_key` with the shape's first (batch) dimension left out."""
+    label = node.label if node.kind == "custom" else None
+    shape = node.shape[1:] if node.shape else node.shape
+    return (node.kind, node.name, label, len(node.shape or ()), shape, node.dtype, node.device, node.count)
+
+
+def _sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]], first: Sequence[int] = (),
+              last: Sequence[int] = ()) -> _Seq:
     """The ops (nodes with a creation counter, outputs aside) in creation order; the ops
-    whose ids are in ``first`` come before all others (see :func:`_hoisted`)."""
+    whose ids are in ``first`` come before all others (see :func:`_hoisted`).
+
+    With ``last`` (the ids of :func:`_bridges`), those ops come after all others, every
+    other op's shape is compared without its first (batch) dimension, and an edge
+    through a bridge also counts as an edge from its producer to its consumers: the
+    steps of a recurrence whose batch shrinks then match across the resize.
+    """
     ops = sorted((n for n in nodes if n.seq is not None and n.kind != "output"),
                  key=lambda n: n.seq or 0)
-    if first:
-        ahead = set(first)
-        ops = [n for n in ops if n.id in ahead] + [n for n in ops if n.id not in ahead]
+    if first or last:
+        ahead, behind = set(first), set(last)
+        ops = ([n for n in ops if n.id in ahead]
+               + [n for n in ops if n.id not in ahead and n.id not in behind]
+               + [n for n in ops if n.id in behind])
     interned: dict[tuple, int] = {}
-    keys = [interned.setdefault(_key(n), len(interned)) for n in ops]
+    rest = len(ops) - len(last)
+    keys = [interned.setdefault(_batchless_key(n) if last and i < rest else _key(n), len(interned))
+            for i, n in enumerate(ops)]
     pos = {n.id: i for i, n in enumerate(ops)}
     leaves = {n.id: n for n in nodes if n.id not in pos and n.kind != "output"}
     out: list[list[int]] = [[] for _ in ops]
@@ -196,11 +236,48 @@ def _sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]], first: Se
         if i is not None and j is not None:
             out[i].append(j)
             indeg[j] += 1
+    for i in range(rest if last else 0):  # producer -> bridge -> consumer: also producer -> consumer
+        through = [j for b in out[i] if b >= rest for j in out[b] if j not in out[i]]
+        out[i].extend(dict.fromkeys(through))
     feeds, spans = _leaf_uses(edges, pos, leaves, interned)
     hints = [n.module or (_common(owner(leaves[x].label) for x in feeds[i] if leaves[x].kind == "parameter")
                           if feeds[i] else None)
              for i, n in enumerate(ops)]  # a parameter's name says which module reads it
-    return _Seq(ops, keys, out, indeg, *_nearest(hints), feeds, spans, leaves)
+    return _Seq(ops, keys, out, indeg, *_nearest(hints), feeds, spans, leaves, len(last))
+
+
+_RESIZE = frozenset({"SliceBackward0", "CatBackward0"})  # ops that take rows off a state, or add rows to it
+
+
+def _bridges(seq: _Seq) -> list[int]:
+    """Ids of the ops that resize a state between steps: a slice or cat whose one op input
+    differs from it in the first (batch) dimension only, where an op like that input
+    also feeds an op like one of its consumers directly (at the steps with no resize).
+
+    An ``nn.GRU`` over packed sequences slices its hidden state each time a sequence
+    ends (3 rows, then 2, then 1); the reverse direction of a bidirectional one adds
+    rows with a cat. The slices that cut each step's rows out of an input computed for
+    all steps at once are not bridges: that input feeds no step directly.
+    """
+    if not any(n.name in _RESIZE for n in seq.ops):
+        return []
+    producers: dict[int, list[int]] = {}
+    for i, outs in enumerate(seq.out):
+        for j in outs:
+            if seq.ops[j].name in _RESIZE:
+                producers.setdefault(j, []).append(i)
+    candidates = []
+    for j, ins in producers.items():
+        node, (i, *more) = seq.ops[j], ins
+        before = seq.ops[i].shape
+        if (not more and node.shape and before and len(node.shape) == len(before)
+                and node.shape[1:] == before[1:] and node.shape[0] != before[0]):
+            candidates.append((i, j))
+    if not candidates:
+        return []
+    key = [_batchless_key(n) for n in seq.ops]
+    direct = {(key[i], key[j]) for i, outs in enumerate(seq.out) for j in outs}
+    return [seq.ops[j].id for i, j in candidates if any((key[i], key[c]) in direct for c in seq.out[j])]
 
 
 def _hoisted(seq: _Seq) -> list[tuple[set[int], list[int]]]:
@@ -279,7 +356,7 @@ def _nearest(hints: list[str | None]) -> tuple[list[str | None], list[str | None
 
 def _find_runs(seq: _Seq, min_repeats: int) -> list[_Run]:
     """The rolled runs: the best run of the whole sequence, then of what lies around it."""
-    runs, todo = [], [(0, len(seq.ops))]
+    runs, todo = [], [(0, len(seq.ops) - seq.bridges)]  # (bridges roll with no run)
     while todo:
         lo, hi = todo.pop()
         if hi - lo < min_repeats:
@@ -562,17 +639,89 @@ def _build(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], seq: _Seq,
     owned = _roll_leaves(nodes, edges, where, runs, mapping)
     iteration = {nid: (b, k) for nid, (b, k, _) in where.items()}
     iteration.update({nid: (b, k) for nid, (b, k) in owned.items()})
-    new_edges, loops = _rolled_edges(edges, mapping, iteration)
+    absorbed = _absorb(seq, where, mapping)
+    through = {b.id: iteration[p.id] for pairs in absorbed.values() for b, p in pairs}
+    new_edges, loops = _rolled_edges(edges, mapping, iteration | through if through else iteration)
     ranges = _ranges(seq, owned, mapping)
     blocks = [_block(seq, run, b, owned, loops[b], module_types, ranges) for b, run in enumerate(runs)]
+    for b, names in absorbed.items():
+        blocks[b].note = _resize_note(names)
     labels = {rep: _range_label(*split) for rep, split in ranges.items()}
     renamed = _module_ranges(seq, runs, module_types)
-    kept = _kept(nodes, mapping, labels, renamed, {nid for block in blocks for nid in block.nodes})
+    kept = _kept(nodes, mapping, labels, renamed, {nid for block in blocks for nid in block.nodes},
+                 _batch_ranges(seq, runs) if seq.bridges else {})
     types = dict(module_types)
     for old, new in renamed.items():
         if old in module_types:
             types[new] = module_types[old]
     return Rolled(kept, new_edges, blocks, mapping, iteration, types)
+
+
+def _looped(seq: _Seq, runs: Sequence[_Run]) -> set[int]:
+    """The ids of the bridges (the last ops of ``seq``) whose input an iteration of a run
+    computes: those that resize a loop's state. The others slice a value made before
+    the loop (an input projected for all steps at once) and belong in the steps that read them."""
+    rest = len(seq.ops) - seq.bridges
+    found: set[int] = set()
+    for run in runs:
+        for i in range(run.start, run.stop):
+            found.update(seq.ops[j].id for j in seq.out[i] if j >= rest)
+    return found
+
+
+def _absorb(seq: _Seq, where: Mapping[int, tuple[int, int, int]],
+            mapping: dict[int, int]) -> dict[int, list[tuple[Node, Node]]]:
+    """Draw each bridge on the loop edge it lies on: per block, the bridges it absorbs
+    (with the op each reads).
+
+    A bridge (:func:`_bridges`) whose producer is in iteration k of a block and whose
+    consumers are all in iteration k + 1 maps onto its producer's representative (in
+    ``mapping``, updated in place; it belongs to no iteration), and its edges to k + 1
+    become the block's loop edges.
+    Other bridges (a finished sequence's last state, sliced off for the output) stay nodes.
+    """
+    absorbed: dict[int, list[tuple[Node, Node]]] = defaultdict(list)
+    rest = len(seq.ops) - seq.bridges
+    producer: dict[int, list[int]] = defaultdict(list)
+    for i in range(rest):
+        for j in seq.out[i]:
+            if j >= rest:
+                producer[j].append(i)
+    for j in range(rest, len(seq.ops)):
+        ins, outs = producer.get(j, []), [o for o in seq.out[j] if o < rest]
+        if len(ins) != 1 or not outs or len(outs) != len(seq.out[j]):
+            continue
+        src = where.get(seq.ops[ins[0]].id)
+        dst = {where[seq.ops[o].id][:2] if seq.ops[o].id in where else None for o in outs}
+        if src is not None and dst == {(src[0], src[1] + 1)}:
+            bridge = seq.ops[j]
+            mapping[bridge.id] = mapping[seq.ops[ins[0]].id]
+            absorbed[src[0]].append((bridge, seq.ops[ins[0]]))
+    return absorbed
+
+
+def _resize_note(bridges: Sequence[tuple[Node, Node]]) -> str:
+    """``"batch 1–3: SliceBackward0 ×2 on the loop edge"``: the sizes the state's first
+    dimension takes, and the resizing ops drawn as the loop edge (``(bridge, its input)`` pairs)."""
+    sizes = {n.shape[0] for pair in bridges for n in pair if n.shape}
+    counts = Counter(b.name for b, _ in bridges)
+    ops = ", ".join(f"{name} \u00d7{n}" if n > 1 else name for name, n in counts.items())
+    return f"batch {min(sizes)}\u2013{max(sizes)}: {ops} on the loop edge"
+
+
+def _batch_ranges(seq: _Seq, runs: Sequence[_Run]) -> dict[int, tuple]:
+    """Representative id -> its shape with the first dimension written as the range its
+    iterations take (``("1–3", 16)``), for the ops whose iterations differ there."""
+    out = {}
+    for run in runs:
+        for o in range(run.period):
+            rep = seq.ops[run.start + o]
+            if not rep.shape:
+                continue
+            sizes = {seq.ops[i].shape[0] for i in range(run.start + o, run.stop, run.period)}  # type: ignore[index]
+            if len(sizes) > 1:
+                out[rep.id] = (f"{min(sizes)}\u2013{max(sizes)}", *rep.shape[1:])
+    return out
 
 
 def _module_ranges(seq: _Seq, runs: list[_Run], module_types: Mapping[str, str]) -> dict[str, str]:
@@ -887,10 +1036,11 @@ def _common(modules: Iterable[str | None]) -> str | None:
 
 
 def _kept(nodes: Sequence[Node], mapping: Mapping[int, int], labels: Mapping[int, str],
-          modules: Mapping[str, str], inside: set[int]) -> list[Node]:
-    """The nodes that stay, each representative's ``count`` summed over its iterations,
-    its ``label`` from ``labels`` and, for the nodes ``inside`` a block, its ``module``
-    from ``modules`` where given (copies: callers keep their records)."""
+          modules: Mapping[str, str], inside: set[int], shapes: Mapping[int, tuple]) -> list[Node]:
+    """The nodes that stay, each representative's ``count`` summed over the nodes it
+    stands for, its ``label`` from ``labels``, its ``shape`` from ``shapes`` and, for the nodes
+    ``inside`` a block, its ``module`` from ``modules`` where given (copies: callers
+    keep their records)."""
     counts: Counter[int] = Counter()
     for node in nodes:
         counts[mapping[node.id]] += node.count
@@ -901,6 +1051,8 @@ def _kept(nodes: Sequence[Node], mapping: Mapping[int, int], labels: Mapping[int
         changed: dict = {"count": counts[node.id]} if counts[node.id] != node.count else {}
         if node.id in labels:
             changed["label"] = labels[node.id]
+        if node.id in shapes:
+            changed["shape"] = shapes[node.id]
         if node.module is not None and node.module in modules and node.id in inside:
             changed["module"] = modules[node.module]
         kept.append(dataclasses.replace(node, **changed) if changed else node)

@@ -204,7 +204,10 @@ def merge_chains(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappin
             merged[last.id] = replace(last, label=label, count=sum(by_id[i].count for i in part))
             for i in part[:-1]:
                 mapping[i] = last.id
-    if not mapping:
+    if any_op:  # a long chain of shape ops merged before, and not merged further: narrow it too
+        merged.update({n.id: replace(n, label=_wrapped([n.label])) for n in nodes if n.id not in merged
+                       and n.id not in mapping and n.kind == "op" and len(n.label) > 2 * LINE})
+    if not mapping and not merged:
         return nodes, edges, {}
     kept = [merged.get(n.id, n) for n in nodes if n.id not in mapping]
     return kept, _remap(edges, mapping), mapping
@@ -228,8 +231,11 @@ def _parts(chain: list[int], longest: int) -> list[list[int]]:
     return parts
 
 
-def _wrapped(names: list[str]) -> str:
-    """``names`` joined by arrows, a new line before a name that would pass :data:`LINE`."""
+def _wrapped(labels: list[str]) -> str:
+    """The op names in ``labels`` joined by arrows, a new line before a name that would
+    pass :data:`LINE` (a label that already lists a chain, ``View → Transpose``, gives
+    each of its names)."""
+    names = [name for label in labels for name in label.replace(" \u2192\n", " \u2192 ").split(" \u2192 ")]
     lines = [names[0]]
     for name in names[1:]:
         if len(lines[-1]) + len(name) + 3 > LINE:

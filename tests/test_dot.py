@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 import dynagraph as dg
-from dynagraph import _dot, render
+from dynagraph import _dot, _picture, render
 from dynagraph._records import KINDS, Node
 
 from _helpers import Square, html_of, pictures, svg_texts
@@ -221,6 +221,54 @@ def tracked_gpt2():
     with dg.track_modules(model):
         out = model(torch.randn(1, 5, 16)).sum()
     return dg.draw(out, params=model)
+
+
+def test_a_long_parameter_name_breaks_after_a_dot_and_a_short_one_stays():
+    name = "encoder.block.{0\u20261}.layer.0.SelfAttention.q.weight.T"
+    leaf = Node(id=1, name="AccumulateGrad", kind="parameter", label=name, shape=(64, 64))
+    lines = _dot.node_label(leaf).split("\n")
+    assert "".join(lines[:-1]) == name and lines[-1] == "(64, 64)"
+    assert len(lines) > 2 and all(line.endswith(".") for line in lines[:-2])
+    assert all(len(line) <= _dot.NAME_LINE + len("weight.T") for line in lines)
+    grouped = Node(id=2, name="AccumulateGrad", kind="parameter", label=f"{name} (64, 64)\nfc.bias (4,)")
+    assert _dot.node_label(grouped).split("\n")[-1] == "fc.bias (4,)"  # each line of a group on its own
+    assert "(64, 64)" in _dot.node_label(grouped).split("\n")[-2]
+    short = Node(id=3, name="AccumulateGrad", kind="parameter", label="fc1.weight", shape=(4, 4))
+    assert _dot.node_label(short) == "fc1.weight\n(4, 4)"
+
+
+def test_a_frame_that_holds_one_frame_and_no_node_is_not_drawn():
+    """``enc: Encoder`` holds only ``enc.layer: Linear``: it adds a margin and a title row
+    and says nothing the inner title does not. A frame with a node of its own stays."""
+    nodes, edges = _records()
+    types = {"enc": "Encoder", "enc.layer": "Linear"}
+    dot = _dot.to_dot(nodes, edges, types, prune=True)
+    assert 'subgraph "cluster_enc" {' not in dot and 'subgraph "cluster_enc.layer" {' in dot
+    assert _dot.frames(nodes, edges, prune=True) == [[1, 2]]
+    assert 'subgraph "cluster_enc" {' in _dot.to_dot(nodes, edges, types)  # only in compact pictures
+    assert _dot.frames(nodes, edges) == [[1, 2], [1, 2]]
+    nodes.append(Node(id=4, name="TanhBackward0", kind="op", label="TanhBackward0", shape=(2, 4),
+                      module="enc", seq=3))
+    edges.append((3, 4))
+    dot = _dot.to_dot(nodes, edges, types, prune=True)
+    assert 'subgraph "cluster_enc" {' in dot and 'subgraph "cluster_enc.layer" {' in dot
+
+
+def test_in_a_tall_recording_frames_list_what_the_pruned_dot_holds():
+    """The page lights frames by number: in a compact picture, whose frames holding one
+    frame alone are left out, the numbers must still match the DOT's."""
+    torch.manual_seed(0)
+    widths = range(2, 17)  # each layer its own width: nothing rolls, and the picture is tall
+    model = nn.Sequential(*(nn.Sequential(nn.Sequential(nn.Sequential(nn.Linear(a, a + 1))), nn.Tanh())
+                            for a in widths))
+    with dg.live(model) as rec:
+        model(torch.randn(2, 2)).sum()
+    graph = rec.graph()
+    pic = _picture.picture(graph)
+    assert pic.compact and not pic.graph.blocks
+    listed = _dot.frames(pic.graph.nodes, pic.graph.edges, pic.graph.blocks, prune=True)
+    assert {k: set(ids) for k, ids in enumerate(listed)} == frames_in_dot(graph.to_dot())
+    assert len(listed) < len(_dot.frames(pic.graph.nodes, pic.graph.edges, pic.graph.blocks))
 
 
 def test_frames_lists_what_each_numbered_frame_of_the_dot_holds():

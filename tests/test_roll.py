@@ -444,6 +444,109 @@ def test_roll_outputs_of_every_step_stay():
     assert sum(n.kind == "output" for n in rolled.nodes) == 8
 
 
+# ---- loops whose batch shrinks or grows (packed sequences)
+
+def shrinking_loop(batches, grow=False):
+    """A GRUCell over steps on ``batches[t]`` sequences, as an ``nn.GRU`` over packed
+    sequences runs: the state loses rows as sequences end (``h[:b]``; the finished rows
+    go to the output), or, with ``grow``, gains rows (``cat``: the reverse direction)."""
+    torch.manual_seed(0)
+    cell = nn.GRUCell(4, 8)
+    x = torch.randn(len(batches), max(batches), 4)
+    h, done = torch.zeros(batches[0], 8), []
+    for t, b in enumerate(batches):
+        if b < h.shape[0]:
+            done.append(h[b:])
+            h = h[:b]
+        elif b > h.shape[0]:
+            h = torch.cat([h, torch.zeros(b - h.shape[0], 8)])
+        h = cell(x[t, :b], h)
+    nodes, edges, types = capture(torch.cat([h, *done]).sum(), params=cell)
+    return nodes, edges, types
+
+
+def test_roll_a_loop_whose_batch_shrinks_is_one_block_with_the_slices_on_its_loop_edge():
+    """Steps on 3, 2 and 1 sequences are one loop: they rolled as three blocks, the step
+    where the batch shrinks (two more slices) between them unrolled."""
+    nodes, edges, types = shrinking_loop([3, 3, 3, 2, 2, 2, 1, 1, 1])
+    rolled = roll(nodes, edges, module_types=types)
+    check_rolled(nodes, edges, rolled)
+    (block,) = rolled.blocks
+    assert block.repeats == 9 and block.label.startswith("step 1\u20139")
+    assert block.note == "batch 1\u20133: SliceBackward0 \u00d72 on the loop edge"
+    by_id = {n.id: n for n in rolled.nodes}
+    reps = [by_id[i] for i in block.nodes if by_id[i].seq is not None]
+    assert {n.shape for n in reps if n.name == "AddBackward0"} == {("1\u20133", 8)}
+    assert all(n.shape[0] == "1\u20133" for n in reps if n.shape and len(n.shape) == 2 and n.shape[1] != 24)
+    # the state's two slices are drawn as the loop edge; the finished rows' slices stay nodes
+    state_slices = [n for n in nodes if n.name == "SliceBackward0" and n.shape[0] in (1, 2)
+                    and any(rolled.iteration.get(d, (None,))[0] == 0 for s, d in edges if s == n.id)]
+    assert len(state_slices) == 2
+    assert all(rolled.mapping[n.id] in block.nodes for n in state_slices)
+    kept = [n for n in rolled.nodes if n.name == "SliceBackward0" and n.id not in block.nodes]
+    assert sorted(n.shape for n in kept) == [(1, 8), (1, 8)]
+
+
+def test_roll_a_loop_whose_batch_grows_is_one_block_with_the_cat_on_its_loop_edge():
+    nodes, edges, types = shrinking_loop([1, 1, 1, 2, 2, 2, 3, 3, 3], grow=True)
+    rolled = roll(nodes, edges, module_types=types)
+    check_rolled(nodes, edges, rolled)
+    (block,) = rolled.blocks
+    assert block.repeats == 9
+    assert block.note == "batch 1\u20133: CatBackward0 \u00d72 on the loop edge"
+
+
+def test_roll_a_loop_of_one_batch_has_no_batch_note_and_plain_shapes():
+    nodes, edges, types = shrinking_loop([3] * 9)
+    (block,) = roll(nodes, edges, module_types=types).blocks
+    assert block.repeats == 9 and block.note is None
+
+
+def packed_gru_by_hand(batches):
+    """A GRU over packed sequences as ``nn.GRU`` runs it: the input projected for all
+    steps at once (``gi``), each step's rows sliced out of it, the state sliced as
+    sequences end."""
+    torch.manual_seed(0)
+    w_ih, w_hh = nn.Parameter(torch.randn(24, 4)), nn.Parameter(torch.randn(24, 8))
+    gi = torch.nn.functional.linear(torch.randn(sum(batches), 4), w_ih)
+    h, offset = torch.zeros(batches[0], 8), 0
+    for b in batches:
+        h = h[:b] if b < h.shape[0] else h
+        i_r, i_z, i_n = gi[offset:offset + b].chunk(3, 1)
+        h_r, h_z, h_n = torch.nn.functional.linear(h, w_hh).chunk(3, 1)
+        r, z = torch.sigmoid(i_r + h_r), torch.sigmoid(i_z + h_z)
+        h = (1 - z) * torch.tanh(i_n + r * h_n) + z * h
+        offset += b
+    return capture(h.sum(), params={"w_ih": w_ih, "w_hh": w_hh})
+
+
+def test_roll_per_step_slices_of_an_input_made_before_the_loop_stay_in_their_step():
+    """Each step slices its rows out of an input projected for all steps at once: those
+    slices change the first dimension too, and their input is like the state's, but they
+    are part of every step, not the state passed on."""
+    nodes, edges, types = packed_gru_by_hand([3, 3, 3, 2, 2, 2, 1, 1, 1])
+    rolled = roll(nodes, edges, module_types=types)
+    check_rolled(nodes, edges, rolled)
+    blocks = [b for b in rolled.blocks if b.loops]
+    assert [(b.repeats, b.note) for b in blocks] == [
+        (9, "batch 1\u20133: SliceBackward0 \u00d72 on the loop edge")]
+    by_id = {n.id: n for n in rolled.nodes}
+    slices = [by_id[i] for i in blocks[0].nodes if by_id[i].name == "SliceBackward0"]
+    assert [n.shape for n in slices] == [("1\u20133", 24)]  # gi[offset:offset + b], in the step
+
+
+def test_roll_a_batch_that_differs_only_without_a_resize_between_steps_stays_apart():
+    """Steps on different batches that share no state (no slice or cat between them) do
+    not become one block: the batch-blind comparison is tried only across a resize."""
+    torch.manual_seed(0)
+    lin = nn.Linear(8, 8)
+    outs = [torch.tanh(lin(torch.randn(b, 8))) for b in (3, 3, 3, 2, 2, 2)]
+    nodes, edges, types = capture(torch.cat(outs).sum(), params=lin)
+    rolled = roll(nodes, edges, module_types=types)
+    assert all(b.note is None for b in rolled.blocks)
+    assert all(isinstance(d, int) for n in rolled.nodes for d in (n.shape or ()))
+
+
 def test_roll_does_not_depend_on_ids_or_node_order():
     nodes, edges, types, _ = lstm_loop(50)
     shuffled = [dataclasses.replace(n, id=3 * n.id + 1000) for n in reversed(nodes)]

@@ -278,6 +278,30 @@ def test_a_merged_label_breaks_into_short_lines():
     assert all(len(line) <= _transform.LINE + 2 for line in label.split("\n"))
 
 
+def test_a_merged_label_that_lists_a_chain_breaks_at_each_name():
+    """A chain of shape ops merged first (one line) and merged again, or left alone in a
+    tall picture: its names break into short lines too (T5's ``View → Mm → UnsafeView →
+    View → Transpose → Expand → Clone → UnsafeView`` was one line 400 px wide)."""
+    chain = " \u2192 ".join(["UnsafeView", "View", "Transpose", "Expand", "Clone", "UnsafeView"])
+    label = _transform._wrapped(["Mm", chain])
+    assert label.replace("\n", " ").split(" \u2192 ") == ["Mm", *chain.split(" \u2192 ")]
+    assert all(len(line) <= _transform.LINE + 2 for line in label.split("\n"))
+    nodes = [Node(id=0, name="output", kind="output", label="output"),
+             _op(1, "UnsafeViewBackward0"), _op(2, "TanhBackward0")]
+    nodes[1].label = chain
+    short = _op(3, "CloneBackward0")
+    short.label = "View \u2192 Clone"
+    nodes.append(short)
+    edges = [(1, 0), (2, 1), (3, 2)]
+    frames = {n.id: None for n in nodes}
+    nodes[2] = Node(id=2, name="CustomBackward", kind="custom", label="Custom", seq=98)  # nothing merges
+    kept, _, mapping = _transform.merge_chains(nodes, edges, frames, any_op=True)
+    assert mapping == {}
+    labels = {n.id: n.label for n in kept}
+    assert labels[1] == _transform._wrapped([chain]) and "\n" in labels[1]
+    assert labels[3] == "View \u2192 Clone"  # short: left on one line
+
+
 def test_lift_leaf_ops_draws_a_transposed_weight_in_its_leaf():
     """w -> T -> mm: the T is drawn in w's node (``w.T``, with the T's shape); a weight
     that two ops read, or a T in another frame, stays as it is."""
