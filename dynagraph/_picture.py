@@ -53,12 +53,16 @@ class Picture:
         compact: Drawn in the compact form of pictures taller than :data:`TALL`
             (chains of any ops merged; a module frame that holds only one other frame
             left out: see ``_dot.to_dot``'s ``prune``).
+        through: ``{original id: (block index, iteration)}`` for the ops drawn as a
+            loop edge (a slice that shrinks a packed RNN's state): the iteration whose
+            state they pass on.
     """
 
     graph: Graph
     mapping: dict[int, int]
     iteration: dict[int, tuple[int, int]] = field(default_factory=dict)
     compact: bool = False
+    through: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def edge(self, edge: tuple[int, int]) -> tuple[int, int]:
         return self.mapping[edge[0]], self.mapping[edge[1]]
@@ -88,13 +92,14 @@ def picture(graph: Graph, *, roll: str | bool = "auto", max_nodes: int | None = 
         if rolled.blocks:
             pic = Picture(variant(graph, rolled.nodes, rolled.edges, blocks=rolled.blocks,
                                   max_nodes=graph.max_nodes, module_types=rolled.module_types),
-                          rolled.mapping, rolled.iteration)
+                          rolled.mapping, rolled.iteration, through=rolled.through)
         pic = _merged(pic)
     if max_nodes is not None and len(pic.graph.nodes) > max_nodes:
         folded, fmap = pic.graph.folded(max_nodes)
         iteration = pic.iteration if len(folded.blocks) == len(pic.graph.blocks) else {}
-        pic = Picture(folded, {old: fmap.get(new, new) for old, new in pic.mapping.items()}, iteration,
-                      pic.compact)
+        mapping = {old: fmap.get(new, new) for old, new in pic.mapping.items()}
+        pic = dataclasses.replace(pic, graph=folded, mapping=mapping, iteration=iteration,
+                                  through=pic.through if iteration else {})
     return pic
 
 
@@ -128,7 +133,8 @@ def _merged_once(pic: Picture, *, any_op: bool) -> Picture:
         return pic
     blocks = [dataclasses.replace(b, nodes=[i for i in b.nodes if i not in chains]) for b in g.blocks]
     merged = variant(g, nodes, edges, blocks=blocks, max_nodes=g.max_nodes)
-    return Picture(merged, {old: chains.get(new, new) for old, new in pic.mapping.items()}, pic.iteration)
+    mapping = {old: chains.get(new, new) for old, new in pic.mapping.items()}
+    return dataclasses.replace(pic, graph=merged, mapping=mapping)
 
 
 def variant(graph: Graph, nodes: list[Node], edges: list[tuple[int, int]], *, blocks: list[Block],
@@ -178,7 +184,8 @@ def _mapped(pic: Picture, overlay: Overlay) -> tuple[Overlay, Series]:
         new = pic.edge(edge)
         if new[0] == new[1] and not _is_loop(pic, new):
             continue
-        k = pic.iteration.get(edge[0], pic.iteration.get(edge[1], (None, 0)))[1]
+        at = pic.iteration.get(edge[0]) or pic.through.get(edge[0]) or pic.iteration.get(edge[1])
+        k = at[1] if at else 0  # (a bridge drawn as a loop edge: the iteration it leaves)
         by_edge.setdefault(new, {})[k] = v
     series: dict[tuple[int, int], list[float | None]] = {}
     for edge, values in by_edge.items():

@@ -70,6 +70,9 @@ class Rolled:
         module_types: The graph's module types, plus the names that modules inside a
             block get: ``"h.{0…11}.attn"`` for a block over ``h.0`` … ``h.11``, as its
             parameters are named (the representative's ``"h.0.attn"`` would read as layer 0 only).
+        through: Old id -> ``(block index, iteration k)`` for each op drawn as a loop
+            edge (a slice or cat that resizes the state between iterations k and k + 1);
+            these are in :attr:`mapping` but in no iteration.
     """
 
     nodes: list[Node]
@@ -78,6 +81,7 @@ class Rolled:
     mapping: dict[int, int]
     iteration: dict[int, tuple[int, int]]
     module_types: dict[str, str] = dataclasses.field(default_factory=dict)
+    through: dict[int, tuple[int, int]] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -654,7 +658,7 @@ def _build(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], seq: _Seq,
     for old, new in renamed.items():
         if old in module_types:
             types[new] = module_types[old]
-    return Rolled(kept, new_edges, blocks, mapping, iteration, types)
+    return Rolled(kept, new_edges, blocks, mapping, iteration, types, through)
 
 
 def _looped(seq: _Seq, runs: Sequence[_Run]) -> set[int]:

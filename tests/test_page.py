@@ -277,6 +277,26 @@ def test_rolled_backward_sends_per_iteration_norms_along_the_loop(lstm200):
     assert len([v for s in loop_series for v in s]) == 199 * len(loop_series)
 
 
+def test_a_loop_whose_batch_shrinks_sends_a_norm_for_every_iteration_of_its_loop_edges():
+    """Where the state is sliced (3 rows -> 2 -> 1), the gradient passes through the slice,
+    drawn as the loop edge: its norm belongs to the iteration the state leaves. (It was
+    filed under the next iteration, over that one's own value, leaving a gap.)"""
+    torch.manual_seed(0)
+    cell = nn.GRUCell(4, 8)
+    h = torch.zeros(3, 8, requires_grad=True)
+    for b in (3, 3, 3, 2, 2, 2, 1, 1, 1):
+        h = cell(torch.randn(b, 4), h[:b] if b < h.shape[0] else h)
+    loss = h.sum()
+    with dg.trace_backward(loss, params=cell) as bt:
+        loss.backward()
+    (block,) = bt.graph().picture().blocks
+    assert block.repeats == 9 and block.note.startswith("batch 1\u20133")
+    data = page_data(html_of(bt))
+    loops = [data["norms"][f"{a}-{b}"] for a, b in block.loops if f"{a}-{b}" in data["norms"]]
+    assert loops and all(len(s) == 8 for s in loops), loops  # iterations 0..7 pass state on
+    assert all(v is not None and v > 0 for s in loops for v in s), loops
+
+
 def test_default_policy_draws_small_graphs_in_full():
     x = torch.ones(2, requires_grad=True)
     h = x
