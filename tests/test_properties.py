@@ -22,6 +22,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_roll import check_rolled
 from test_roll_leaves import check as check_rolled_leaves
 from torch import nn
 from torch.autograd.function import Function
@@ -310,3 +311,89 @@ def test_random_loops_roll_only_steps_that_read_the_same_leaves(program):
 @given(loop_programs())
 def test_random_loops_long_run(program):
     check_loop(program)
+
+
+# -- loops whose batch shrinks or grows: rolled as one loop, shapes as ranges ----------------
+
+@st.composite
+def resized_loops(draw):
+    """``(cell, sizes, finished)``: a cell over steps on ``sizes[t]`` rows, the state sliced
+    (fewer rows) or grown by a cat (more rows) between steps; ``finished``: rows that leave
+    the state go to the output (as a packed RNN returns them)."""
+    cell = draw(st.sampled_from(["gru", "lstm", "tanh"]))
+    steps = draw(st.integers(3, 9))
+    start = draw(st.integers(1, 4))
+    deltas = draw(st.lists(st.sampled_from([0, 0, -1, 1]), min_size=steps - 1, max_size=steps - 1))
+    sizes = [start]
+    for d in deltas:
+        sizes.append(min(4, max(1, sizes[-1] + d)))
+    return cell, sizes, draw(st.booleans())
+
+
+def run_resized(program):
+    """Run the loop; returns the loss and the cell."""
+    kind, sizes, finished = program
+    torch.manual_seed(0)
+    cell = {"gru": nn.GRUCell(3, 4), "lstm": nn.LSTMCell(3, 4), "tanh": nn.Linear(4, 4)}[kind]
+    state = [torch.zeros(sizes[0], 4, requires_grad=True)] * (2 if kind == "lstm" else 1)
+    done = []
+    for b in sizes:
+        rows = state[0].shape[0]
+        if b < rows:
+            if finished:
+                done += [s[b:] for s in state]
+            state = [s[:b] for s in state]
+        elif b > rows:
+            state = [torch.cat([s, torch.zeros(b - rows, 4)]) for s in state]
+        x = torch.randn(b, 3)
+        if kind == "gru":
+            state = [cell(x, state[0])]
+        elif kind == "lstm":
+            state = list(cell(x, (state[0], state[1])))
+        else:
+            state = [torch.tanh(cell(torch.cat([x, state[0][:, 3:]], 1)))]
+    return torch.cat([*state, *done]).sum(), cell
+
+
+def check_resized(program):
+    """Invariants hold; every op a drawn node stands for has its name and all but the first
+    dimension of its shape; a drawn range is exactly the sizes it stands for; an op drawn as
+    a loop edge is a slice or cat between two iterations of its block."""
+    loss, cell = run_resized(program)
+    nodes, edges, types = capture(loss, params=cell)
+    rolled = roll(nodes, edges, module_types=types)
+    check_rolled(nodes, edges, rolled)
+    by_id = {n.id: n for n in nodes}
+    drawn = {n.id: n for n in rolled.nodes}
+    stands: dict[int, list] = {}
+    for nid in rolled.iteration:
+        stands.setdefault(rolled.mapping[nid], []).append(by_id[nid])
+    for rep, olds in stands.items():
+        shown = drawn[rep]
+        assert {(n.name, n.shape[1:] if n.shape else n.shape) for n in olds} == {
+            (shown.name, shown.shape[1:] if shown.shape else shown.shape)}
+        first = {n.shape[0] for n in olds if n.shape}
+        if shown.shape and isinstance(shown.shape[0], str):
+            lo, hi = map(int, shown.shape[0].split("\u2013"))
+            assert (lo, hi) == (min(first), max(first)) and len(first) > 1
+        elif shown.shape:
+            assert first == {shown.shape[0]}
+    for nid, (b, k) in rolled.through.items():
+        assert by_id[nid].name in ("SliceBackward0", "CatBackward0")
+        assert rolled.mapping[nid] in rolled.blocks[b].nodes
+        assert 0 <= k < rolled.blocks[b].repeats - 1
+    if rolled.through:
+        assert any(block.note for block in rolled.blocks)
+
+
+@SETTINGS
+@given(resized_loops())
+def test_random_resized_loops_roll_with_true_shapes(program):
+    check_resized(program)
+
+
+@pytest.mark.long
+@LONG
+@given(resized_loops())
+def test_random_resized_loops_long_run(program):
+    check_resized(program)
