@@ -125,7 +125,8 @@ def _merged_once(pic: Picture, *, any_op: bool) -> Picture:
     chains: dict[int, int] = {}  # merged id -> the id it is drawn as, through every step
     steps: list[Callable[..., tuple[list[Node], list[tuple[int, int]], dict[int, int]]]] = (
         [_transform.lift_leaf_ops, partial(_transform.merge_chains, keep=loops, any_op=True),
-         _transform.group_leaves] if any_op else [partial(_transform.merge_chains, keep=loops)])
+         _transform.group_leaves, partial(_transform.merge_parallel, keep=loops)] if any_op
+        else [partial(_transform.merge_chains, keep=loops)])
     for step in steps:
         nodes, edges, moved = step(nodes, edges, frames)
         chains = {old: moved.get(new, new) for old, new in chains.items()} | moved

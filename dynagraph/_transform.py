@@ -287,6 +287,54 @@ def group_leaves(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappin
     return kept, _remap(edges, mapping), mapping
 
 
+def merge_parallel(nodes: list[Node], edges: list[tuple[int, int]], frames: Mapping[int, object],
+                   keep: Collection[int] = ()) -> tuple[list[Node], list[tuple[int, int]], dict[int, int]]:
+    """Draw ops of one name that read the same nodes and feed the same nodes as one node
+    (``SliceBackward0 ×7``: the last state of each sequence of a packed batch, sliced off
+    as it ends, each into the same ``cat``).
+
+    For pictures still too tall (as ``merge_chains(any_op=True)``). Ops in one frame only,
+    none in ``keep`` (a loop edge's ends); the shape is kept where they share it, else
+    only the dimensions they share are written (``…`` for the others).
+
+    Returns ``(nodes, edges, mapping)``: ``mapping`` sends each merged id to the first op's id.
+    """
+    ins: dict[int, set[int]] = {}
+    outs: dict[int, set[int]] = {}
+    for src, dst in edges:
+        ins.setdefault(dst, set()).add(src)
+        outs.setdefault(src, set()).add(dst)
+    groups: dict[tuple, list[Node]] = {}
+    for n in nodes:
+        if n.kind == "op" and n.id in ins and n.id in outs and n.id not in keep:
+            key = (n.name, frozenset(ins[n.id]), frozenset(outs[n.id]), frames.get(n.id))
+            groups.setdefault(key, []).append(n)
+    mapping: dict[int, int] = {}
+    merged: dict[int, Node] = {}
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        first = members[0]
+        shapes = {m.shape for m in members}
+        shape = first.shape if len(shapes) == 1 else _shared_dims(shapes)
+        merged[first.id] = replace(first, label=f"{first.label} \u00d7{len(members)}", shape=shape,
+                                   count=sum(m.count for m in members))
+        for m in members[1:]:
+            mapping[m.id] = first.id
+    if not mapping:
+        return nodes, edges, {}
+    kept = [merged.get(n.id, n) for n in nodes if n.id not in mapping]
+    return kept, _remap(edges, mapping), mapping
+
+
+def _shared_dims(shapes: set) -> tuple[int | str, ...] | None:
+    """The dimensions several shapes share, ``"…"`` where they differ; ``None`` when they
+    differ in length or one is unknown."""
+    if None in shapes or len({len(s) for s in shapes}) != 1:
+        return None
+    return tuple(dims[0] if len(set(dims)) == 1 else "\u2026" for dims in zip(*shapes))
+
+
 def lift_leaf_ops(nodes: list[Node], edges: list[tuple[int, int]], frames: Mapping[int, object],
                   ) -> tuple[list[Node], list[tuple[int, int]], dict[int, int]]:
     """Draw each shape op that reads only one leaf, which nothing else reads, in the

@@ -302,6 +302,26 @@ def test_a_merged_label_that_lists_a_chain_breaks_at_each_name():
     assert labels[3] == "View \u2192 Clone"  # short: left on one line
 
 
+def test_merge_parallel_draws_like_ops_between_the_same_nodes_as_one():
+    """A packed RNN slices off each finished sequence's last state into one cat: seven
+    ``SliceBackward0`` side by side made the picture wide. Ops with another consumer, a
+    loop edge's end, or another frame stay apart."""
+    nodes = [Node(id=0, name="output", kind="output", label="output"), _op(1, "CatBackward0", shape=(8, 16)),
+             _op(2, "AddBackward0", shape=(8, 16)), _op(3, "SliceBackward0", shape=(1, 16)),
+             _op(4, "SliceBackward0", shape=(2, 16)), _op(5, "SliceBackward0", shape=(1, 16)),
+             _op(6, "SliceBackward0", shape=(1, 16)), _op(7, "TanhBackward0", shape=(1, 16))]
+    edges = [(1, 0), (2, 3), (2, 4), (2, 5), (2, 6), (3, 1), (4, 1), (5, 1), (6, 7), (7, 1)]
+    frames = {n.id: None for n in nodes}
+    kept, new_edges, mapping = _transform.merge_parallel(nodes, edges, frames)
+    assert mapping == {4: 3, 5: 3}
+    merged = next(n for n in kept if n.id == 3)
+    assert (merged.label, merged.shape, merged.count) == ("SliceBackward0 \u00d73", ("\u2026", 16), 3)
+    assert sorted(new_edges) == sorted({(1, 0), (2, 3), (2, 6), (3, 1), (6, 7), (7, 1)})
+    assert _transform.merge_parallel(nodes, edges, frames, keep={4})[2] == {5: 3}
+    frames[5] = "other"
+    assert _transform.merge_parallel(nodes, edges, frames)[2] == {4: 3}
+
+
 def test_lift_leaf_ops_draws_a_transposed_weight_in_its_leaf():
     """w -> T -> mm: the T is drawn in w's node (``w.T``, with the T's shape); a weight
     that two ops read, or a T in another frame, stays as it is."""
