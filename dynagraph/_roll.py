@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import itertools
 import operator
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from ._records import Node, owner, upstream
@@ -24,6 +25,12 @@ _LOOSE_MIN = 8  # fewest ops a loop-free run (parallel copies, no state) must co
 # apart, where a learner sees every op. Measured on the zoo: benchmarks/README.md.
 TWICE_MIN = 12
 _HOIST_MAX = 6  # most ops in a value computed from leaves that may move ahead (see _hoisted)
+# Fields read in C (map, sort), for the passes over every node of a long recording.
+_id = operator.attrgetter("id")
+_module = operator.attrgetter("module")
+_seq_number = operator.attrgetter("seq")
+_count = operator.attrgetter("count")
+_block_and_k = operator.itemgetter(0, 1)
 
 
 @dataclass
@@ -220,8 +227,8 @@ def _sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]], first: Se
     through a bridge also counts as an edge from its producer to its consumers: the
     steps of a recurrence whose batch shrinks then match across the resize.
     """
-    ops = sorted((n for n in nodes if n.seq is not None and n.kind != "output"),
-                 key=lambda n: n.seq or 0)
+    ops = [n for n in nodes if n.seq is not None and n.kind != "output"]
+    ops.sort(key=_seq_number)
     if first or last:
         ahead, behind = set(first), set(last)
         ops = ([n for n in ops if n.id in ahead]
@@ -231,22 +238,26 @@ def _sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]], first: Se
     rest = len(ops) - len(last)
     keys = [interned.setdefault(_batchless_key(n) if last and i < rest else _key(n), len(interned))
             for i, n in enumerate(ops)]
-    pos = {n.id: i for i, n in enumerate(ops)}
+    pos = dict(zip(map(_id, ops), range(len(ops))))
     leaves = {n.id: n for n in nodes if n.id not in pos and n.kind != "output"}
     out: list[list[int]] = [[] for _ in ops]
     indeg = [0] * len(ops)
-    for src, dst in edges:
-        i, j = pos.get(src), pos.get(dst)
+    others = []  # the edges from or to a node that is not an op
+    for edge in edges:
+        i, j = pos.get(edge[0]), pos.get(edge[1])
         if i is not None and j is not None:
             out[i].append(j)
             indeg[j] += 1
+        else:
+            others.append(edge)
     for i in range(rest if last else 0):  # producer -> bridge -> consumer: also producer -> consumer
         through = [j for b in out[i] if b >= rest for j in out[b] if j not in out[i]]
         out[i].extend(dict.fromkeys(through))
-    feeds, spans = _leaf_uses(edges, pos, leaves, interned)
-    hints = [n.module or (_common(owner(leaves[x].label) for x in feeds[i] if leaves[x].kind == "parameter")
-                          if feeds[i] else None)
-             for i, n in enumerate(ops)]  # a parameter's name says which module reads it
+    feeds, spans = _leaf_uses(others, pos, leaves, interned)
+    hints = list(map(_module, ops))
+    for i in itertools.compress(range(len(ops)), feeds):  # a parameter's name says which module reads it
+        if not hints[i]:
+            hints[i] = _common(owner(leaves[x].label) for x in feeds[i] if leaves[x].kind == "parameter")
     return _Seq(ops, keys, out, indeg, *_nearest(hints), feeds, spans, leaves, len(last))
 
 
@@ -295,13 +306,16 @@ def _hoisted(seq: _Seq) -> list[tuple[set[int], list[int]]]:
     ahead of everything, they leave layers that match, and draw as nodes outside the
     block that every iteration reads (:func:`roll` keeps the move only then).
     """
-    producers: list[list[int]] = [[] for _ in seq.ops]
-    for i, outs in enumerate(seq.out):
-        for j in outs:
-            producers[j].append(i)
+    producers: list[list[int]] = []  # made when first needed: most ops feed one op
     found = []
-    for i, outs in enumerate(seq.out):
-        if len(outs) >= 2 and len({seq.keys[j] for j in outs}) == 1:
+    for i in itertools.compress(range(len(seq.out)), map((2).__le__, map(len, seq.out))):  # 2 readers or more
+        outs = seq.out[i]
+        if len({seq.keys[j] for j in outs}) == 1:
+            if not producers:
+                producers = [[] for _ in seq.ops]
+                for p, ins in enumerate(seq.out):
+                    for j in ins:
+                        producers[j].append(p)
             ops = upstream([i], producers.__getitem__, _HOIST_MAX)
             if ops is not None and not any(j in ops for j in outs):
                 found.append(({seq.ops[k].id for k in ops}, [seq.ops[j].id for j in outs]))
@@ -347,6 +361,8 @@ def _nearest(hints: list[str | None]) -> tuple[list[str | None], list[str | None
     before: list[str | None]
     after: list[str | None]
     last: str | None
+    if not any(hints):  # no tags, no parameters: a loop of small ops
+        return [None] * len(hints), [None] * len(hints)
     before, last = [], None
     for hint in hints:
         before.append(last)
@@ -408,8 +424,13 @@ def _periods(keys: Sequence[int], lo: int, hi: int, min_repeats: int) -> list[in
     gaps: Counter[int] = Counter()
     for pos in where.values():
         if len(pos) >= min_repeats:
+            step = list(map(operator.sub, pos[1:], pos))
+            even = step.count(step[0]) == len(step)  # evenly spaced (a loop): each lag has one gap
             for lag in range(1, min(_LAGS, len(pos) - 1) + 1):
-                gaps.update(map(operator.sub, pos[lag:], pos))
+                if even:
+                    gaps[lag * step[0]] += len(pos) - lag
+                else:
+                    gaps.update(step if lag == 1 else map(operator.sub, pos[lag:], pos))
     longest = (hi - lo) // min_repeats
     ranked = sorted((-count, gap) for gap, count in gaps.items()
                     if gap <= longest and count >= min_repeats - 1)
@@ -508,8 +529,8 @@ def _verified(seq: _Seq, run: _Run, min_repeats: int) -> _Run | None:
     per-step work gathered by one stack rolls; the query, key and value projections,
     whose results go different ways, do not.
     """
-    indeg, feeds = seq.indeg, seq.feeds
-    inputs = [indeg[i] + len(feeds[i]) for i in range(run.start, run.stop)]  # by position in the run
+    span = slice(run.start, run.stop)
+    inputs = list(map(operator.add, seq.indeg[span], map(len, seq.feeds[span])))  # by position in the run
     sigs = _Signatures(*_edge_signatures(seq, run), _leaf_signatures(seq, run), inputs)
     first, repeats = _longest_group(sigs, run.period)
     if repeats < max(min_repeats, 2 if run.period >= TWICE_MIN else 3):
@@ -535,27 +556,31 @@ def _same_consumers(seq: _Seq, run: _Run) -> bool:
 
 def _edge_signatures(seq: _Seq, run: _Run) -> tuple[list[tuple], list[tuple], list[bool]]:
     """Per iteration k: its inner edges, its edges into k + 1, whether an edge skips past k + 1."""
-    start, period, stop = run.start, run.period, run.stop
-    inner: list[list[int]] = [[] for _ in range(run.repeats)]
-    cross: list[list[int]] = [[] for _ in range(run.repeats)]
+    start, period, stop, out = run.start, run.period, run.stop, seq.out
+    inner: list[tuple] = []
+    cross: list[tuple] = []
     broken = [False] * run.repeats
-    for i in range(start, stop):
-        k, o = divmod(i - start, period)
-        for j in seq.out[i]:
-            if start <= j < stop:
-                kj, oj = divmod(j - start, period)
-                if kj == k:
-                    inner[k].append(o * period + oj)
-                elif kj == k + 1:
-                    cross[k].append(o * period + oj)
-                else:  # no group may hold both k and kj
-                    broken[min(k, kj)] = True
-    return _sorted_tuples(inner), _sorted_tuples(cross), broken
-
-
-def _sorted_tuples(lists: list[list]) -> list[tuple]:
-    """Each list as a sorted tuple (most are of one or no item: a 300,000-step loop)."""
-    return [tuple(x) if len(x) < 2 else tuple(sorted(x)) for x in lists]
+    for k, first in enumerate(range(start, stop, period)):
+        after = first + period  # iteration k + 1 starts here
+        if period == 1 and after < stop and len(out[first]) == 1 and out[first][0] == after:
+            inner.append(())  # one op that feeds the next only (y = y * 1.0 in a loop)
+            cross.append((0,))
+            continue
+        here: list[int] = []
+        ahead: list[int] = []
+        beyond = min(after + period, stop)
+        for o in range(period):
+            base = o * period - first  # edge code minus j, for a j in k
+            for j in out[first + o]:
+                if first <= j < after:
+                    here.append(base + j)
+                elif after <= j < beyond:
+                    ahead.append(base + j - period)
+                elif start <= j < stop:  # no group may hold both k and j's iteration
+                    broken[min(k, (j - start) // period)] = True
+        inner.append(tuple(here) if len(here) < 2 else tuple(sorted(here)))  # (most have one item or none)
+        cross.append(tuple(ahead) if len(ahead) < 2 else tuple(sorted(ahead)))
+    return inner, cross, broken
 
 
 def _leaf_signatures(seq: _Seq, run: _Run) -> list[tuple]:
@@ -566,11 +591,12 @@ def _leaf_signatures(seq: _Seq, run: _Run) -> list[tuple]:
     kind, shape and dtype. Any other leaf (a weight every step shares) is
     ``(1, offset, leaf id)`` for each op it feeds: the same leaf, at the same places.
     """
-    sigs: list[list[tuple]] = [[] for _ in range(run.repeats)]
+    sigs: dict[int, list[tuple]] = defaultdict(list)  # (most iterations read no leaf)
     own: dict[int, set[int]] = defaultdict(set)
-    for i in range(run.start, run.stop):
+    feeds = seq.feeds
+    for i in itertools.compress(range(run.start, run.stop), feeds[run.start:run.stop]):
         k, o = divmod(i - run.start, run.period)
-        for leaf in seq.feeds[i]:
+        for leaf in feeds[i]:
             lo, hi, _ = seq.spans[leaf]
             if run.start <= lo and hi < run.start + (k + 1) * run.period and lo >= i - o:
                 own[leaf].add(o)
@@ -579,7 +605,10 @@ def _leaf_signatures(seq: _Seq, run: _Run) -> list[tuple]:
     for leaf, offsets in own.items():
         lo, _, key = seq.spans[leaf]
         sigs[(lo - run.start) // run.period].append((0, key, tuple(sorted(offsets))))
-    return _sorted_tuples(sigs)
+    out: list[tuple] = [()] * run.repeats
+    for k, entries in sigs.items():
+        out[k] = tuple(entries) if len(entries) < 2 else tuple(sorted(entries))
+    return out
 
 
 @dataclass
@@ -595,13 +624,36 @@ class _Signatures:
 
 def _longest_group(sigs: _Signatures, period: int) -> tuple[int, int]:
     """``(first, count)`` of the longest stretch of iterations with equal signatures."""
+    n = len(sigs.inner)
+    changes = _changes(sigs)
     best_first, best_len, first = 0, 1, 0
-    for k in range(1, len(sigs.inner)):
-        if not _joins(sigs, first, k, period):
+    k = 1
+    while k < n:
+        upto = k  # the next iteration that _joins must check
+        if k - 1 > first:  # a group of two or more takes in every iteration before the next change
+            at = bisect.bisect_left(changes, k)
+            upto = changes[at] if at < len(changes) else n
+        if upto > k:
+            k = upto - 1
+        elif not _joins(sigs, first, k, period):
             first = k - 1 if _joins(sigs, k - 1, k, period) else k
         if k - first + 1 > best_len:
             best_first, best_len = first, k - first + 1
+        k += 1
     return best_first, best_len
+
+
+def _changes(sigs: _Signatures) -> list[int]:
+    """The iterations ``k`` that a group of two or more before them may not take in
+    (:func:`_joins`: their edges or leaves differ from ``k - 1``'s, or ``k - 1``'s loop
+    state differs from ``k - 2``'s, or an edge of ``k - 1`` skips an iteration), sorted."""
+    found: set[int] = set()
+    for sig, first in ((sigs.inner, 1), (sigs.leaves, 1), (sigs.cross[:-1], 2)):
+        if sig[1:] != sig[:-1]:  # (in C, one object compared with itself at once: a long loop's)
+            found.update(itertools.compress(range(first, first + len(sig)), map(operator.ne, sig[1:], sig)))
+    if any(sigs.broken):
+        found.update(itertools.compress(range(1, len(sigs.inner)), sigs.broken))
+    return sorted(found)
 
 
 def _joins(sigs: _Signatures, first: int, k: int, period: int) -> bool:
@@ -633,15 +685,16 @@ def _build(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], seq: _Seq,
            runs: list[_Run], module_types: Mapping[str, str]) -> Rolled:
     """The rolled graph: every iteration mapped onto its block's iteration 0."""
     where: dict[int, tuple[int, int, int]] = {}  # old op id -> (block, k, offset)
-    mapping = {n.id: n.id for n in nodes}
-    for b, run in enumerate(runs):
-        rep = [n.id for n in seq.ops[run.start:run.start + run.period]]
-        for i in range(run.start, run.stop):
-            k, o = divmod(i - run.start, run.period)
-            where[seq.ops[i].id] = (b, k, o)
-            mapping[seq.ops[i].id] = rep[o]
+    iteration: dict[int, tuple[int, int]] = {}
+    ids = list(map(_id, nodes))
+    mapping = dict(zip(ids, ids))
+    for b, run in enumerate(runs):  # (in C: a loop of 300,000 steps)
+        ops = list(map(_id, seq.ops[run.start:run.stop]))
+        spots = list(itertools.product((b,), range(run.repeats), range(run.period)))
+        where.update(zip(ops, spots))
+        iteration.update(zip(ops, map(_block_and_k, spots)))
+        mapping.update(zip(ops, itertools.cycle(ops[:run.period])))
     owned = _roll_leaves(nodes, edges, where, runs, mapping)
-    iteration = {nid: (b, k) for nid, (b, k, _) in where.items()}
     iteration.update({nid: (b, k) for nid, (b, k) in owned.items()})
     absorbed = _absorb(seq, where, mapping)
     through = {b.id: iteration[p.id] for pairs in absorbed.values() for b, p in pairs}
@@ -685,6 +738,8 @@ def _absorb(seq: _Seq, where: Mapping[int, tuple[int, int, int]],
     Other bridges (a finished sequence's last state, sliced off for the output) stay nodes.
     """
     absorbed: dict[int, list[tuple[Node, Node]]] = defaultdict(list)
+    if not seq.bridges:
+        return absorbed
     rest = len(seq.ops) - seq.bridges
     producer: dict[int, list[int]] = defaultdict(list)
     for i in range(rest):
@@ -810,6 +865,8 @@ def _rolled_edges(edges: Iterable[tuple[int, int]], mapping: Mapping[int, int],
     looped: set[tuple[int, int]] = set()
     for src, dst in edges:
         edge = (mapping.get(src, src), mapping.get(dst, dst))
+        if edge in looped:  # (seen, and a loop edge already: a rolled chain's every step)
+            continue
         at_src, at_dst = iteration.get(src), iteration.get(dst)
         loop = (at_src is not None and at_dst is not None
                 and at_src[0] == at_dst[0] and at_dst[1] == at_src[1] + 1)
@@ -828,13 +885,13 @@ def _block(seq: _Seq, run: _Run, b: int, owned: Mapping[int, tuple[int, int]],
            loops: list[tuple[int, int]], module_types: Mapping[str, str],
            ranges: Mapping[int, _Range]) -> Block:
     """The :class:`Block` record of run ``b``."""
-    iters = _iterations(seq, run)
+    rep = seq.ops[run.start:run.start + run.period]
     leaves = [nid for nid, (blk, k) in owned.items() if blk == b and k == 0]
     heads = _heads(seq, run)
     shared = _shared(seq, run)
-    label = _label(iters, heads, module_types, [ranges[r] for r in leaves if r in ranges], shared,
-                   _first_step(seq, run))
-    return Block(label, run.repeats, [n.id for n in iters[0]] + leaves, loops,
+    label = _label(rep, run.repeats, _iterations(seq, run), heads, module_types,
+                   [ranges[r] for r in leaves if r in ranges], shared, _first_step(seq, run))
+    return Block(label, run.repeats, [n.id for n in rep] + leaves, loops,
                  _common(heads) if all(heads) else None)
 
 
@@ -842,15 +899,15 @@ def _heads(seq: _Seq, run: _Run) -> list[str | None]:
     """The module every op of each iteration of ``run`` runs in (their common prefix), or
     ``None``; all ``None`` at once when no op of the run has a module (no tags: a
     300,000-step loop of small ops makes no 300,000 empty lookups)."""
-    ops = seq.ops[run.start:run.stop]
-    if not any(n.module for n in ops):
-        return [None] * run.repeats
+    if seq.after[run.start] is None or not any(map(_module, seq.ops[run.start:run.stop])):
+        return [None] * run.repeats  # (no module or parameter at or after the run's start: no tag)
     return [_common(n.module for n in it) for it in _iterations(seq, run)]
 
 
-def _iterations(seq: _Seq, run: _Run) -> list[list[Node]]:
-    """The ops of each iteration of ``run``, in order."""
-    return [seq.ops[run.start + k * run.period: run.start + (k + 1) * run.period] for k in range(run.repeats)]
+def _iterations(seq: _Seq, run: _Run) -> Iterator[list[Node]]:
+    """The ops of each iteration of ``run``, in order (sliced as read: a 300,000-step
+    loop often reads only the first)."""
+    return (seq.ops[start:start + run.period] for start in range(run.start, run.stop, run.period))
 
 
 def _read_by_all(seq: _Seq, run: _Run) -> set[int]:
@@ -893,8 +950,9 @@ def _shared(seq: _Seq, run: _Run) -> list[str]:
     return sorted(seq.leaves[x].label for x in _read_by_all(seq, run) if seq.leaves[x].kind == "parameter")
 
 
-def _label(iters: Sequence[Sequence[Node]], heads: Sequence[str | None], module_types: Mapping[str, str],
-           ranges: Sequence[_Range], shared: Sequence[str], first_step: int = 1) -> str:
+def _label(rep: Sequence[Node], repeats: int, iters: Iterable[Sequence[Node]], heads: Sequence[str | None],
+           module_types: Mapping[str, str], ranges: Sequence[_Range], shared: Sequence[str],
+           first_step: int = 1) -> str:
     """What a block is called: which layers or steps it stands for, and their classes.
 
     ``"layers.0–5: TransformerEncoderLayer"`` (N sibling modules, found by module tags
@@ -908,12 +966,11 @@ def _label(iters: Sequence[Sequence[Node]], heads: Sequence[str | None], module_
     span = _tagged_span(iters, heads, module_types) or _param_span(ranges, module_types)
     if span is not None:
         return span
-    rep = iters[0]
     ops = rep[0].name if len(rep) == 1 else f"{rep[0].name} \u2026 {rep[-1].name}"
     owners = [owner(name) for name in shared]
     one = heads[0] if heads[0] is not None and len(set(heads)) == 1 else None
     home = one or (_common(owners) if owners and None not in owners else None)
-    steps = f"step {first_step:,}\u2013{first_step + len(iters) - 1:,}" if shared else None
+    steps = f"step {first_step:,}\u2013{first_step + repeats - 1:,}" if shared else None
     layer = _layer(shared) if shared else None
     if layer is not None:
         steps = f"{layer}, {steps}"
@@ -924,7 +981,7 @@ def _label(iters: Sequence[Sequence[Node]], heads: Sequence[str | None], module_
     return f"{where}, {steps}" if steps else where
 
 
-def _tagged_span(iters: Sequence[Sequence[Node]], heads: Sequence[str | None],
+def _tagged_span(iters: Iterable[Sequence[Node]], heads: Sequence[str | None],
                  module_types: Mapping[str, str]) -> str | None:
     """By module tags: ``"layers.0–5: Foo"`` for iterations in sibling modules, ``"0–1999:
     Linear, Tanh"`` for iterations each spanning several; ``None`` for one module or no tags."""
@@ -938,9 +995,12 @@ def _tagged_span(iters: Sequence[Sequence[Node]], heads: Sequence[str | None],
             cut = [f"{before}.{i}" if before else str(i) for i in indices]
             return _named_span(cut[0], cut[-1], map(module_types.get, cut))
         return _named_span(named[0], named[-1], map(module_types.get, named))
-    tagged = [[n.module for n in ops if n.module] for ops in iters]
-    if not all(tagged):
-        return None
+    tagged = []
+    for ops in iters:  # (stops at the first iteration with no tag: a long loop of untagged ops)
+        modules = [n.module for n in ops if n.module]
+        if not modules:
+            return None
+        tagged.append(modules)
     kinds = [", ".join(dict.fromkeys(module_types[m] for m in t if m in module_types)) for t in tagged]
     return _named_span(tagged[0][0], tagged[-1][-1], kinds)
 
@@ -1045,13 +1105,17 @@ def _kept(nodes: Sequence[Node], mapping: Mapping[int, int], labels: Mapping[int
     stands for, its ``label`` from ``labels``, its ``shape`` from ``shapes`` and, for the nodes
     ``inside`` a block, its ``module`` from ``modules`` where given (copies: callers
     keep their records)."""
-    counts: Counter[int] = Counter()
-    for node in nodes:
-        counts[mapping[node.id]] += node.count
+    ids = list(map(_id, nodes))
+    targets = list(map(mapping.__getitem__, ids))
+    counts: Counter[int]
+    if all(map((1).__eq__, map(_count, nodes))):  # every node is one node: count them in C
+        counts = Counter(targets)
+    else:
+        counts = Counter()
+        for node, target in zip(nodes, targets):
+            counts[target] += node.count
     kept = []
-    for node in nodes:
-        if mapping[node.id] != node.id:
-            continue
+    for node in itertools.compress(nodes, map(operator.eq, ids, targets)):  # the nodes that stay
         changed: dict = {"count": counts[node.id]} if counts[node.id] != node.count else {}
         if node.id in labels:
             changed["label"] = labels[node.id]
