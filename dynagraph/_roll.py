@@ -25,11 +25,7 @@ _LOOSE_MIN = 8  # fewest ops a loop-free run (parallel copies, no state) must co
 # apart, where a learner sees every op. Measured on the zoo: benchmarks/README.md.
 TWICE_MIN = 12
 _HOIST_MAX = 6  # most ops in a value computed from leaves that may move ahead (see _hoisted)
-# Fields read in C (map, sort), for the passes over every node of a long recording.
-_id = operator.attrgetter("id")
-_module = operator.attrgetter("module")
-_seq_number = operator.attrgetter("seq")
-_count = operator.attrgetter("count")
+_seq_number = operator.attrgetter("seq")  # (a sort key read in C)
 _block_and_k = operator.itemgetter(0, 1)
 
 
@@ -238,7 +234,7 @@ def _sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]], first: Se
     rest = len(ops) - len(last)
     keys = [interned.setdefault(_batchless_key(n) if last and i < rest else _key(n), len(interned))
             for i, n in enumerate(ops)]
-    pos = dict(zip(map(_id, ops), range(len(ops))))
+    pos = {n.id: i for i, n in enumerate(ops)}
     leaves = {n.id: n for n in nodes if n.id not in pos and n.kind != "output"}
     out: list[list[int]] = [[] for _ in ops]
     indeg = [0] * len(ops)
@@ -254,7 +250,7 @@ def _sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]], first: Se
         through = [j for b in out[i] if b >= rest for j in out[b] if j not in out[i]]
         out[i].extend(dict.fromkeys(through))
     feeds, spans = _leaf_uses(others, pos, leaves, interned)
-    hints = list(map(_module, ops))
+    hints = [n.module for n in ops]
     for i in itertools.compress(range(len(ops)), feeds):  # a parameter's name says which module reads it
         if not hints[i]:
             hints[i] = _common(owner(leaves[x].label) for x in feeds[i] if leaves[x].kind == "parameter")
@@ -686,10 +682,9 @@ def _build(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], seq: _Seq,
     """The rolled graph: every iteration mapped onto its block's iteration 0."""
     where: dict[int, tuple[int, int, int]] = {}  # old op id -> (block, k, offset)
     iteration: dict[int, tuple[int, int]] = {}
-    ids = list(map(_id, nodes))
-    mapping = dict(zip(ids, ids))
+    mapping = {n.id: n.id for n in nodes}
     for b, run in enumerate(runs):  # (in C: a loop of 300,000 steps)
-        ops = list(map(_id, seq.ops[run.start:run.stop]))
+        ops = [n.id for n in seq.ops[run.start:run.stop]]
         spots = list(itertools.product((b,), range(run.repeats), range(run.period)))
         where.update(zip(ops, spots))
         iteration.update(zip(ops, map(_block_and_k, spots)))
@@ -899,7 +894,7 @@ def _heads(seq: _Seq, run: _Run) -> list[str | None]:
     """The module every op of each iteration of ``run`` runs in (their common prefix), or
     ``None``; all ``None`` at once when no op of the run has a module (no tags: a
     300,000-step loop of small ops makes no 300,000 empty lookups)."""
-    if seq.after[run.start] is None or not any(map(_module, seq.ops[run.start:run.stop])):
+    if seq.after[run.start] is None or not any(n.module for n in seq.ops[run.start:run.stop]):
         return [None] * run.repeats  # (no module or parameter at or after the run's start: no tag)
     return [_common(n.module for n in it) for it in _iterations(seq, run)]
 
@@ -1105,10 +1100,10 @@ def _kept(nodes: Sequence[Node], mapping: Mapping[int, int], labels: Mapping[int
     stands for, its ``label`` from ``labels``, its ``shape`` from ``shapes`` and, for the nodes
     ``inside`` a block, its ``module`` from ``modules`` where given (copies: callers
     keep their records)."""
-    ids = list(map(_id, nodes))
-    targets = list(map(mapping.__getitem__, ids))
+    ids = [n.id for n in nodes]
+    targets = [mapping[i] for i in ids]
     counts: Counter[int]
-    if all(map((1).__eq__, map(_count, nodes))):  # every node is one node: count them in C
+    if {n.count for n in nodes} == {1}:  # every node is one node: count them in C (Counter)
         counts = Counter(targets)
     else:
         counts = Counter()
