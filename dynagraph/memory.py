@@ -81,7 +81,7 @@ SPARSE_PARTS = {torch.sparse_coo: ("_indices", "_values"),
                 torch.sparse_bsc: ("ccol_indices", "row_indices", "values")}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: one record per saved tensor
 class SavedTensor:
     """One tensor a node saved for backward, as its storage.
 
@@ -358,12 +358,13 @@ def running_totals(memory: SavedMemory, steps: list[list[int]]) -> list[int]:
     total, out = 0, []
     for ids in steps:  # (memory.storages(ids) per step, inlined: a 300,000-step recording)
         if len(ids) == 1:  # most steps make one node, which saves one storage or none
-            lst = saved.get(ids[0])
-            if not lst or len(lst) == 1:
-                s = lst[0] if lst else None
-                if s is not None and s.storage is not None and s.storage not in seen:
-                    seen.add(s.storage)
-                    total += s.nbytes
+            lst = saved.get(ids[0], ())
+            if len(lst) <= 1:
+                for s in lst:
+                    key = s.storage
+                    if key is not None and key not in seen:
+                        seen.add(key)
+                        total += s.nbytes
                 out.append(total)
                 continue
         new: dict[StorageKey, int] = {}  # storages first saved in this step: their largest size
