@@ -121,12 +121,13 @@ def _outputs(graph: Graph, text: str, overlay: Overlay, caption: str, table: str
              still: bool) -> list[Output]:
     steps = min(len(overlay.steps), MAX_STEPS)
     drawn = _drawn(graph, overlay)
+    made: list = []  # the stepper's data, made once per picture and number of steps
     for _ in range(6):  # over budget (rare): a big graph with no repeats, or thousands of steps
-        outs, sizes = _compose(drawn, overlay, text, caption, table, steps)
+        outs, sizes = _compose(drawn, overlay, text, caption, table, steps, made)
         size = largest_output(outs)
         if size <= MAX_BYTES and still and not drawn.png:  # the PNG last: for a drawing whose script fits
             drawn = _with_png(drawn)
-            outs, sizes = _compose(drawn, overlay, text, caption, table, steps)
+            outs, sizes = _compose(drawn, overlay, text, caption, table, steps, made)
             size = largest_output(outs)
         if size <= MAX_BYTES:
             break
@@ -145,7 +146,7 @@ def _outputs(graph: Graph, text: str, overlay: Overlay, caption: str, table: str
             drawn = _drawn(graph, overlay)
     if still and not drawn.png:  # (out of tries: the picture as it is)
         drawn = _with_png(drawn)
-        outs, _ = _compose(drawn, overlay, text, caption, table, steps)
+        outs, _ = _compose(drawn, overlay, text, caption, table, steps, made)
     return outs
 
 
@@ -262,10 +263,18 @@ def _encoded(im: Any) -> str:
 
 
 def _compose(drawn: _Drawn, overlay: Overlay, text: str, caption: str, table: str,
-             max_steps: int) -> tuple[list[Output], dict[str, int]]:
+             max_steps: int, made: list | None = None) -> tuple[list[Output], dict[str, int]]:
     """The outputs, and the sizes that decide what to shrink when they are too big:
-    ``picture`` and ``steps`` (bytes) and ``nodes`` (how many its picture draws)."""
-    steps: dict[str, Any] = _steps(drawn.pic, overlay, max_steps) if overlay.steps else {}
+    ``picture`` and ``steps`` (bytes) and ``nodes`` (how many its picture draws).
+    ``made``: ``[picture, max_steps, stepper data]`` of an earlier call, reused when both
+    match (the same drawing again with its PNG), else filled in."""
+    steps: dict[str, Any] = {}
+    if overlay.steps and made and made[0] is drawn.pic and made[1] == max_steps:
+        steps = made[2]
+    elif overlay.steps:
+        steps = _steps(drawn.pic, overlay, max_steps)
+        if made is not None:
+            made[:] = [drawn.pic, max_steps, steps]
     # base64: the SVG's many < and " would each be 6-7 bytes as escaped JSON in a notebook
     data = {**drawn.data, **steps, "svg": base64.b64encode(drawn.svg.encode()).decode()}
     if drawn.series:
@@ -309,7 +318,7 @@ def _info(graph: Graph, pic: _picture.Picture, extra: Mapping[int, str]) -> dict
     stands: dict[int, list[Node]] = {}
     if pic.iteration:
         by_id = {n.id: n for n in graph.nodes}
-        for old in sorted(pic.iteration, key=lambda i: pic.iteration[i]):  # block, then iteration order
+        for old in sorted(pic.iteration, key=pic.iteration.__getitem__):  # block, then iteration order
             if old in by_id:
                 stands.setdefault(pic.mapping[old], []).append(by_id[old])
     return {n.id: _describe(n, repeats.get(n.id), notes.get(n.id), stands.get(n.id, ())) for n in drawn.nodes}

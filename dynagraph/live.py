@@ -171,8 +171,8 @@ class Recording(_page.View):
             if not -len(self.steps) <= upto < len(self.steps):
                 raise IndexError(f"upto={upto!r} names no step: the recording has {len(self.steps)} steps")
             keep = {i for s in self.steps[: upto % len(self.steps) + 1] for i in s.nodes} | self._earlier()
-        nodes = [n for n in self.nodes if keep is None or n.id in keep]
-        edges = [e for e in self.edges if keep is None or (e[0] in keep and e[1] in keep)]
+        nodes = list(self.nodes) if keep is None else [n for n in self.nodes if n.id in keep]
+        edges = list(self.edges) if keep is None else [e for e in self.edges if e[0] in keep and e[1] in keep]
         graph = Graph(nodes, edges, self.module_types, title=title)
         if self.memory is not None:
             graph.memory = self.memory if keep is None else self.memory.subset(keep)
@@ -207,7 +207,7 @@ class Recording(_page.View):
             return None, set()
         producers = {src for src, _ in self.edges}
         result = set(last.nodes) - producers  # its nodes that feed nothing: its result
-        if all(n.id in producers or n.id in result for n in self.nodes):
+        if not {n.id for n in self.nodes} - producers - result:
             return last, set()  # no other end: everything feeds the result (no walk of a long chain)
         return last, {n.id for n in self.nodes} - _ancestors(result, self.edges)
 
@@ -248,9 +248,10 @@ class Recording(_page.View):
         """The steps, and each node's source line, for the picture (``faint``: the
         nodes drawn faint, :meth:`unused`'s unless given)."""
         names = {n.id: n.name for n in self.nodes}
-        played = _page.played(len(self.steps))  # the middle of a long recording is never shown: no text
-        steps = [(_template(s, s.text(names, self.module_types)) if s.index in played else "", s.nodes)
-                 for s in self.steps]
+        steps: list[tuple[StepText, list[int]]] = [("", s.nodes) for s in self.steps]
+        for i in _page.played(len(self.steps)):  # the middle of a long recording is never shown: no text
+            s = self.steps[i]
+            steps[i] = (_template(s, s.text(names, self.module_types)), s.nodes)
         info = _StepInfo(self.steps)
         totals = self.saved_by_step() if self.memory is not None else []
         return Overlay(steps=steps, info=info, mode="reveal", totals=totals,
