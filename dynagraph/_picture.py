@@ -86,14 +86,17 @@ def picture(graph: Graph, *, roll: str | bool = "auto", max_nodes: int | None = 
     ``roll=False`` and ``max_nodes=None`` draw every node.
     """
     check_policy(roll, max_nodes)
-    pic = Picture(graph, {n.id: n.id for n in graph.nodes})
     if roll is True or (roll == "auto" and len(graph.nodes) > ROLL_ABOVE):
         rolled = _roll.roll(graph.nodes, graph.edges, module_types=graph.module_types)
         if rolled.blocks:
             pic = Picture(variant(graph, rolled.nodes, rolled.edges, blocks=rolled.blocks,
                                   max_nodes=graph.max_nodes, module_types=rolled.module_types),
                           rolled.mapping, rolled.iteration, through=rolled.through)
+        else:  # (its mapping: every node to itself)
+            pic = Picture(graph, rolled.mapping)
         pic = _merged(pic)
+    else:
+        pic = Picture(graph, {n.id: n.id for n in graph.nodes})
     if max_nodes is not None and len(pic.graph.nodes) > max_nodes:
         folded, fmap = pic.graph.folded(max_nodes)
         iteration = pic.iteration if len(folded.blocks) == len(pic.graph.blocks) else {}

@@ -114,10 +114,11 @@ class _Seq:
     indeg: list[int]  # number of op producers of each op
     before: list[str | None]  # module of the nearest op before i that has one
     after: list[str | None]  # module of the nearest op at i or later that has one
-    feeds: list[list[int]]  # ids of the leaves each op reads, one per edge
+    feeds: list[Sequence[int]]  # ids of the leaves each op reads, one per edge
     spans: dict[int, tuple[int, int, int]]  # leaf id -> (first, last op position it touches, key)
     leaves: dict[int, Node]  # every node that is neither op nor output
     bridges: int = 0  # the last ``bridges`` ops: state resized between iterations (see _bridges)
+    loose: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # edges from or to a non-op
 
 
 def roll(
@@ -238,23 +239,23 @@ def _sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]], first: Se
     leaves = {n.id: n for n in nodes if n.id not in pos and n.kind != "output"}
     out: list[list[int]] = [[] for _ in ops]
     indeg = [0] * len(ops)
-    others = []  # the edges from or to a node that is not an op
+    loose = []  # the edges from or to a node that is not an op
     for edge in edges:
         i, j = pos.get(edge[0]), pos.get(edge[1])
         if i is not None and j is not None:
             out[i].append(j)
             indeg[j] += 1
         else:
-            others.append(edge)
+            loose.append(edge)
     for i in range(rest if last else 0):  # producer -> bridge -> consumer: also producer -> consumer
         through = [j for b in out[i] if b >= rest for j in out[b] if j not in out[i]]
         out[i].extend(dict.fromkeys(through))
-    feeds, spans = _leaf_uses(others, pos, leaves, interned)
+    feeds, spans = _leaf_uses(loose, pos, leaves, interned)
     hints = [n.module for n in ops]
     for i in itertools.compress(range(len(ops)), feeds):  # a parameter's name says which module reads it
         if not hints[i]:
             hints[i] = _common(owner(leaves[x].label) for x in feeds[i] if leaves[x].kind == "parameter")
-    return _Seq(ops, keys, out, indeg, *_nearest(hints), feeds, spans, leaves, len(last))
+    return _Seq(ops, keys, out, indeg, *_nearest(hints), feeds, spans, leaves, len(last), loose)
 
 
 _RESIZE = frozenset({"SliceBackward0", "CatBackward0"})  # ops that take rows off a state, or add rows to it
@@ -270,7 +271,7 @@ def _bridges(seq: _Seq) -> list[int]:
     rows with a cat. The slices that cut each step's rows out of an input computed for
     all steps at once are not bridges: that input feeds no step directly.
     """
-    if not any(n.name in _RESIZE for n in seq.ops):
+    if _RESIZE.isdisjoint([n.name for n in seq.ops]):
         return []
     producers: dict[int, list[int]] = {}
     for i, outs in enumerate(seq.out):
@@ -328,21 +329,24 @@ def _read_across(pos: Mapping[int, int], runs: Sequence[_Run], readers: Sequence
 
 
 def _leaf_uses(edges: Iterable[tuple[int, int]], pos: Mapping[int, int], leaves: Mapping[int, Node],
-               interned: dict[tuple, int]) -> tuple[list[list[int]], dict[int, tuple[int, int, int]]]:
+               interned: dict[tuple, int]) -> tuple[list[Sequence[int]], dict[int, tuple[int, int, int]]]:
     """Per op position, the leaves it reads; per leaf, the first and last op it touches and its key.
 
     A leaf that also touches a node that is not an op (an output) gets ``(-1, -1)``: it
     can belong to no iteration.
     """
-    feeds: list[list[int]] = [[] for _ in pos]
+    fed: dict[int, list[int]] = defaultdict(list)  # op position -> its leaves (most ops read none)
     touched: dict[int, list[int]] = defaultdict(list)
     for src, dst in edges:
         if src in leaves:
             touched[src].append(pos.get(dst, -1))
             if dst in pos:
-                feeds[pos[dst]].append(src)
+                fed[pos[dst]].append(src)
         if dst in leaves:
             touched[dst].append(pos.get(src, -1))
+    feeds: list[Sequence[int]] = [()] * len(pos)
+    for i, ids in fed.items():
+        feeds[i] = ids
     spans = {leaf: ((min(at), max(at)) if min(at) >= 0 else (-1, -1))
              + (interned.setdefault(_key(leaves[leaf]), len(interned)),) for leaf, at in touched.items()}
     return feeds, spans
@@ -689,7 +693,11 @@ def _build(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], seq: _Seq,
         where.update(zip(ops, spots))
         iteration.update(zip(ops, map(_block_and_k, spots)))
         mapping.update(zip(ops, itertools.cycle(ops[:run.period])))
-    owned = _roll_leaves(nodes, edges, where, runs, mapping)
+    if len(where) == len(seq.ops):  # every op rolls: the sequence's leaves, which only its loose edges touch
+        owned = _roll_leaves(seq.leaves, seq.loose, where, runs, mapping)
+    else:
+        owned = _roll_leaves({n.id: n for n in nodes if n.id not in where and n.kind != "output"}, edges,
+                             where, runs, mapping)
     iteration.update({nid: (b, k) for nid, (b, k) in owned.items()})
     absorbed = _absorb(seq, where, mapping)
     through = {b.id: iteration[p.id] for pairs in absorbed.values() for b, p in pairs}
@@ -799,20 +807,21 @@ def _module_ranges(seq: _Seq, runs: list[_Run], module_types: Mapping[str, str])
     return renamed
 
 
-def _roll_leaves(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
+def _roll_leaves(leaves: Mapping[int, Node], edges: Sequence[tuple[int, int]],
                  where: Mapping[int, tuple[int, int, int]], runs: list[_Run],
                  mapping: dict[int, int]) -> dict[int, tuple[int, int]]:
     """Map leaves owned by one iteration onto iteration 0's, where every iteration has them.
 
-    A leaf (any node that is neither op nor output) is owned by iteration k when all
-    its neighbours are ops of k; its place is its label and the offsets it touches.
-    Leaves at one place roll when every iteration of the block owns as many there.
+    A leaf (any node of ``leaves``: neither a rolled op nor an output) is owned by
+    iteration k when all its neighbours are ops of k; its place is its label and the
+    offsets it touches. Leaves at one place roll when every iteration of the block owns
+    as many there. ``edges``: every edge that touches a leaf, in the graph's order.
 
     Returns:
         Rolled leaf id -> ``(block, k)``; ``mapping`` is updated in place.
     """
     at: dict[tuple[int, int], list[list[int]]] = {}  # (block, place) -> ids per iteration
-    for nid, (b, k, place) in _owned_places(nodes, edges, where).items():
+    for nid, (b, k, place) in _owned_places(leaves, edges, where).items():
         if (b, place) not in at:
             at[b, place] = [[] for _ in range(runs[b].repeats)]
         at[b, place][k].append(nid)
@@ -827,10 +836,9 @@ def _roll_leaves(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
     return owned
 
 
-def _owned_places(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
+def _owned_places(leaves: Mapping[int, Node], edges: Sequence[tuple[int, int]],
                   where: Mapping[int, tuple[int, int, int]]) -> dict[int, tuple[int, int, int]]:
     """Leaf id -> ``(block, k, place)`` for each leaf whose neighbours all lie in one iteration."""
-    leaves = {n.id: n for n in nodes if n.id not in where and n.kind != "output"}
     touches: dict[int, list[tuple[bool, int]]] = defaultdict(list)
     for src, dst in edges:
         if src in leaves:
