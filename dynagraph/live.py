@@ -151,8 +151,8 @@ class Recording(_page.View):
 
     def __repr__(self) -> str:
         lines = [f"<dynagraph.Recording: {len(self.steps)} steps, {len(self.nodes)} nodes>"]
-        names = {n.id: n.name for n in self.nodes}
         shown = self.steps if len(self.steps) <= REPR_STEPS else self.steps[:REPR_STEPS - 5]
+        names = _names(self.nodes, [*shown, *self.steps[-5:]])
         lines += [f"{s.index + 1:>3} {s.text(names, self.module_types)}" for s in shown]  # steps count from 1
         if len(shown) < len(self.steps):
             lines.append(f"... {len(self.steps) - len(shown) - 5:,} more steps (rec.steps has them all) ...")
@@ -207,7 +207,7 @@ class Recording(_page.View):
             return None, set()
         producers = {src for src, _ in self.edges}
         result = set(last.nodes) - producers  # its nodes that feed nothing: its result
-        if not {n.id for n in self.nodes} - producers - result:
+        if (producers | result).issuperset([n.id for n in self.nodes]):
             return last, set()  # no other end: everything feeds the result (no walk of a long chain)
         return last, {n.id for n in self.nodes} - _ancestors(result, self.edges)
 
@@ -247,9 +247,10 @@ class Recording(_page.View):
     def _overlays(self, faint: set[int] | None = None) -> Overlay:
         """The steps, and each node's source line, for the picture (``faint``: the
         nodes drawn faint, :meth:`unused`'s unless given)."""
-        names = {n.id: n.name for n in self.nodes}
+        played = _page.played(len(self.steps))  # the middle of a long recording is never shown: no text
+        names = _names(self.nodes, (self.steps[i] for i in played))
         steps: list[tuple[StepText, list[int]]] = [("", s.nodes) for s in self.steps]
-        for i in _page.played(len(self.steps)):  # the middle of a long recording is never shown: no text
+        for i in played:
             s = self.steps[i]
             steps[i] = (_template(s, s.text(names, self.module_types)), s.nodes)
         info = _StepInfo(self.steps)
@@ -465,6 +466,19 @@ class _StepInfo(Mapping[int, str]):
 
     def __len__(self) -> int:
         return len(self._steps)
+
+
+def _names(nodes: Sequence[Node], steps: Iterable[Step]) -> dict[int, str]:
+    """Node id -> name, for the nodes that ``steps`` made (for :meth:`Step.text`). A
+    recording's node ``i`` is ``nodes[i]``: a long one's texts read a few of its 300,000
+    nodes (any other list of nodes, as ``feeding`` makes: all of them, by id)."""
+    names = {}
+    for s in steps:
+        for i in s.nodes:
+            if not 0 <= i < len(nodes) or nodes[i].id != i:
+                return {n.id: n.name for n in nodes}
+            names[i] = nodes[i].name
+    return names
 
 
 def _ancestors(ids: set[int], edges: Sequence[tuple[int, int]]) -> set[int]:

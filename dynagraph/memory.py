@@ -395,11 +395,14 @@ def decorate(overlay: Overlay, memory: SavedMemory, mapping: Mapping[int, int],
     per_node: dict[int, dict[StorageKey, tuple[int, bool]]] = {}
     notes: set[str] = set()
     kept = False
-    leaves = memory.leaves
+    leaves, lists, drawn_id = memory.leaves, drawn.saved, mapping.get
     for nid, lst in memory.saved.items():
-        new = mapping.get(nid, nid)
-        drawn.saved.setdefault(new, []).extend(lst)
-        mine = per_node.setdefault(new, {})
+        new = drawn_id(nid, nid)
+        mine = per_node.get(new)
+        if mine is None:  # (a new drawn node: most are one of a rolled loop's)
+            mine = per_node[new] = {}
+            lists[new] = []
+        lists[new].extend(lst)
         for s in lst:
             notes.add(s.note)
             key = s.storage
