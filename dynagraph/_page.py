@@ -312,15 +312,19 @@ def _info(graph: Graph, pic: _picture.Picture, extra: Mapping[int, str]) -> dict
     drawn = pic.graph
     repeats = {nid: block.repeats for block in drawn.blocks for nid in block.nodes}
     first: dict[int, int] = {}  # drawn id -> the first original node whose note it shows
+    drawn_id, note_of = pic.mapping.get, first.setdefault  # (bound once: 300,000 nodes)
     for old in extra:
-        first.setdefault(pic.mapping.get(old, old), old)
+        note_of(drawn_id(old, old), old)
     notes = {new: extra[old] for new, old in first.items()}  # (a lazy ``extra`` makes only these)
     stands: dict[int, list[Node]] = {}
     if pic.iteration:
         by_id = {n.id: n for n in graph.nodes}
         for old in sorted(pic.iteration, key=pic.iteration.__getitem__):  # block, then iteration order
             if old in by_id:
-                stands.setdefault(pic.mapping[old], []).append(by_id[old])
+                new = pic.mapping[old]
+                if new not in stands:  # (no empty list made per node)
+                    stands[new] = []
+                stands[new].append(by_id[old])
     return {n.id: _describe(n, repeats.get(n.id), notes.get(n.id), stands.get(n.id, ())) for n in drawn.nodes}
 
 
@@ -383,11 +387,17 @@ def _steps(pic: _picture.Picture, overlay: Overlay, max_steps: int) -> dict[str,
     k: list[int] = []
     f: list[int] = []
     kept, gap = _kept(len(overlay.steps), max_steps)
+    mapping, iteration = pic.mapping, pic.iteration
     for i in kept:
         text, ids = overlay.steps[i]
         template, fill = text if isinstance(text, tuple) else (text, None)
-        drawn = tuple(dict.fromkeys(pic.mapping[i] for i in ids if i in pic.mapping))
-        block, it = next((pic.iteration[i] for i in ids if i in pic.iteration), (-1, -1))
+        drawn: tuple[int, ...]
+        if len(ids) == 1:  # (most steps make one node)
+            drawn = (mapping[ids[0]],) if ids[0] in mapping else ()
+            block, it = iteration.get(ids[0], (-1, -1))
+        else:
+            drawn = tuple(dict.fromkeys(mapping[i] for i in ids if i in mapping))
+            block, it = next((iteration[i] for i in ids if i in iteration), (-1, -1))
         kind = (texts.setdefault(template, len(texts)), drawn, block)
         s.append(kinds.setdefault(kind, len(kinds)))
         k.append(it)
