@@ -231,10 +231,13 @@ def _sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]], first: Se
         ops = ([n for n in ops if n.id in ahead]
                + [n for n in ops if n.id not in ahead and n.id not in behind]
                + [n for n in ops if n.id in behind])
-    interned: dict[tuple, int] = {}
     rest = len(ops) - len(last)
-    keys = [interned.setdefault(_batchless_key(n) if last and i < rest else _key(n), len(interned))
-            for i, n in enumerate(ops)]
+    interned: dict[tuple, int] = {}
+    if last:
+        keys = [interned.setdefault(_batchless_key(n), len(interned)) for n in ops[:rest]]
+        keys += [interned.setdefault(_key(n), len(interned)) for n in ops[rest:]]
+    else:
+        keys = [interned.setdefault(_key(n), len(interned)) for n in ops]
     pos = {n.id: i for i, n in enumerate(ops)}
     leaves = {n.id: n for n in nodes if n.id not in pos and n.kind != "output"}
     out: list[list[int]] = [[] for _ in ops]
