@@ -804,7 +804,7 @@ def _module_ranges(seq: _Seq, runs: list[_Run], module_types: Mapping[str, str])
             continue
         head, name = heads[0] or "", _range_label(*split)
         names = {n.module for n in seq.ops[run.start:run.start + run.period] if n.module} | set(module_types)
-        for m in names:
+        for m in sorted(names):  # (sorted: the same order on every run)
             if m == head or m.startswith(head + "."):
                 renamed[m] = name + m[len(head):]
     return renamed

@@ -261,6 +261,14 @@ def test_roll_transformer_first_layer_without_input_grad_stays_unrolled():
     assert first and all(rolled.mapping[i] == i and i not in rolled.iteration for i in first)
 
 
+def test_roll_names_modules_inside_a_block_in_one_order():
+    """The renamed modules (``layers.{0…5}.linear1`` …) came in the order of a set of
+    strings, which changes from run to run with Python's hash seed."""
+    rolled = _rolled(transformer(True))
+    inside = [m for m in rolled.module_types if "{" in m]
+    assert len(inside) > 3 and inside == sorted(inside)
+
+
 def test_roll_two_big_identical_layers_roll():
     """Two repeats roll when an iteration holds _roll.TWICE_MIN ops or more (two
     Transformer layers); the zoo's 2-layer GPT-2 and Llama roll by this rule."""
