@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from ._dot import meta_line
@@ -270,20 +270,28 @@ def group_leaves(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappin
         if len(ops) == 1:
             node = by_id[leaf]
             groups.setdefault((next(iter(ops)), node.kind, frames.get(leaf)), []).append(node)
+    def boxed(members: list[Node]) -> Node:
+        lines = [m.label + ("" if m.shape is None else f" {meta_line(m)}") for m in members]
+        return replace(members[0], label="\n".join(lines), shape=None, count=sum(m.count for m in members))
+    return _merge_groups(nodes, edges, groups.values(), boxed)
+
+
+def _merge_groups(nodes: list[Node], edges: list[tuple[int, int]], groups: Iterable[list[Node]],
+                  merged: Callable[[list[Node]], Node],
+                  ) -> tuple[list[Node], list[tuple[int, int]], dict[int, int]]:
+    """Each group of two or more nodes drawn as one, ``merged(members)``, with the first
+    member's id: ``(nodes, edges, mapping)``, ``mapping`` sending the others to the first."""
     mapping: dict[int, int] = {}
-    grouped: dict[int, Node] = {}
-    for members in groups.values():
+    made: dict[int, Node] = {}
+    for members in groups:
         if len(members) < 2:
             continue
-        first = members[0]
-        lines = [m.label + ("" if m.shape is None else f" {meta_line(m)}") for m in members]
-        grouped[first.id] = replace(first, label="\n".join(lines), shape=None,
-                                    count=sum(m.count for m in members))
+        made[members[0].id] = merged(members)
         for m in members[1:]:
-            mapping[m.id] = first.id
+            mapping[m.id] = members[0].id
     if not mapping:
         return nodes, edges, {}
-    kept = [grouped.get(n.id, n) for n in nodes if n.id not in mapping]
+    kept = [made.get(n.id, n) for n in nodes if n.id not in mapping]
     return kept, _remap(edges, mapping), mapping
 
 
@@ -309,22 +317,12 @@ def merge_parallel(nodes: list[Node], edges: list[tuple[int, int]], frames: Mapp
         if n.kind == "op" and n.id in ins and n.id in outs and n.id not in keep:
             key = (n.name, frozenset(ins[n.id]), frozenset(outs[n.id]), frames.get(n.id))
             groups.setdefault(key, []).append(n)
-    mapping: dict[int, int] = {}
-    merged: dict[int, Node] = {}
-    for members in groups.values():
-        if len(members) < 2:
-            continue
-        first = members[0]
-        shapes = {m.shape for m in members}
+    def one(members: list[Node]) -> Node:
+        first, shapes = members[0], {m.shape for m in members}
         shape = first.shape if len(shapes) == 1 else _shared_dims(shapes)
-        merged[first.id] = replace(first, label=f"{first.label} \u00d7{len(members)}", shape=shape,
-                                   count=sum(m.count for m in members))
-        for m in members[1:]:
-            mapping[m.id] = first.id
-    if not mapping:
-        return nodes, edges, {}
-    kept = [merged.get(n.id, n) for n in nodes if n.id not in mapping]
-    return kept, _remap(edges, mapping), mapping
+        return replace(first, label=f"{first.label} \u00d7{len(members)}", shape=shape,
+                       count=sum(m.count for m in members))
+    return _merge_groups(nodes, edges, groups.values(), one)
 
 
 def _shared_dims(shapes: set) -> tuple[int | str, ...] | None:
