@@ -165,9 +165,7 @@ def to_dot(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
     if title:
         lines.append(f"  labelloc=t label={quote(title)}\n")
     places, copies = _places(nodes, edges, blocks, split_leaves)
-    anchors = _anchors(blocks)
-    chains = {key: _chain(key, anchors) for key in {key for key, _, _ in places}}  # few distinct places
-    chains = _pruned(chains) if prune else chains
+    chains = _chains(places, blocks, prune)
     inner: dict[_Frame | None, list[str]] = {}  # innermost frame (None: no frame) -> DOT node lines
     parents: dict[_Frame, _Frame | None] = {}  # in the order frames are first met in creation order
     if any(chains.values()):
@@ -312,10 +310,8 @@ def frames(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], blocks: Sequ
     """Node ids inside each frame, in the order :func:`to_dot` numbers them ``dg-f<k>``
     (given the same ``prune``)."""
     members: dict = {}
-    anchors = _anchors(blocks)
     places = _places(nodes, edges, blocks, split_leaves)[0]
-    chains = {key: _chain(key, anchors) for key in {key for key, _, _ in places}}
-    chains = _pruned(chains) if prune else chains
+    chains = _chains(places, blocks, prune)
     for key, node, _ in places:
         for frame in chains[key]:
             members.setdefault(frame, set()).add(node.id)
@@ -344,6 +340,14 @@ def _places(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], blocks: Seq
         else:
             places.append(((in_block.get(node.id), node.module), node, f"n{node.id}"))
     return places, copies
+
+
+def _chains(places: Sequence[_Place], blocks: Sequence[Block], prune: bool) -> dict[Any, tuple[_Frame, ...]]:
+    """The frames around each distinct place (:func:`_chain`), pruned as asked: one
+    computation for :func:`to_dot` and :func:`frames`, whose frame numbers must agree."""
+    anchors = _anchors(blocks)
+    chains = {key: _chain(key, anchors) for key in {key for key, _, _ in places}}  # few distinct places
+    return _pruned(chains) if prune else chains
 
 
 def _pruned(chains: dict[Any, tuple[_Frame, ...]]) -> dict[Any, tuple[_Frame, ...]]:
