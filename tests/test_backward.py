@@ -375,3 +375,145 @@ def test_the_collector_is_paused_during_a_traced_backward_and_on_again_after():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# -- pass-through nodes: their norm read off their consumer's --------------------------------
+
+def sent_norms(loss):
+    """``{(src fn, dst fn): norm}`` of every gradient each node sends, taken by PyTorch in
+    plain post-hooks (the oracle: it knows nothing of pass-through nodes)."""
+    norms, handles, seen, stack = {}, [], set(), [loss.grad_fn]
+    while stack:
+        fn = stack.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+
+        def hook(grad_inputs, grad_outputs, fn=fn):
+            for (child, _), g in zip(fn.next_functions, grad_inputs):
+                if child is not None and g is not None:
+                    norms[(child, fn)] = torch.linalg.vector_norm(g).item()
+        handles.append(fn.register_hook(hook))
+        stack.extend(child for child, _ in fn.next_functions)
+    return norms, handles
+
+
+def views_model():
+    """Views, a transpose, a slice, a select, a negation and a clone, between matmuls."""
+    torch.manual_seed(0)
+    w = torch.randn(6, 4, requires_grad=True)
+    x = torch.randn(3, 2, 4, requires_grad=True)
+    h = x.reshape(6, 4) @ w.t()
+    h = h.view(3, 2, 6).transpose(1, 2)[:, 1:5].select(2, 0).neg().clone()
+    return {"w": w, "x": x}, h.unsqueeze(0).sin().pow(2).sum()
+
+
+@pytest.mark.parametrize("factory", [views_model, mlp])
+def test_every_edge_norm_equals_the_norm_of_what_was_sent(factory):
+    """Pass-through nodes give the norm their consumer sent them; every edge still
+    equals the norm PyTorch's own hooks take of the gradient sent along it."""
+    params, loss = factory()
+    assert backward._passes(*_passes_args(loss, params))  # the model has pass-through nodes
+    with dg.trace_backward(loss, params=params) as bt:
+        fns = _fns_by_id(loss, params)
+        want, handles = sent_norms(loss)
+        loss.backward()
+    for h in handles:
+        h.remove()
+    outputs = {n.id for n in bt.nodes if n.kind == "output"}
+    inner = {edge: norm for edge, norm in bt.edge_norms.items() if edge[1] not in outputs}
+    assert len(inner) == len(want)
+    for (src, dst), norm in inner.items():
+        assert norm == pytest.approx(want[(fns[src], fns[dst])], rel=1e-5), (bt.nodes[src].name, bt.nodes[dst].name)
+
+
+def _passes_args(loss, params):
+    from dynagraph.capture import named_roots, param_names_of, walk
+    names, _ = param_names_of(params)
+    slots = {}
+    nodes, edges, _ = walk(named_roots(loss), names, slots=slots)
+    outputs = {n.id for n in nodes if n.kind == "output"}
+    return nodes, edges, slots, {src: dst for src, dst in edges if dst in outputs}
+
+
+def _fns_by_id(loss, params):
+    from dynagraph.capture import named_roots, param_names_of, walk
+    names, _ = param_names_of(params)
+    return walk(named_roots(loss), names)[2]
+
+
+def view_of_square():
+    """``y = (x * 3).view(4)``: ViewBackward0 gets the gradient MulBackward0 sends it."""
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = (x * 3).view(4)
+    return x, y
+
+
+def view_edge(bt):
+    (view,) = [n.id for n in bt.nodes if n.name == "ViewBackward0"]
+    (src,) = [s for s, d in bt.edges if d == view]
+    return src, view
+
+
+def test_a_tensor_hook_that_replaces_the_gradient_is_seen():
+    x, y = view_of_square()
+    z = y * 1.0
+    y.register_hook(lambda g: g * 10)  # runs before ViewBackward0: it sends 10x what it got
+    loss = z.pow(2).sum()
+    bt = traced(loss, params={"x": x})
+    assert bt.edge_norms[view_edge(bt)] == pytest.approx((2 * z * 10).norm().item())
+
+
+def test_a_tensor_hook_that_changes_the_gradient_in_place_is_seen():
+    x, y = view_of_square()
+    z = y * 1.0
+    y.register_hook(lambda g: g.mul_(10))  # the same tensor, changed: its version counter moves
+    loss = z.pow(2).sum()
+    bt = traced(loss, params={"x": x})
+    assert bt.edge_norms[view_edge(bt)] == pytest.approx((2 * z * 10).norm().item())
+
+
+def test_a_backward_over_other_roots_that_adds_to_the_gradient_is_seen():
+    x, y = view_of_square()
+    traced_part, other = (y * 1.0).pow(2).sum(), (y * 5.0).sum()  # other: not in the traced graph
+    with dg.trace_backward(traced_part, params={"x": x}) as bt:
+        (traced_part + other).backward()
+    want = (2 * y.detach() + 5.0).norm().item()  # what ViewBackward0 got: both consumers' gradients
+    assert bt.edge_norms[view_edge(bt)] == pytest.approx(want)
+
+
+def test_a_post_hook_of_someone_else_on_the_node_is_seen():
+    x, y = view_of_square()
+    z = y * 1.0
+    y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (grad_inputs[0] * 10,))  # runs first
+    loss = z.pow(2).sum()
+    bt = traced(loss, params={"x": x})
+    assert bt.edge_norms[view_edge(bt)] == pytest.approx((2 * z * 10).norm().item())
+    assert x.grad.norm().item() == pytest.approx((2 * z * 10 * 3).norm().item())
+
+
+def test_a_gradient_held_for_a_pass_through_node_is_let_go_when_backward_raises():
+    x, y = view_of_square()
+    loss = (y * 1.0).pow(2).sum()
+    got = []
+
+    def fail(g):  # runs after MulBackward0 sent g (held for ViewBackward0), before that node
+        got.append(weakref.ref(g))
+        raise RuntimeError("stop")
+
+    y.register_hook(fail)
+    with pytest.raises(RuntimeError, match="stop"), dg.trace_backward(loss, params={"x": x}):
+        loss.backward()
+    gc.collect()
+    assert got and got[0]() is None
+
+
+def test_pass_through_nodes_take_no_norm_of_their_own(monkeypatch):
+    params, loss = views_model()
+    taken = []
+    monkeypatch.setattr(backward, "norm_of", lambda g: taken.append(g) or torch.linalg.vector_norm(g))
+    bt = traced(loss, params=params)
+    passing = {n.id for n in bt.nodes if n.name in backward.PASS_THROUGH}
+    assert len(passing) >= 7  # t, view, transpose, slice, select, neg, clone (and unsqueeze)
+    sent = [edge for edge in bt.edge_norms if edge[1] not in passing]
+    assert len(taken) == len(sent)  # one norm per edge, none for the edges out of pass-through nodes
