@@ -219,19 +219,17 @@ def _passes(nodes: list[Node], edges: list[tuple[int, int]], slots: dict[int, li
     (its version counter): a tensor hook that replaced it or changed it in place, or a
     backward over other roots that added to it, makes the node take its own norm.
     """
-    consumers: dict[int, list[int]] = {}
-    for src, dst in edges:
-        consumers.setdefault(src, []).append(dst)
+    candidates = {node.id for node in nodes if node.name in PASS_THROUGH}
+    if not candidates:
+        return {}
+    users: dict[int, int] = {}  # candidate -> the consumer that reads it; -1: read twice, or by several
+    for consumer, row in slots.items():
+        for slot in row:
+            if slot is not None and slot[0] in candidates:
+                users[slot[0]] = consumer if slot[0] not in users else -1
     out: _Passes = {}
-    for node in nodes:
-        nid = node.id
-        if node.name not in PASS_THROUGH or nid in roots_of:
-            continue
-        users = consumers.get(nid, ())
-        if len(users) != 1 or len([s for s in slots.get(nid, ()) if s is not None]) != 1:
-            continue
-        consumer = users[0]
-        if sum(1 for s in slots.get(consumer, ()) if s is not None and s[0] == nid) == 1:
+    for nid, consumer in users.items():
+        if consumer >= 0 and nid not in roots_of and len([s for s in slots[nid] if s is not None]) == 1:
             out[nid] = (nid, consumer)
     return out
 
