@@ -24,22 +24,6 @@ __all__ = ["BackwardTrace", "trace_backward"]
 _Norms = list[tuple[tuple[int, int], torch.Tensor | str]]
 _Slot = tuple[int, int] | None  # (child id, output number of the child), or None
 _Grads = Sequence[torch.Tensor | None]  # what a backward hook receives, per input or output
-# A gradient a node sent to a pass-through node, kept until that node runs: (gradient,
-# its version counter then, its norm). See :func:`_passes`.
-_Held = dict[tuple[int, int], tuple[torch.Tensor, int, torch.Tensor | str]]
-_Passes = dict[int, tuple[int, int]]  # pass-through node id -> its one consumer edge
-
-# Ops whose backward sends on the gradient it gets with the same L2 norm: it moves the
-# values (a transpose, a view), copies them, negates them, or puts them among zeros (the
-# backward of a slice or a select). Ops that add values up (expand, index) are not here,
-# nor a dtype cast (its rounding changes the norm).
-PASS_THROUGH = frozenset({
-    "AliasBackward0", "CloneBackward0", "DiagonalBackward0", "NegBackward0", "PermuteBackward0",
-    "ReshapeAliasBackward0", "SelectBackward0", "SliceBackward0", "SqueezeBackward0",
-    "SqueezeBackward1", "SqueezeBackward2", "SqueezeBackward3", "SqueezeBackward4", "TBackward0",
-    "TransposeBackward0", "TransposeBackward1", "UnsafeViewBackward0", "UnsqueezeBackward0",
-    "UnsqueezeBackward1", "ViewBackward0",
-})
 
 
 class BackwardTrace(_page.View):
@@ -123,9 +107,7 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
 
     Hooks every autograd node of the graph with one post-hook: it notes that the
     node ran and takes the norm of each gradient the node sends to its inputs (on
-    the device, no synchronisation). A node that only moves its gradient (a view, a
-    transpose, a slice) sends on the norm its one consumer sent it, not taken again,
-    when what it got is that gradient unchanged. On exit the hooks are removed, even if the
+    the device, no synchronisation). On exit the hooks are removed, even if the
     block raises or an interrupt (Ctrl-C) lands while they are added or removed,
     and all norms are read with one synchronisation.
 
@@ -155,12 +137,9 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
     pending: _Norms = []
     handles: list[RemovableHandle] = []
     pause = _Pause()
-    passes = _passes(nodes, edges, slots, roots_of)
-    held: _Held = {}
     try:
         try:
-            _patch.paused_gc(_add_hooks, fns, slots, roots_of, passes, trace.order, pending, held,
-                             handles, pause)
+            _patch.paused_gc(_add_hooks, fns, slots, roots_of, trace.order, pending, handles, pause)
             del slots  # the hooks hold the graph only until removed
             yield trace
         finally:
@@ -170,7 +149,6 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
         _patch.remove_hooks(handles)  # again: it finishes a first run that an interrupt cut short
         pause.resume()
         fns.clear()
-        held.clear()  # gradients sent to pass-through nodes that never ran
         _patch.paused_gc(_read, pending, trace)
     if not trace.order:  # the block finished without running any hooked node
         warnings.warn("trace_backward: no backward ran inside the block (0 node runs); call "
@@ -208,51 +186,13 @@ class _Pause:
             self.paused = False
 
 
-def _passes(nodes: list[Node], edges: list[tuple[int, int]], slots: dict[int, list[_Slot]],
-            roots_of: dict[int, int]) -> _Passes:
-    """``{node id: its one consumer edge}`` for the nodes whose sent norm can be read off
-    the norm their consumer sent them, without taking it again.
-
-    Such a node is a :data:`PASS_THROUGH` op with one input, one consumer in the graph
-    and no output of the graph, and the consumer sends it one gradient. Its hook takes
-    the consumer's norm only when the gradient it got is that very tensor, unchanged
-    (its version counter): a tensor hook that replaced it or changed it in place, or a
-    backward over other roots that added to it, makes the node take its own norm.
-    """
-    candidates = {node.id for node in nodes if node.name in PASS_THROUGH}
-    if not candidates:
-        return {}
-    users: dict[int, int] = {}  # candidate -> the consumer that reads it; -1: read twice, or by several
-    for consumer, row in slots.items():
-        for slot in row:
-            if slot is not None and slot[0] in candidates:
-                users[slot[0]] = consumer if slot[0] not in users else -1
-    out: _Passes = {}
-    for nid, consumer in users.items():
-        if consumer >= 0 and nid not in roots_of and len([s for s in slots[nid] if s is not None]) == 1:
-            out[nid] = (nid, consumer)
-    return out
-
-
-def _add_hooks(fns: list, slots: dict[int, list], roots_of: dict[int, int], passes: _Passes,
-               order: list[int], pending: _Norms, held: _Held, handles: list[RemovableHandle],
-               pause: _Pause) -> None:
+def _add_hooks(fns: list, slots: dict[int, list], roots_of: dict[int, int], order: list[int],
+               pending: _Norms, handles: list[RemovableHandle], pause: _Pause) -> None:
     """Hook each node of ``fns``, noting each handle in ``handles`` as it is made (no
-    interrupt falls between the two). A pass-through node (``passes``) whose node
-    already has a Python post-hook of someone else's gets the plain hook: that hook runs
-    first and may change what the node sends."""
+    interrupt falls between the two)."""
     for nid, fn in enumerate(fns):
         if fn is not None:
-            if nid in passes:
-                hook = _passed(nid, slots[nid], passes, order, pending, held, pause)
-                handles.append(fn.register_hook(hook))
-                hooks = handles[-1].hooks_dict_ref()
-                if hooks is not None and len(hooks) == 1:
-                    continue
-                handles[-1].remove()  # not alone: the plain hook below instead (removed, then let go,
-                handles.pop()  # as remove_hooks does: an interrupt between the two leaves it to that)
-            handles.append(fn.register_hook(
-                _hook(nid, slots[nid], roots_of.get(nid), passes, order, pending, held, pause)))
+            handles.append(fn.register_hook(_hook(nid, slots[nid], roots_of.get(nid), order, pending, pause)))
 
 
 def _read(pending: _Norms, trace: BackwardTrace) -> None:
@@ -268,8 +208,8 @@ def _read(pending: _Norms, trace: BackwardTrace) -> None:
     pending.clear()
 
 
-def _hook(nid: int, slots: list[_Slot], output_id: int | None, passes: _Passes,
-          order: list[int], pending: _Norms, held: _Held, pause: _Pause) -> Callable[[_Grads, _Grads], None]:
+def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
+          pending: _Norms, pause: _Pause) -> Callable[[_Grads, _Grads], None]:
     """Post-hook of node ``nid``: note that it ran, and the norm of each gradient it sent.
 
     Each norm is taken at once (on the device, no sync), not queued: a held gradient
@@ -278,12 +218,10 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, passes: _Passes,
 
     ``slots[k]`` is ``(child id, output number of the child)`` that the node's k-th
     input came from, or ``None``. Autograd runs one node at a time per device, so
-    post-hooks fire in the order the nodes ran. A gradient sent to a pass-through node
-    (``passes``) is kept in ``held`` with its norm until that node runs (it holds it
-    too, until then).
+    post-hooks fire in the order the nodes ran.
     """
-    sent = [(k, (s[0], nid), s[0] in passes) for k, s in enumerate(slots) if s is not None]
-    shared = len(sent) > 1 and len({edge for _, edge, _ in sent}) < len(sent)
+    sent = [(k, (s[0], nid)) for k, s in enumerate(slots) if s is not None]  # (input number, its edge)
+    shared = len(sent) > 1 and len({edge for _, edge in sent}) < len(sent)
     out_edge = (nid, output_id) if output_id is not None else None
 
     def hook(grad_inputs: _Grads, grad_outputs: _Grads) -> None:
@@ -298,51 +236,17 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, passes: _Passes,
                 return
             last: torch.Tensor | None = None  # an add sends one tensor to both inputs: one norm
             norm: torch.Tensor | str = ""
-            for k, edge, passing in sent:
+            for k, edge in sent:
                 grad = grad_inputs[k]
                 if grad is not None:
                     if grad is not last:
                         last, norm = grad, norm_of(grad)
                     pending.append((edge, norm))
-                    if passing:
-                        held[edge] = (grad, grad._version, norm)
         except Exception as e:  # noqa: BLE001 - never abort the user's backward()
             note = f"no norm: {type(e).__name__}: {str(e)[:120]}"
-            edges = [edge for _, edge, _ in sent] + ([out_edge] if out_edge else [])
+            edges = [edge for _, edge in sent] + ([out_edge] if out_edge else [])
             pending.extend((edge, note) for edge in edges)
     return hook
-
-
-def _passed(nid: int, slots: list[_Slot], passes: _Passes, order: list[int],
-            pending: _Norms, held: _Held, pause: _Pause) -> Callable[[_Grads, _Grads], None]:
-    """Post-hook of pass-through node ``nid`` (:func:`_passes`): as :func:`_hook`, but the
-    norm it sends is the norm of what its consumer sent it, when the gradient it got is
-    that tensor, unchanged; else it takes the norm itself. What it sends to another
-    pass-through node (a chain: view, transpose, slice) is held in turn."""
-    ((k, slot),) = ((k, s) for k, s in enumerate(slots) if s is not None)
-    edge, got, passing = (slot[0], nid), passes[nid], slot[0] in passes
-
-    def hook(grad_inputs: _Grads, grad_outputs: _Grads) -> None:
-        order.append(nid)
-        try:
-            if not pause.paused:
-                pause.start()
-            kept = held.pop(got, None)  # first: the gradient is let go even when none is sent on
-            grad = grad_inputs[k]
-            if grad is None:
-                return
-            norm = norm_of(grad) if kept is None or not _unchanged(kept, grad_outputs) else kept[2]
-            pending.append((edge, norm))
-            if passing:
-                held[edge] = (grad, grad._version, norm)
-        except Exception as e:  # noqa: BLE001 - never abort the user's backward()
-            pending.append((edge, f"no norm: {type(e).__name__}: {str(e)[:120]}"))
-    return hook
-
-
-def _unchanged(kept: tuple[torch.Tensor, int, torch.Tensor | str], got: _Grads) -> bool:
-    """Whether a pass-through node got the held gradient itself, not changed in place since."""
-    return bool(got) and got[0] is kept[0] and kept[0]._version == kept[1]
 
 
 def _merged(slots: list[_Slot], grads: _Grads) -> dict[int, torch.Tensor | str]:
