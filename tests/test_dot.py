@@ -302,3 +302,50 @@ def test_an_edge_into_a_frame_leaves_a_rank_for_its_leaves_and_ops_keep_a_straig
             src = int(re.search(r"dg-from-(\d+)", line)[1])
             assert ("weight=4" in line) == (src not in parameters and "constraint=false" not in line), line
     assert leaf_edges
+
+
+# -- a block under the block it reads (an encoder and a decoder) ---------------------------
+
+def frame_rows(svg: str) -> dict[int, tuple[float, float]]:
+    """Frame number -> (top, bottom) of its box in SVG coordinates (y grows downwards)."""
+    rows = {}
+    for k, d in re.findall(r'class="cluster dg-frame[^"]*dg-f(\d+)">\s*<path[^>]*\bd="([^"]+)"', svg):
+        ys = [float(y) for y in re.findall(r"-?[\d.]+,(-?[\d.]+)", d)]
+        rows[int(k)] = (min(ys), max(ys))
+    return rows
+
+
+def two_loops(reads: bool = True, own_input: bool = True):
+    """An encoder loop, then a decoder loop: the decoder starts from its own input ``y``
+    (or from the encoder's result) and, when ``reads``, reads the encoder's result at
+    every step, as a Transformer decoder's cross-attention does."""
+    torch.manual_seed(0)
+    we, wd, wc = (torch.randn(8, 8, requires_grad=True) for _ in range(3))
+    x, y = torch.randn(2, 8), torch.randn(2, 8, requires_grad=True)
+    h = x.tanh()
+    for _ in range(4):
+        h = torch.tanh(h @ we) + h
+    memory = h * 2.0
+    d = y.sin() * 1.5 if own_input else memory * 1.5
+    for _ in range(4):
+        d = torch.tanh(d @ wd + (memory @ wc if reads else 0.0)) + d
+    loss = d.pow(2).mean() + (0.0 if reads else memory.sum())
+    return dg.draw(loss, params={"we": we, "wd": wd, "wc": wc}, roll=True)
+
+
+def test_a_block_that_reads_another_blocks_result_is_drawn_under_it():
+    """T5's decoder stack started at the top, beside the encoder, its layers pushed down
+    to meet the encoder's output: 2,250 x 3,150 px, half empty. An invisible edge from
+    the encoder's result to the decoder's input puts one stack under the other."""
+    graph = two_loops()
+    dot = graph.to_dot()
+    assert len(re.findall(r"\[style=invis weight=\d+\]", dot)) == 1
+    (enc, dec) = sorted(frame_rows(graph.svg()).items())
+    assert dec[1][0] > enc[1][1], (enc, dec)  # the decoder's frame starts below the encoder's
+
+
+@pytest.mark.parametrize(("reads", "own_input"), [(False, True), (True, False)])
+def test_no_stacking_edge_where_the_blocks_are_already_in_line_or_independent(reads, own_input):
+    """Two loops that share nothing, or a decoder that starts from the encoder's result
+    (it is drawn under it anyway): no invisible edge."""
+    assert "style=invis" not in two_loops(reads, own_input).to_dot()
