@@ -2,8 +2,9 @@
 
 For each example: ``draw`` captures exactly the graph an independent ``grad_fn`` walk
 finds; a ``live()`` recording of the same program builds the same graph; a backward
-replay's edge norms agree with the ``.grad`` PyTorch computes; and nothing dynagraph
-changed in the process (modes, hooks, the ``Function.apply`` patch) is left behind.
+replay's edge norms agree with the ``.grad`` PyTorch computes, and every edge's norm with
+plain hooks of PyTorch's; and nothing dynagraph changed in the process (modes, hooks,
+the ``Function.apply`` patch) is left behind.
 Random loops whose steps read shared, per-step, alternating or optional weights roll
 only steps that read the same leaves, as the program itself says.
 
@@ -29,7 +30,7 @@ from torch.autograd.function import Function
 
 import dynagraph as dg
 from dynagraph._roll import roll
-from dynagraph.capture import capture
+from dynagraph.capture import capture, named_roots, param_names_of, walk
 
 EXAMPLES = int(os.environ.get("DYNAGRAPH_PROPERTY_EXAMPLES", "20"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
@@ -127,10 +128,51 @@ def check_program(program):
     assert rec.graph().counts() == oracle(y2)[0]
     assert sum(len(s.nodes) for s in rec.steps) == len(rec.nodes)  # every node credited once
 
-    with dg.trace_backward(y, params={f"x{i}": t for i, t in enumerate(leaves)}) as bt:
+    params = {f"x{i}": t for i, t in enumerate(leaves)}
+    with dg.trace_backward(y, params=params) as bt:
+        sent, handles = sent_norms(y, params)
         y.backward()
+    for handle in handles:
+        handle.remove()
     check_leaf_norms(bt, leaves)
+    check_edge_norms(bt, sent)
     assert torch_state() == before
+
+
+def sent_norms(root, params):
+    """The oracle of every edge: ``{(src id, dst id): norm}`` of what node ``dst`` sent
+    node ``src``, taken in float64 by plain post-hooks registered after the tracer's
+    (so they see the same gradients). Gradients for one input slot add up; several
+    slots of one child (two outputs of ``unbind``) count as one vector. Returns the
+    dict, filled by ``backward()``, and the hooks' handles. Record ids come from
+    ``walk`` (its records are checked against :func:`oracle` above)."""
+    _, _, fns = walk(named_roots(root), param_names_of(params)[0])
+    ids = {fn: nid for nid, fn in enumerate(fns) if fn is not None}
+    sent, handles = {}, []
+    for fn, nid in ids.items():
+        def hook(grad_inputs, grad_outputs, nid=nid, fn=fn):
+            summed = {}
+            for (child, k), g in zip(fn.next_functions, grad_inputs):
+                if child is not None and g is not None:
+                    key = (ids[child], k)
+                    summed[key] = summed[key] + g if key in summed else g
+            per_child = {}
+            for (child, _), g in summed.items():
+                per_child.setdefault(child, []).append(torch.linalg.vector_norm(g.double()).item())
+            for child, norms in per_child.items():
+                sent[(child, nid)] = sum(n * n for n in norms) ** 0.5
+        handles.append(fn.register_hook(hook))
+    return sent, handles
+
+
+def check_edge_norms(bt, sent):
+    """Every edge between two nodes has the norm the oracle took (edges into the drawn
+    output are not autograd edges: the oracle has none)."""
+    outputs = {n.id for n in bt.nodes if n.kind == "output"}
+    inner = {edge: v for edge, v in bt.edge_norms.items() if edge[1] not in outputs}
+    assert inner.keys() == sent.keys()
+    for edge, v in inner.items():
+        assert v == pytest.approx(sent[edge], rel=1e-4, abs=1e-8), edge  # float32 models: rounding
 
 
 def check_leaf_norms(bt, leaves):
@@ -193,12 +235,16 @@ def check_model(spec):
     assert rec.graph().counts() == oracle(loss2)[0]
 
     with dg.trace_backward(loss, params=model) as bt:
+        sent, handles = sent_norms(loss, model)
         loss.backward()
+    for handle in handles:
+        handle.remove()
     by_label = {n.label: n.id for n in bt.nodes if n.kind == "parameter"}
     for name, p in model.named_parameters():
         into = [v for (src, _), v in bt.edge_norms.items() if src == by_label[name]]
         assert len(into) == 1  # each parameter is used once in a Sequential
         assert into[0] == pytest.approx(torch.linalg.vector_norm(p.grad).item(), rel=1e-4, abs=1e-8)
+    check_edge_norms(bt, sent)
     assert torch_state() == before
 
 
