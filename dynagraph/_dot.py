@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._records import shape_text
+from ._records import shape_text, upstream
 
 if TYPE_CHECKING:
     from ._records import Node
@@ -224,30 +224,25 @@ def _stacked(blocks: Sequence[Block], edges: Sequence[tuple[int, int]],
         consumers.setdefault(src, []).append(dst)
         producers.setdefault(dst, []).append(src)
 
-    def closure(starts: Iterable[int], links: Mapping[int, list[int]]) -> set[int]:
-        todo = list(starts)
-        seen = set(todo)
-        while todo:
-            for nxt in links.get(todo.pop(), ()):
-                if nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
-        return seen
+    def after(starts: Iterable[int]) -> set[int]:  # the starts and all they lead to
+        return upstream(starts, consumers.get) or set()  # (no bound: never None)
 
-    below = closure((nid for block in blocks for nid in block.nodes), consumers)
+    below = after(nid for block in blocks for nid in block.nodes)
     out: list[tuple[int, int]] = []
     for block in blocks:
         mine = set(block.nodes)
         entries = {dst for _, dst in block.loops}
         states = {src for dst in entries for src in producers.get(dst, ())
                   if src not in mine and src in computed}
-        firsts = [s for s in states if not any(s in closure([t], consumers) for t in states - {s})]
-        if len(firsts) != 1 or states & below:
-            continue  # several inputs, or already under a block
+        if states & below:
+            continue  # already under a block
+        ahead = {s: after([s]) for s in states}
+        firsts = [s for s in states if not any(s in ahead[t] for t in states - {s})]
+        if len(firsts) != 1:
+            continue  # several inputs
         state = firsts[0]  # the others come from it (a layer norm of the embedding)
-        ahead = closure([state], consumers)
         read = sorted(src for nid in block.nodes for src in producers.get(nid, ())
-                      if src not in mine and src in computed and src in below and src not in ahead)
+                      if src not in mine and src in computed and src in below and src not in ahead[state])
         if read:
             out.append((read[0], state))
     return out
