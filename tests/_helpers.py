@@ -8,9 +8,11 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 import torch
 
 from dynagraph import _page
+from dynagraph.capture import named_roots, param_names_of, walk
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
@@ -92,3 +94,49 @@ def expand_steps(data: dict) -> list[tuple[str, list[int], int, int]]:
 def page_steps(html: str) -> list[tuple[str, list[int]]]:
     """``(text, drawn node ids)`` of each step of a stepper output, in order."""
     return [(text, nodes) for text, nodes, _, _ in expand_steps(page_data(html))]
+
+
+def frame_rows(svg: str) -> dict[int, tuple[float, float]]:
+    """Frame number -> (top, bottom) of its box in SVG coordinates (y grows downwards)."""
+    rows = {}
+    for k, d in re.findall(r'class="cluster dg-frame[^"]*dg-f(\d+)">\s*<path[^>]*\bd="([^"]+)"', svg):
+        ys = [float(y) for y in re.findall(r"-?[\d.]+,(-?[\d.]+)", d)]
+        rows[int(k)] = (min(ys), max(ys))
+    return rows
+
+
+def sent_norms(root, params):
+    """The oracle of every edge of a backward replay: ``{(src id, dst id): norm}`` of
+    what node ``dst`` sent node ``src``, taken in float64 by plain post-hooks. Register
+    it inside ``trace_backward`` (after the tracer's hooks, so they see the same
+    gradients), before ``backward()``. Gradients for one input slot add up; several
+    slots of one child (two outputs of ``unbind``) count as one vector. Returns the
+    dict, filled by ``backward()``, and the hooks' handles to remove. Record ids come
+    from ``walk`` (its records are checked against a plain walk in test_properties)."""
+    _, _, fns = walk(named_roots(root), param_names_of(params)[0])
+    ids = {fn: nid for nid, fn in enumerate(fns) if fn is not None}
+    sent, handles = {}, []
+    for fn, nid in ids.items():
+        def hook(grad_inputs, grad_outputs, nid=nid, fn=fn):
+            summed = {}
+            for (child, k), g in zip(fn.next_functions, grad_inputs):
+                if child is not None and g is not None:
+                    key = (ids[child], k)
+                    summed[key] = summed[key] + g if key in summed else g
+            per_child = {}
+            for (child, _), g in summed.items():
+                per_child.setdefault(child, []).append(torch.linalg.vector_norm(g.double()).item())
+            for child, norms in per_child.items():
+                sent[(child, nid)] = sum(n * n for n in norms) ** 0.5
+        handles.append(fn.register_hook(hook))
+    return sent, handles
+
+
+def check_edge_norms(bt, sent, rel, abs=1e-12):
+    """Every edge between two nodes of ``bt`` has the norm the oracle took, within
+    ``rel`` (edges into the drawn output are not autograd edges: the oracle has none)."""
+    outputs = {n.id for n in bt.nodes if n.kind == "output"}
+    inner = {edge: v for edge, v in bt.edge_norms.items() if edge[1] not in outputs}
+    assert inner.keys() == sent.keys()
+    for edge, v in inner.items():
+        assert v == pytest.approx(sent[edge], rel=rel, abs=abs), (bt.nodes[edge[0]].name, bt.nodes[edge[1]].name)

@@ -10,7 +10,7 @@ from torch import nn
 import dynagraph as dg
 from dynagraph import backward
 
-from _helpers import Square, outputs_of
+from _helpers import Square, check_edge_norms, outputs_of, sent_norms
 
 
 def traced(loss, params=None, **backward_args):
@@ -379,25 +379,6 @@ def test_the_collector_is_paused_during_a_traced_backward_and_on_again_after():
 
 # -- every edge against PyTorch's own hooks, with hooks of the user's ----------------------
 
-def sent_norms(loss):
-    """``{(src fn, dst fn): norm}`` of every gradient each node sends, taken by PyTorch in
-    plain post-hooks (the oracle: it knows nothing of pass-through nodes)."""
-    norms, handles, seen, stack = {}, [], set(), [loss.grad_fn]
-    while stack:
-        fn = stack.pop()
-        if fn is None or fn in seen:
-            continue
-        seen.add(fn)
-
-        def hook(grad_inputs, grad_outputs, fn=fn):
-            for (child, _), g in zip(fn.next_functions, grad_inputs):
-                if child is not None and g is not None:
-                    norms[(child, fn)] = torch.linalg.vector_norm(g).item()
-        handles.append(fn.register_hook(hook))
-        stack.extend(child for child, _ in fn.next_functions)
-    return norms, handles
-
-
 def views_model():
     """Views, a transpose, a slice, a select, a negation and a clone, between matmuls."""
     torch.manual_seed(0)
@@ -414,22 +395,11 @@ def test_every_edge_norm_equals_the_norm_of_what_was_sent(factory):
     along it (views, a transpose, a slice, a select between matmuls; an MLP)."""
     params, loss = factory()
     with dg.trace_backward(loss, params=params) as bt:
-        fns = _fns_by_id(loss, params)
-        want, handles = sent_norms(loss)
+        sent, handles = sent_norms(loss, params)
         loss.backward()
     for h in handles:
         h.remove()
-    outputs = {n.id for n in bt.nodes if n.kind == "output"}
-    inner = {edge: norm for edge, norm in bt.edge_norms.items() if edge[1] not in outputs}
-    assert len(inner) == len(want)
-    for (src, dst), norm in inner.items():
-        assert norm == pytest.approx(want[(fns[src], fns[dst])], rel=1e-5), (bt.nodes[src].name, bt.nodes[dst].name)
-
-
-def _fns_by_id(loss, params):
-    from dynagraph.capture import named_roots, param_names_of, walk
-    names, _ = param_names_of(params)
-    return walk(named_roots(loss), names)[2]
+    check_edge_norms(bt, sent, rel=1e-5)
 
 
 def view_of_square():

@@ -17,7 +17,7 @@ import dynagraph as dg
 from dynagraph import _dot, _picture, render
 from dynagraph._records import KINDS, Node
 
-from _helpers import Square, html_of, pictures, svg_texts
+from _helpers import Square, frame_rows, html_of, pictures, svg_texts
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("DYNAGRAPH_UPDATE_GOLDEN") == "1"
@@ -305,15 +305,6 @@ def test_an_edge_into_a_frame_leaves_a_rank_for_its_leaves_and_ops_keep_a_straig
 
 
 # -- a block under the block it reads (an encoder and a decoder) ---------------------------
-
-def frame_rows(svg: str) -> dict[int, tuple[float, float]]:
-    """Frame number -> (top, bottom) of its box in SVG coordinates (y grows downwards)."""
-    rows = {}
-    for k, d in re.findall(r'class="cluster dg-frame[^"]*dg-f(\d+)">\s*<path[^>]*\bd="([^"]+)"', svg):
-        ys = [float(y) for y in re.findall(r"-?[\d.]+,(-?[\d.]+)", d)]
-        rows[int(k)] = (min(ys), max(ys))
-    return rows
-
 
 def two_loops(reads: bool = True, own_input: bool = True):
     """An encoder loop, then a decoder loop: the decoder starts from its own input ``y``

@@ -30,7 +30,9 @@ from torch.autograd.function import Function
 
 import dynagraph as dg
 from dynagraph._roll import roll
-from dynagraph.capture import capture, named_roots, param_names_of, walk
+from dynagraph.capture import capture
+
+from _helpers import check_edge_norms, sent_norms
 
 EXAMPLES = int(os.environ.get("DYNAGRAPH_PROPERTY_EXAMPLES", "20"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
@@ -135,44 +137,8 @@ def check_program(program):
     for handle in handles:
         handle.remove()
     check_leaf_norms(bt, leaves)
-    check_edge_norms(bt, sent)
+    check_edge_norms(bt, sent, rel=1e-4, abs=1e-8)  # float32 models: rounding
     assert torch_state() == before
-
-
-def sent_norms(root, params):
-    """The oracle of every edge: ``{(src id, dst id): norm}`` of what node ``dst`` sent
-    node ``src``, taken in float64 by plain post-hooks registered after the tracer's
-    (so they see the same gradients). Gradients for one input slot add up; several
-    slots of one child (two outputs of ``unbind``) count as one vector. Returns the
-    dict, filled by ``backward()``, and the hooks' handles. Record ids come from
-    ``walk`` (its records are checked against :func:`oracle` above)."""
-    _, _, fns = walk(named_roots(root), param_names_of(params)[0])
-    ids = {fn: nid for nid, fn in enumerate(fns) if fn is not None}
-    sent, handles = {}, []
-    for fn, nid in ids.items():
-        def hook(grad_inputs, grad_outputs, nid=nid, fn=fn):
-            summed = {}
-            for (child, k), g in zip(fn.next_functions, grad_inputs):
-                if child is not None and g is not None:
-                    key = (ids[child], k)
-                    summed[key] = summed[key] + g if key in summed else g
-            per_child = {}
-            for (child, _), g in summed.items():
-                per_child.setdefault(child, []).append(torch.linalg.vector_norm(g.double()).item())
-            for child, norms in per_child.items():
-                sent[(child, nid)] = sum(n * n for n in norms) ** 0.5
-        handles.append(fn.register_hook(hook))
-    return sent, handles
-
-
-def check_edge_norms(bt, sent):
-    """Every edge between two nodes has the norm the oracle took (edges into the drawn
-    output are not autograd edges: the oracle has none)."""
-    outputs = {n.id for n in bt.nodes if n.kind == "output"}
-    inner = {edge: v for edge, v in bt.edge_norms.items() if edge[1] not in outputs}
-    assert inner.keys() == sent.keys()
-    for edge, v in inner.items():
-        assert v == pytest.approx(sent[edge], rel=1e-4, abs=1e-8), edge  # float32 models: rounding
 
 
 def check_leaf_norms(bt, leaves):
@@ -244,7 +210,7 @@ def check_model(spec):
         into = [v for (src, _), v in bt.edge_norms.items() if src == by_label[name]]
         assert len(into) == 1  # each parameter is used once in a Sequential
         assert into[0] == pytest.approx(torch.linalg.vector_norm(p.grad).item(), rel=1e-4, abs=1e-8)
-    check_edge_norms(bt, sent)
+    check_edge_norms(bt, sent, rel=1e-4, abs=1e-8)  # float32 models: rounding
     assert torch_state() == before
 
 

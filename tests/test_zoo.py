@@ -13,7 +13,7 @@ from test_memory import packed_storages  # the saved_tensors_hooks oracle
 
 import dynagraph as dg
 
-from _helpers import html_of, load_benchmark, pictures, stored, svg_texts
+from _helpers import frame_rows, html_of, load_benchmark, pictures, stored, svg_texts
 
 zoo = load_benchmark("zoo")
 
@@ -284,9 +284,7 @@ def test_t5s_decoder_stack_is_drawn_under_its_encoder_stack(recorded):
         graph = dg.draw(case.forward(), params=case.model)
     svg = graph.svg()
     titles = dict(re.findall(r'class="cluster dg-frame dg-block[^"]*dg-f(\d+)">\s*<path[^>]*>\s*<text[^>]*>([^<]*)<', svg))
-    rows = {}
-    for k, d in re.findall(r'class="cluster dg-frame dg-block[^"]*dg-f(\d+)">\s*<path[^>]*\bd="([^"]+)"', svg):
-        ys = [float(y) for y in re.findall(r"-?[\d.]+,(-?[\d.]+)", d)]
-        rows[titles[k].split(";")[-1].split(".")[0]] = (min(ys), max(ys))  # "×2 &#160;encoder.block.0–1: ..."
+    frames = frame_rows(svg)  # "×2 &#160;encoder.block.0–1: ..." -> "encoder"
+    rows = {titles[k].split(";")[-1].split(".")[0]: frames[int(k)] for k in titles}
     assert set(rows) == {"encoder", "decoder"}, titles
     assert rows["decoder"][0] > rows["encoder"][1], rows
