@@ -32,6 +32,11 @@ Per model, one iteration of each variant is
   (``next_functions`` and a seen set, nothing recorded) that registers a do-nothing
   post-hook on each, the backward, and the hooks' removal: the floor of
   ``trace_backward``, which must hook every node;
+* ``norms``: as ``hook``, but each post-hook takes the norm of each gradient its node
+  sends (``torch.linalg.vector_norm``, one kernel each, kept on the device), and the
+  norms are read with one ``torch.stack`` after the backward: the least a
+  ``trace_backward`` that shows every gradient's norm must do. It is printed beside
+  the floors, and the verdicts do not use it;
 * ``trace``: the forward, then ``with dg.trace_backward(loss, params=model):``
   around the backward (the trace is set up on each iteration's loss).
 
@@ -54,7 +59,9 @@ ratios grow where plain compute gets faster.
 The verdicts: a recorder passes when it costs at most ``TARGET`` x plain. Where its
 floor alone is above ``TARGET`` (nothing built on that mechanism can pass), the line
 says so and the recorder is held to ``FLOOR_FACTOR`` x the floor's added cost
-instead ("FLOOR-PASS" or "MISS").
+instead ("FLOOR-PASS" or "MISS"). A ``trace`` that misses also prints ``hook + norms /
+plain``: where that alone is above the target, no trace that shows every gradient's
+norm can pass with a Python hook per node.
 """
 
 from __future__ import annotations
@@ -74,7 +81,7 @@ import dynagraph as dg
 TARGET = 1.5  # a recorder may cost at most this many times plain forward+backward
 FLOOR_FACTOR = 2.0  # where the floor is above TARGET: at most this many times the floor's added cost
 NOISE = 0.02  # a floor that adds under this fraction of plain is too small to divide by
-VARIANTS = ("plain", "mode", "live", "hook", "trace")
+VARIANTS = ("plain", "mode", "live", "hook", "norms", "trace")
 FLOORS = {"live": "mode", "trace": "hook"}  # each recorder and the variant that is its floor
 ATTENTION = "sdpa"  # the Hugging Face models' attn_implementation (runs on CPU)
 
@@ -258,6 +265,17 @@ def iteration(variant, model, x):
         finally:
             for handle in handles:
                 handle.remove()
+    elif variant == "norms":
+        loss = _loss(model(x))
+        norms = []
+        handles = hook_every_node(loss, _norm_hook(norms))
+        try:
+            loss.backward()
+        finally:
+            for handle in handles:
+                handle.remove()
+        if norms:
+            torch.stack(norms).tolist()  # the one read of them all
     elif variant == "trace":
         loss = _loss(model(x))
         with dg.trace_backward(loss, params=model):
@@ -277,19 +295,33 @@ def _noop_hook(grad_inputs, grad_outputs):
     """A node post-hook that does nothing (the ``hook`` floor registers it everywhere)."""
 
 
-def hook_every_node(loss):
-    """Register :func:`_noop_hook` on every autograd node of ``loss``; returns the handles.
+def _norm_hook(norms):
+    """A node post-hook that appends to ``norms`` the norm of each gradient its node
+    sends (one norm for a tensor sent twice in a row, as ``trace_backward`` takes it)."""
+    def hook(grad_inputs, grad_outputs):
+        last = None
+        for grad in grad_inputs:
+            if grad is not None and grad is not last:
+                last = grad
+                norms.append(torch.linalg.vector_norm(grad))
+    return hook
+
+
+def hook_every_node(loss, hook=None):
+    """Register ``hook`` (default :func:`_noop_hook`) on every autograd node of ``loss``;
+    returns the handles.
 
     The walk is the least ``trace_backward`` must do: ``next_functions`` and a seen set,
     nothing recorded.
     """
+    hook = _noop_hook if hook is None else hook
     handles, seen, stack = [], set(), [loss.grad_fn]
     while stack:
         fn = stack.pop()
         if fn is None or fn in seen:
             continue
         seen.add(fn)
-        handles.append(fn.register_hook(_noop_hook))
+        handles.append(fn.register_hook(hook))
         stack.extend(next_fn for next_fn, _ in fn.next_functions)
     return handles
 
@@ -343,17 +375,20 @@ def _times(value):
 
 
 def table(rows):
-    """Markdown table: plain ms, then per recorder its floor's ratio to plain, its own
-    ratio, its added cost over the floor's, and its added cost per op (live) or per
-    autograd node (trace)."""
+    """Markdown table: plain ms, then per recorder its floor's ratio to plain (for
+    ``trace`` also hook + norms'), its own ratio, its added cost over the floor's, and
+    its added cost per op (live) or per autograd node (trace)."""
     lines = ["| model | threads | ops | nodes | plain | mode / plain | live / plain | "
-             "live cost / floor cost | µs per op | hook / plain | trace / plain | "
+             "live cost / floor cost | µs per op | hook / plain | hook + norms / plain | trace / plain | "
              "trace cost / floor cost | µs per node |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, threads, (ops, nodes), t in rows:
         cells = [name, str(threads), f"{ops:,}", f"{nodes:,}", f"{t['plain'] * 1e3:.2f} ms"]
         for recorder, count in (("live", ops), ("trace", nodes)):
-            cells += [_times(t[FLOORS[recorder]] / t["plain"]), _times(t[recorder] / t["plain"]),
+            cells += [_times(t[FLOORS[recorder]] / t["plain"])]
+            if recorder == "trace":
+                cells += [_times(t["norms"] / t["plain"])]
+            cells += [_times(t[recorder] / t["plain"]),
                       _times(cost_over_floor(t, recorder)),
                       f"{(t[recorder] - t['plain']) / count * 1e6:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
@@ -362,7 +397,8 @@ def table(rows):
 
 def verdicts(rows):
     """``(line, passed)`` per model, thread count and recorder: against :data:`TARGET`, or
-    against :data:`FLOOR_FACTOR` x the floor's added cost where the floor is above it."""
+    against :data:`FLOOR_FACTOR` x the floor's added cost where the floor is above it.
+    A ``trace`` that misses also gives what hook + norms alone cost (``norms``)."""
     out = []
     for name, threads, _, t in rows:
         for recorder, floor in FLOORS.items():
@@ -378,6 +414,8 @@ def verdicts(rows):
                 line = (f"{'FLOOR-PASS' if passed else 'MISS'}: {where}: {ratio:.2f}x plain; FLOOR: "
                         f"{floor} alone is {floor_ratio:.2f}x (above {TARGET:g}x), so it may add "
                         f"<= {FLOOR_FACTOR:g}x the floor's added cost: {cost:.2f}x")
+            if recorder == "trace" and not passed and "norms" in t:
+                line += f" (hook + norms alone: {t['norms'] / t['plain']:.2f}x)"
             out.append((line, passed))
     return out
 
