@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import itertools
+import math
 import operator
 import re
 from collections import Counter, defaultdict
@@ -705,11 +706,11 @@ def _build(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], seq: _Seq,
     absorbed = _absorb(seq, where, mapping)
     through = {b.id: iteration[p.id] for pairs in absorbed.values() for b, p in pairs}
     new_edges, loops = _rolled_edges(edges, mapping, iteration | through if through else iteration)
-    ranges = _ranges(seq, owned, mapping)
+    ranges, several = _ranges(seq, owned, mapping)
     blocks = [_block(seq, run, b, owned, loops[b], module_types, ranges) for b, run in enumerate(runs)]
     for b, names in absorbed.items():
         blocks[b].note = _resize_note(names)
-    labels = {rep: _range_label(*split) for rep, split in ranges.items()}
+    labels = several | {rep: _range_label(*split) for rep, split in ranges.items()}
     renamed = _module_ranges(seq, runs, module_types)
     kept = _kept(nodes, mapping, labels, renamed, {nid for block in blocks for nid in block.nodes},
                  _batch_ranges(seq, runs) if seq.bridges else {})
@@ -1047,18 +1048,42 @@ def _counted(kinds: Iterable[str | None]) -> str | None:
 _Range = tuple[str, str, list[int]]
 
 
-def _ranges(seq: _Seq, owned: Mapping[int, tuple[int, int]], mapping: Mapping[int, int]) -> dict[int, _Range]:
-    """Rolled parameter id -> its iterations' names, split at the one index where they differ."""
+def _ranges(seq: _Seq, owned: Mapping[int, tuple[int, int]],
+            mapping: Mapping[int, int]) -> tuple[dict[int, _Range], dict[int, str]]:
+    """Rolled parameter id -> its iterations' names, split at the one index where they
+    differ; and the label of each other rolled parameter that stands for several names
+    (:func:`_several`)."""
     names: dict[int, list[tuple[int, str]]] = defaultdict(list)
     for nid, (_, k) in owned.items():
         if seq.leaves[nid].kind == "parameter":
             names[mapping[nid]].append((k, seq.leaves[nid].label))
-    out = {}
+    out, several = {}, {}
     for rep, pairs in names.items():
-        split = _split_index([name for _, name in sorted(pairs)])
+        ordered = [name for _, name in sorted(pairs)]
+        split = _split_index(ordered)
         if split is not None:
             out[rep] = split
-    return out
+        elif len(set(ordered)) > 1:
+            several[rep] = _several(list(dict.fromkeys(ordered)))
+    return out, several
+
+
+def _several(names: Sequence[str]) -> str:
+    """One label for the different parameters one rolled node stands for, when they do
+    not differ in one index: ``"blk.{0…1}.{0…2}.w"`` when they differ in several
+    indices and hold every combination of them (a nested loop), else
+    ``"a.w1 … b.w9 (5 parameters)"``, the first and the last name in iteration order."""
+    parts = [name.split(".") for name in names]
+    if len({len(p) for p in parts}) == 1:
+        differ = [i for i in range(len(parts[0])) if len({p[i] for p in parts}) > 1]
+        if all(p[i].isdigit() for p in parts for i in differ):
+            values = [sorted({int(p[i]) for p in parts}) for i in differ]
+            if math.prod(len(v) for v in values) == len(names):  # every combination, once
+                spans = {i: "{" + _span(v, "\u2026") + "}" for i, v in zip(differ, values)}
+                return ".".join(spans.get(i, part) for i, part in enumerate(parts[0]))
+    if len(names) == 2:
+        return f"{names[0]}, {names[1]}"
+    return f"{names[0]} \u2026 {names[-1]} ({len(names)} parameters)"
 
 
 def _split_index(names: Sequence[str]) -> _Range | None:

@@ -11,12 +11,15 @@ from ._records import Node, owner
 
 
 def _remap(edges: list[tuple[int, int]], mapping: Mapping[int, int]) -> list[tuple[int, int]]:
-    """Edges through ``mapping`` (old id -> new id), without self-loops or repeats."""
+    """Edges through ``mapping`` (old id -> new id), without repeats, and without the
+    self-loops that merging makes (an edge between two merged nodes). A self-loop that
+    was there before, on a node that stays, stays: a rolled one-op loop (``h = h * w``)
+    is drawn by its loop edge from the op to itself."""
     out: list[tuple[int, int]] = []
     seen: set[tuple[int, int]] = set()
     for src, dst in edges:
         a, b = mapping.get(src, src), mapping.get(dst, dst)
-        if a != b and (a, b) not in seen:
+        if (a != b or (src == dst and a == src)) and (a, b) not in seen:
             seen.add((a, b))
             out.append((a, b))
     return out

@@ -414,6 +414,22 @@ def test_roll_single_op_iteration_loops_onto_itself():
     assert next(n for n in rolled.nodes if n.id == rep).count == 10
 
 
+def test_a_one_op_loop_keeps_its_loop_edge_when_other_nodes_of_the_picture_merge():
+    # found by fuzzing: merging a chain of shape ops elsewhere dropped the (rep, rep) edge
+    w = torch.randn(3, 3, requires_grad=True)
+    h = torch.randn(3, 3, requires_grad=True)
+    for _ in range(6):
+        h = h * w
+    graph = dg.draw(h.reshape(9).t().reshape(3, 3).sum(), roll=True)
+    pic = graph.picture()
+    (block,) = pic.blocks
+    (rep,) = block.nodes
+    assert block.repeats == 6 and block.loops == [(rep, rep)]
+    assert any(n.label.count("\u2192") == 2 for n in pic.nodes)  # the reshape, t, reshape chain: one node
+    assert (rep, rep) in pic.edges
+    assert graph.to_dot().count(f"n{rep} -> n{rep} ") == 1  # drawn: the dashed loop edge
+
+
 def test_roll_parallel_steps_gathered_by_one_stack_roll_without_loops():
     x = torch.randn(10, 3, requires_grad=True)
     nodes, edges, _ = capture(torch.stack([torch.tanh(x[i] * 2 + 1) for i in range(10)]).sum())

@@ -9,6 +9,7 @@ from test_roll import check_rolled
 from torch import nn
 
 import dynagraph as dg
+from dynagraph._picture import picture
 from dynagraph._roll import roll
 from dynagraph.capture import capture
 
@@ -350,3 +351,38 @@ def test_a_recurrent_layer_is_named_from_its_weights():
     assert _layer(["rnn.weight_ih_l0", "rnn.weight_ih_l0_reverse"]) is None  # two directions: no one name
     assert _layer(["cell.weight_ih", "cell.weight_hh"]) is None  # an LSTMCell's weights name no layer
 
+
+
+def _per_step_weights(names):
+    """A loop over ``names``: each step multiplies by its own weight, then tanh; the
+    rolled picture's parameter labels and what each drawn parameter stands for."""
+    h0 = torch.randn(2, 3, requires_grad=True)
+    params, h = {"h0": h0}, h0
+    for name in names:
+        w = params[name] = nn.Parameter(torch.randn(3))
+        h = torch.tanh(h * w)
+    graph = dg.draw(h.sum(), params=params, roll=True)
+    pic = picture(graph, roll=True)
+    (block,) = pic.graph.blocks
+    assert block.repeats == len(names)
+    drawn = [n for n in pic.graph.nodes if n.kind == "parameter" and n.id in block.nodes]
+    assert f'label="{drawn[0].label}' in graph.to_dot()
+    return {n.label: sorted(o.label for o in graph.nodes if pic.mapping[o.id] == n.id) for n in drawn}
+
+
+def test_a_rolled_parameter_from_a_nested_loop_names_both_indices():
+    # found by fuzzing: names that differ in two indices kept iteration 0's name, blk.0.0.w
+    names = [f"blk.{t}.{s}.w" for t in range(2) for s in range(3)]
+    assert _per_step_weights(names) == {"blk.{0\u20261}.{0\u20262}.w": sorted(names)}
+
+
+def test_a_rolled_parameter_of_unrelated_names_says_how_many_it_stands_for():
+    names = ["enc.alpha", "enc.beta", "dec.gamma", "dec.delta"]
+    assert _per_step_weights(names) == {"enc.alpha \u2026 dec.delta (4 parameters)": sorted(names)}
+
+
+def test_several_names_get_a_grid_only_when_every_combination_is_there():
+    from dynagraph._roll import _several
+    assert _several(["a.0.0", "a.0.1", "a.1.0", "a.1.1"]) == "a.{0\u20261}.{0\u20261}"
+    assert _several(["a.0.0", "a.0.1", "a.1.0"]) == "a.0.0 \u2026 a.1.0 (3 parameters)"  # not a grid
+    assert _several(["layers.0.lin7.bias", "layers.0.b8"]) == "layers.0.lin7.bias, layers.0.b8"
