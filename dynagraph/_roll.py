@@ -649,14 +649,19 @@ def _longest_group(sigs: _Signatures, period: int) -> tuple[int, int]:
 
 def _changes(sigs: _Signatures) -> list[int]:
     """The iterations ``k`` that a group of two or more before them may not take in
-    (:func:`_joins`: their edges or leaves differ from ``k - 1``'s, or ``k - 1``'s loop
-    state differs from ``k - 2``'s, or an edge of ``k - 1`` skips an iteration), sorted."""
+    (:func:`_joins`: their edges, leaves or numbers of inputs differ from ``k - 1``'s, or
+    ``k - 1``'s loop state differs from ``k - 2``'s, or an edge of ``k - 1`` skips an
+    iteration), sorted."""
     found: set[int] = set()
     for sig, first in ((sigs.inner, 1), (sigs.leaves, 1), (sigs.cross[:-1], 2)):
         if sig[1:] != sig[:-1]:  # (in C, one object compared with itself at once: a long loop's)
             found.update(itertools.compress(range(first, first + len(sig)), map(operator.ne, sig[1:], sig)))
     if any(sigs.broken):
         found.update(itertools.compress(range(1, len(sigs.inner)), sigs.broken))
+    inputs, period = sigs.inputs, len(sigs.inputs) // len(sigs.inner)
+    if inputs[period:] != inputs[:-period]:  # an op with more or fewer inputs than in k - 1
+        found.update(p // period for p in itertools.compress(
+            range(period, len(inputs)), map(operator.ne, inputs[period:], inputs)))
     return sorted(found)
 
 
@@ -665,12 +670,15 @@ def _joins(sigs: _Signatures, first: int, k: int, period: int) -> bool:
 
     The group's first iteration may read more leaves than the others, but only at ops
     that later iterations feed with the loop state, and with no more inputs there in
-    all: leaves that stand in for the state (an initial state that needs grad).
+    all: leaves that stand in for the state (an initial state that needs grad). The
+    later iterations have as many inputs at each op as each other: the drawn op shows
+    one iteration's inputs for all.
     """
     if sigs.inner[k] != sigs.inner[k - 1] or sigs.broken[k - 1]:
         return False
-    if k - 1 > first:
-        return sigs.cross[k - 1] == sigs.cross[first] and sigs.leaves[k] == sigs.leaves[k - 1]
+    if k - 1 > first:  # and as many inputs at each op: one more would come from outside the block
+        return (sigs.cross[k - 1] == sigs.cross[first] and sigs.leaves[k] == sigs.leaves[k - 1]
+                and sigs.inputs[k * period:(k + 1) * period] == sigs.inputs[(k - 1) * period:k * period])
     head, rest = Counter(sigs.leaves[first]), Counter(sigs.leaves[k])
     if rest - head:
         return False  # the first iteration lacks a leaf the others read

@@ -430,6 +430,24 @@ def test_a_one_op_loop_keeps_its_loop_edge_when_other_nodes_of_the_picture_merge
     assert graph.to_dot().count(f"n{rep} -> n{rep} ") == 1  # drawn: the dashed loop edge
 
 
+def test_ops_that_read_more_inputs_from_outside_in_a_later_step_do_not_roll():
+    # found by fuzzing: three chained muls rolled as one step x3, drawn reading e in every
+    # step, though the second reads only the one before it and the third reads e again
+    a = torch.randn(3, requires_grad=True)
+    e = a.exp()
+    y = e * ((e * 2) * 1.5)
+    nodes, edges, _ = capture(y.sum())
+    rolled = roll(nodes, edges, min_repeats=2)
+    assert rolled.blocks == []
+    x = torch.randn(3, requires_grad=True)
+    h = x.exp()
+    for _ in range(3):  # the same three ops as a loop whose steps all read e: it rolls
+        h = e * h
+    nodes, edges, _ = capture(h.sum())
+    (block,) = roll(nodes, edges).blocks
+    assert block.repeats == 3 and block.label == "MulBackward0"
+
+
 def test_roll_parallel_steps_gathered_by_one_stack_roll_without_loops():
     x = torch.randn(10, 3, requires_grad=True)
     nodes, edges, _ = capture(torch.stack([torch.tanh(x[i] * 2 + 1) for i in range(10)]).sum())
