@@ -257,18 +257,10 @@ def iteration(variant, model, x):
     elif variant == "live":
         with dg.live(model):
             _loss(model(x)).backward()
-    elif variant == "hook":
-        loss = _loss(model(x))
-        handles = hook_every_node(loss)
-        try:
-            loss.backward()
-        finally:
-            for handle in handles:
-                handle.remove()
-    elif variant == "norms":
+    elif variant in ("hook", "norms"):
         loss = _loss(model(x))
         norms = []
-        handles = hook_every_node(loss, _norm_hook(norms))
+        handles = hook_every_node(loss, _norm_hook(norms) if variant == "norms" else None)
         try:
             loss.backward()
         finally:

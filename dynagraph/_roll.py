@@ -629,7 +629,7 @@ class _Signatures:
 def _longest_group(sigs: _Signatures, period: int) -> tuple[int, int]:
     """``(first, count)`` of the longest stretch of iterations with equal signatures."""
     n = len(sigs.inner)
-    changes = _changes(sigs)
+    changes = _changes(sigs, period)
     best_first, best_len, first = 0, 1, 0
     k = 1
     while k < n:
@@ -647,7 +647,7 @@ def _longest_group(sigs: _Signatures, period: int) -> tuple[int, int]:
     return best_first, best_len
 
 
-def _changes(sigs: _Signatures) -> list[int]:
+def _changes(sigs: _Signatures, period: int) -> list[int]:
     """The iterations ``k`` that a group of two or more before them may not take in
     (:func:`_joins`: their edges, leaves or numbers of inputs differ from ``k - 1``'s, or
     ``k - 1``'s loop state differs from ``k - 2``'s, or an edge of ``k - 1`` skips an
@@ -658,7 +658,7 @@ def _changes(sigs: _Signatures) -> list[int]:
             found.update(itertools.compress(range(first, first + len(sig)), map(operator.ne, sig[1:], sig)))
     if any(sigs.broken):
         found.update(itertools.compress(range(1, len(sigs.inner)), sigs.broken))
-    inputs, period = sigs.inputs, len(sigs.inputs) // len(sigs.inner)
+    inputs = sigs.inputs
     if inputs[period:] != inputs[:-period]:  # an op with more or fewer inputs than in k - 1
         found.update(p // period for p in itertools.compress(
             range(period, len(inputs)), map(operator.ne, inputs[period:], inputs)))

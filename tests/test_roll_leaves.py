@@ -352,7 +352,6 @@ def test_a_recurrent_layer_is_named_from_its_weights():
     assert _layer(["cell.weight_ih", "cell.weight_hh"]) is None  # an LSTMCell's weights name no layer
 
 
-
 def _per_step_weights(names):
     """A loop over ``names``: each step multiplies by its own weight, then tanh; the
     rolled picture's parameter labels and what each drawn parameter stands for."""
