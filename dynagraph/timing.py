@@ -9,6 +9,11 @@ only when every round's A/B ratio lies beyond the largest A/A ratio, and the med
 A/B ratio is at least :data:`MIN_GAIN`. Otherwise the verdict is "no clear
 difference here". An A/A pair (the same function twice) is never called faster.
 
+The functions run on one intra-op thread by default (``threads=1``). On a busy
+machine, an op split over two threads waits until the second thread gets a core:
+on a shared 2-core machine that made a 10x difference come out as "no clear
+difference", or reversed. One thread waits for no other.
+
 Example:
     >>> import dynagraph as dg
     >>> c = dg.compare(lambda: sum(range(20_000)), lambda: sum(range(1_000)),
@@ -117,7 +122,7 @@ def verdict(ratios: Sequence[float], noise: float) -> str:
 
 
 def compare(a: Callable[[], Any], b: Callable[[], Any], *, names: tuple[str, str] = ("A", "B"),
-            rounds: int = 7, min_run_time: float = 1.0) -> Comparison:
+            rounds: int = 7, min_run_time: float = 1.0, threads: int | None = 1) -> Comparison:
     """Time ``a()`` and ``b()`` in interleaved blocks, with ``a`` timed twice per round.
 
     Args:
@@ -125,15 +130,21 @@ def compare(a: Callable[[], Any], b: Callable[[], Any], *, names: tuple[str, str
         names: what to call them in the verdict.
         rounds: how many rounds of three blocks (at least 3).
         min_run_time: the whole comparison's time budget in seconds, about.
+        threads: torch's intra-op thread count while ``a`` and ``b`` run (warm-up
+            included); the count before is restored afterwards, also when a function
+            raises or the run is interrupted. ``None`` keeps the current count
+            (``torch.get_num_threads()``). The default, 1, keeps a busy machine from
+            making small ops wait for a second thread.
 
     Returns:
-        A :class:`Comparison`; printing it gives the verdict, both medians and the
-        A/A noise. It runs on the current thread count (``torch.get_num_threads()``)
-        and synchronises CUDA around each block when CUDA is in use.
+        A :class:`Comparison`; printing it gives the verdict, both medians, the A/A
+        noise and the thread count. It synchronises CUDA around each block when CUDA
+        is in use.
 
     Raises:
         TypeError: ``a`` or ``b`` is not callable.
-        ValueError: ``rounds`` < 3 or ``min_run_time`` <= 0.
+        ValueError: ``rounds`` < 3, ``min_run_time`` <= 0, ``threads`` not a positive
+            int or None, or ``names`` not two names.
     """
     for label, fn in (("a", a), ("b", b)):
         if not callable(fn):
@@ -143,16 +154,30 @@ def compare(a: Callable[[], Any], b: Callable[[], Any], *, names: tuple[str, str
         raise ValueError(f"rounds={rounds!r}: use an int of at least 3 (A/A noise needs several rounds)")
     if not (isinstance(min_run_time, (int, float)) and math.isfinite(min_run_time) and min_run_time > 0):
         raise ValueError(f"min_run_time={min_run_time!r}: use a positive number of seconds")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads={threads!r}: use an int of at least 1 (the default, 1, times on one "
+                         f"thread), or None to keep torch's current count ({torch.get_num_threads()})")
+    if isinstance(names, str) or not isinstance(names, Sequence) or len(names) != 2:
+        raise ValueError(f"names={names!r}: pass two names, the first for a and the second for b, "
+                         f"e.g. names=(\"loop\", \"batched\")")
     names = (str(names[0]), str(names[1]))
     block = min_run_time / (3 * rounds)
     fns = (a, b, a)
-    number = [_calls_per_block(fn, block) for fn in (a, b)]
-    number.append(number[0])
-    times: list[list[float]] = [[], [], []]
-    for r in range(rounds):
-        for i in _ORDERS[r % len(_ORDERS)]:
-            times[i].append(_block(fns[i], number[i]))
-    return Comparison(names, tuple(times[0]), tuple(times[1]), tuple(times[2]), torch.get_num_threads())
+    before = torch.get_num_threads()
+    try:
+        if threads is not None:
+            torch.set_num_threads(threads)
+        used = torch.get_num_threads()
+        number = [_calls_per_block(fn, block) for fn in (a, b)]
+        number.append(number[0])
+        times: list[list[float]] = [[], [], []]
+        for r in range(rounds):
+            for i in _ORDERS[r % len(_ORDERS)]:
+                times[i].append(_block(fns[i], number[i]))
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+    return Comparison(names, tuple(times[0]), tuple(times[1]), tuple(times[2]), used)
 
 
 def _sync() -> None:

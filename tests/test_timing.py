@@ -50,7 +50,7 @@ def test_comparison_reports_both_medians_rounds_threads_and_noise():
     fn = _work(1_000)
     c = dg.compare(fn, fn, names=("x", "y"), rounds=4, min_run_time=0.02)
     assert len(c.a) == len(c.b) == len(c.a_again) == 4
-    assert c.noise >= 1.0 and c.threads == torch.get_num_threads()
+    assert c.noise >= 1.0 and c.threads == 1   # one thread by default (see the tests below)
     text = repr(c)
     assert re.match(r"timing: no clear difference here between x and y \(\d+\.\d\dx\)", text), text
     assert f"4 interleaved rounds, {c.threads} thread" in text
@@ -118,3 +118,85 @@ def test_compare_rejects_bad_settings(kwargs, match):
 def test_compare_rejects_what_is_not_callable():
     with pytest.raises(TypeError, match=r"b=3 is not callable \(wrap the code: lambda: \.\.\.\)"):
         dg.compare(lambda: None, 3)
+
+
+def _seen_threads():
+    """A function for compare() that records torch's thread count at each call."""
+    seen: list[int] = []
+    return seen, lambda: seen.append(torch.get_num_threads())
+
+
+@pytest.fixture
+def four_threads():
+    """Start from 4 threads (a count no default gives), so that a restore is visible."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(4)
+    yield 4
+    torch.set_num_threads(before)
+
+
+def test_compare_runs_both_functions_on_one_thread_and_restores_the_count(four_threads):
+    seen_a, a = _seen_threads()
+    seen_b, b = _seen_threads()
+    c = dg.compare(a, b, rounds=3, min_run_time=1e-4)
+    assert set(seen_a) == set(seen_b) == {1}          # warm-up, calibration and every block
+    assert c.threads == 1 and str(c).endswith("3 interleaved rounds, 1 thread)")
+    assert torch.get_num_threads() == four_threads
+
+
+def test_compare_takes_another_thread_count_or_none_for_the_current_one(four_threads):
+    seen, fn = _seen_threads()
+    assert dg.compare(fn, fn, rounds=3, min_run_time=1e-4, threads=2).threads == 2
+    assert set(seen) == {2} and torch.get_num_threads() == four_threads
+    seen.clear()
+    assert dg.compare(fn, fn, rounds=3, min_run_time=1e-4, threads=None).threads == four_threads
+    assert set(seen) == {four_threads}
+
+
+@pytest.mark.parametrize("error", [RuntimeError("boom"), KeyboardInterrupt()])
+def test_compare_restores_the_thread_count_when_a_function_raises(four_threads, error):
+    calls = []
+
+    def fails_on_the_third_call():
+        calls.append(torch.get_num_threads())
+        if len(calls) == 3:
+            raise error
+
+    with pytest.raises(type(error)):
+        dg.compare(lambda: None, fails_on_the_third_call, rounds=3, min_run_time=1e-4)
+    assert calls == [1, 1, 1] and torch.get_num_threads() == four_threads
+
+
+def test_compare_restores_a_count_that_a_timed_function_changed(four_threads):
+    dg.compare(lambda: torch.set_num_threads(3), lambda: None, rounds=3, min_run_time=1e-4)
+    assert torch.get_num_threads() == four_threads
+
+
+@pytest.mark.parametrize(("threads", "match"), [
+    (0, r"threads=0: use an int of at least 1 \(the default, 1, times on one thread\), or None"),
+    (-2, r"threads=-2: use an int of at least 1"),
+    (1.5, r"threads=1\.5: use an int of at least 1"),
+    ("2", r"threads='2': use an int of at least 1"),
+    (True, r"threads=True: use an int of at least 1"),
+])
+def test_compare_rejects_a_bad_thread_count_and_changes_nothing(four_threads, threads, match):
+    with pytest.raises(ValueError, match=match):
+        dg.compare(lambda: None, lambda: None, threads=threads)
+    assert torch.get_num_threads() == four_threads
+
+
+@pytest.mark.parametrize(("names", "match"), [
+    (("A",), r"names=\('A',\): pass two names, the first for a and the second for b, "
+             r"e\.g\. names=\(\"loop\", \"batched\"\)"),
+    (("a", "b", "c"), r"names=\('a', 'b', 'c'\): pass two names"),
+    ("ab", r"names='ab': pass two names"),
+    (None, r"names=None: pass two names"),
+])
+def test_compare_needs_exactly_two_names(names, match):
+    with pytest.raises(ValueError, match=match):
+        dg.compare(lambda: None, lambda: None, names=names)
+
+
+def test_compare_takes_names_as_a_list():
+    c = dg.compare(lambda: None, lambda: None, names=["x", "y"], rounds=3, min_run_time=1e-4)
+    assert c.names == ("x", "y")
