@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -110,7 +111,12 @@ class Overlay:
         badges: ``{node id: text}`` drawn in red beside the node (backward order ``#3``);
             of a rolled node's iterations, the first one's badge is drawn.
         edge_norms: ``{(src, dst): gradient norm}``: edge width and label from the norm,
-            arrows turned to point the way the gradient flows.
+            arrows turned to point the way the gradient flows. Where several edges run
+            from ``src`` to ``dst`` (``x * x``), the norm of all they carry together.
+        parallel_norms: ``{(src, dst): [norm of each edge]}`` where several edges run
+            from ``src`` to ``dst``, in the order they come in the edge list: each
+            drawn edge is labelled with its own (``edge_norms`` labels them only when
+            the picture draws them as fewer edges, merged).
         highlight: Node ids outlined in red (a diff's new nodes).
         faint: Node ids drawn faint (grey text and outline, a pale fill): in a
             recording, the nodes that do not feed the output it is drawn for.
@@ -136,6 +142,7 @@ class Overlay:
     steps: Sequence[tuple[StepText, list[int]]] = field(default_factory=list)
     mode: str = "reveal"
     totals: list[int] = field(default_factory=list)
+    parallel_norms: dict[tuple[int, int], list[float]] = field(default_factory=dict)
 
 
 def to_dot(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
@@ -183,12 +190,13 @@ def to_dot(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
             _node_line(node, name, _node_extra(node.id, overlay), overlay.notes.get(node.id, "")))
     lines.extend(_frames_dot(inner, parents, module_types, blocks, overlay.block_notes))
     loops = {edge for block in blocks for edge in block.loops}
-    span = _norm_span(overlay.edge_norms)
+    norms = _edge_norms(edges, overlay)
+    span = _norm_span({k: v for k, v in enumerate(norms) if v is not None})
     spaced = _entering(places, edges, chains) if parents else set()
     computed = {node.id for _, node, _ in places if node.kind not in ("parameter", "input")}
     for k, (src, dst) in enumerate(edges):
         a = copies.get((src, dst), f"n{src}")
-        extra = _edge_extra((src, dst), overlay, span, (src, dst) in loops)
+        extra = _edge_extra(norms[k], span, (src, dst) in loops)
         if (src, dst) in spaced:
             extra = f"minlen=2 {extra}".rstrip()
         if src in computed and dst in computed and (src, dst) not in loops:  # the chain of ops stays straight
@@ -312,10 +320,31 @@ def _html_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _edge_extra(edge: tuple[int, int], overlay: Overlay, span: tuple[float, float], loop: bool) -> str:
+def _edge_norms(edges: Sequence[tuple[int, int]], overlay: Overlay) -> list[float | None]:
+    """The norm to draw on each edge, or ``None``: parallel edges each their own, where
+    the overlay has one per edge drawn; else the norm of all that runs between the two nodes.
+
+    Example:
+        >>> _edge_norms([(1, 2), (1, 2), (2, 3)], Overlay(edge_norms={(1, 2): 4.0, (2, 3): 1.0},
+        ...                                               parallel_norms={(1, 2): [2.0, 2.0]}))
+        [2.0, 2.0, 1.0]
+    """
+    drawn = Counter(edges)
+    seen: Counter[tuple[int, int]] = Counter()
+    out: list[float | None] = []
+    for edge in edges:
+        each = overlay.parallel_norms.get(edge)
+        if each is not None and len(each) == drawn[edge]:
+            out.append(each[seen[edge]])
+            seen[edge] += 1
+        else:
+            out.append(overlay.edge_norms.get(edge))
+    return out
+
+
+def _edge_extra(v: float | None, span: tuple[float, float], loop: bool) -> str:
     parts = ['style=dashed color="#e8590c" constraint=false'] if loop else []
-    if edge in overlay.edge_norms:
-        v = overlay.edge_norms[edge]
+    if v is not None:
         width, colour = _norm_width(v, span), _norm_colour(v)
         parts.append(f'dir=back penwidth={width:.2f} color="{colour}" '  # arrows follow the gradient
                      f'label={_edge_label(f"{v:.3g}", width)} fontcolor="{colour}"')

@@ -184,6 +184,7 @@ def _mapped(pic: Picture, overlay: Overlay) -> tuple[Overlay, Series]:
     for nid, badge in overlay.badges.items():
         out.badges.setdefault(pic.mapping[nid], badge)
     by_edge: dict[tuple[int, int], dict[int, float]] = {}
+    sources: dict[tuple[int, int], list[tuple[int, int]]] = {}  # drawn pair -> the pairs it stands for
     for edge, v in overlay.edge_norms.items():
         new = pic.edge(edge)
         if new[0] == new[1] and not _is_loop(pic, new):
@@ -191,6 +192,10 @@ def _mapped(pic: Picture, overlay: Overlay) -> tuple[Overlay, Series]:
         at = pic.iteration.get(edge[0]) or pic.through.get(edge[0]) or pic.iteration.get(edge[1])
         k = at[1] if at else 0  # (a bridge drawn as a loop edge: the iteration it leaves)
         by_edge.setdefault(new, {})[k] = v
+        sources.setdefault(new, []).append(edge)
+    for new, (edge, *more) in sources.items():
+        if not more and edge in overlay.parallel_norms:  # drawn one to one: each edge its own norm
+            out.parallel_norms[new] = overlay.parallel_norms[edge]
     series: dict[tuple[int, int], list[float | None]] = {}
     for edge, values in by_edge.items():
         finite = [v for v in values.values() if math.isfinite(v)]

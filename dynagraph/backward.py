@@ -20,8 +20,11 @@ from .norms import norm_of, stack_on_host
 
 __all__ = ["BackwardTrace", "trace_backward"]
 
-# A gradient norm (on the device, read after the block) or the note saying why there is none.
-_Norms = list[tuple[tuple[int, int], torch.Tensor | str]]
+# An edge of the trace: (src, dst, input number of dst), or a pair (src, dst) for the norm of
+# all that dst sent src (parallel edges summed); with a gradient norm (on the device, read
+# after the block) or the note saying why there is none.
+Edge = tuple[int, int, int]
+_Norms = list[tuple[Edge | tuple[int, int], torch.Tensor | str]]
 _Slot = tuple[int, int] | None  # (child id, output number of the child), or None
 _Grads = Sequence[torch.Tensor | None]  # what a backward hook receives, per input or output
 
@@ -33,10 +36,18 @@ class BackwardTrace(_page.View):
         nodes, edges: The graph as captured before ``backward()`` (see :func:`draw`).
         order: Node ids in the order their backward ran (repeats for each pass when
             ``backward(retain_graph=True)`` is called again inside the block).
-        edge_norms: ``{(src, dst): L2 norm}`` of the gradient sent back along each
-            forward edge ``src -> dst`` (the last pass wins).
-        notes: ``{(src, dst): reason}`` for edges whose gradient has no norm to read
-            (the ``meta`` device, a layout torch cannot reduce); they are not in
+        edge_norms: ``{(src, dst, slot): L2 norm}`` of the gradient sent back along
+            each forward edge ``src -> dst`` (the last pass wins). ``slot`` is the
+            number of the input of ``dst`` that the edge feeds, as autograd numbers
+            them (``dst``'s ``next_functions``; 0 for the edge into an output). It
+            tells apart the edges of one tensor used twice by one op: ``x * x`` sends
+            ``x`` one gradient per input, ``(src, dst, 0)`` and ``(src, dst, 1)``.
+        merged_norms: ``{(src, dst): L2 norm}`` of all the gradient ``dst`` sent
+            ``src`` together: the norm of the sum of the gradients of its parallel
+            edges (what ``src`` receives from ``dst``), or the edge's own norm when it
+            is the only one. A picture that draws parallel edges as one shows this.
+        notes: ``{(src, dst, slot): reason}`` for edges whose gradient has no norm to
+            read (the ``meta`` device, a layout torch cannot reduce); they are not in
             ``edge_norms``.
 
     Displays as the graph with execution order on the nodes and edge width and
@@ -46,8 +57,9 @@ class BackwardTrace(_page.View):
     def __init__(self, nodes: list[Node], edges: list[tuple[int, int]], module_types: dict[str, str]) -> None:
         self.nodes, self.edges, self.module_types = nodes, edges, module_types
         self.order: list[int] = []
-        self.edge_norms: dict[tuple[int, int], float] = {}
-        self.notes: dict[tuple[int, int], str] = {}
+        self.edge_norms: dict[Edge, float] = {}
+        self.merged_norms: dict[tuple[int, int], float] = {}
+        self.notes: dict[Edge, str] = {}
 
     def __repr__(self) -> str:
         names = {n.id: n.name for n in self.nodes}
@@ -68,11 +80,13 @@ class BackwardTrace(_page.View):
             badges.setdefault(nid, f"#{k + 1}")
         by_id = {n.id: n for n in self.nodes}
         arriving: dict[int, list[float]] = {}  # node id -> norms of the gradients it was sent
-        for (src, _), v in sorted(self.edge_norms.items()):
+        parallel: dict[tuple[int, int], list[float]] = {}  # (src, dst) -> each edge's norm, by slot
+        for (src, dst, _), v in sorted(self.edge_norms.items()):
             arriving.setdefault(src, []).append(v)
+            parallel.setdefault((src, dst), []).append(v)
         steps = [(_ran(by_id[nid], arriving.get(nid, [])), [nid]) for nid in self.order]
-        return Overlay(badges=badges, edge_norms=dict(self.edge_norms), steps=steps,
-                                 mode="light")
+        return Overlay(badges=badges, edge_norms=dict(self.merged_norms), steps=steps, mode="light",
+                       parallel_norms={pair: vs for pair, vs in parallel.items() if len(vs) > 1})
 
     def to_dot(self) -> str:
         """DOT of the picture: execution order on the nodes, gradient norm on the edges."""
@@ -196,15 +210,28 @@ def _add_hooks(fns: list, slots: dict[int, list], roots_of: dict[int, int], orde
 
 
 def _read(pending: _Norms, trace: BackwardTrace) -> None:
-    """Read all queued norms into ``trace.edge_norms`` with one synchronisation; notes aside."""
+    """Read all queued norms into ``trace.edge_norms`` and ``trace.merged_norms`` with one
+    synchronisation; notes aside. An edge alone between its two nodes is its own merged norm."""
     values = iter(stack_on_host([v for _, v in pending if not isinstance(v, str)]))  # the one sync
-    for edge, v in pending:
-        if isinstance(v, str):
-            trace.notes[edge] = v
+    merged: dict[tuple[int, int], float | None] = {}  # None: a note, no merged norm
+    for key, v in pending:
+        value = None if isinstance(v, str) else next(values)
+        if len(key) == 2:  # a pair's merged norm (parallel edges)
+            merged[key[0], key[1]] = value
+            continue
+        edge = (key[0], key[1], key[2])
+        if value is None:
+            trace.notes[edge] = str(v)
             trace.edge_norms.pop(edge, None)
         else:
-            trace.edge_norms[edge] = next(values)
+            trace.edge_norms[edge] = value
             trace.notes.pop(edge, None)
+        merged.setdefault((edge[0], edge[1]), value)
+    for pair, value in merged.items():
+        if value is None:
+            trace.merged_norms.pop(pair, None)
+        else:
+            trace.merged_norms[pair] = value
     pending.clear()
 
 
@@ -217,12 +244,14 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
     without a copy, which costs more than batched kernels save (measured on CPU).
 
     ``slots[k]`` is ``(child id, output number of the child)`` that the node's k-th
-    input came from, or ``None``. Autograd runs one node at a time per device, so
+    input came from, or ``None``. Each input is its own edge, ``(child, nid, k)``; where
+    one child feeds several inputs (``x * x``) the norm of all it is sent together is
+    queued too, under ``(child, nid)``. Autograd runs one node at a time per device, so
     post-hooks fire in the order the nodes ran.
     """
-    sent = [(k, (s[0], nid)) for k, s in enumerate(slots) if s is not None]  # (input number, its edge)
-    shared = len(sent) > 1 and len({edge for _, edge in sent}) < len(sent)
-    out_edge = (nid, output_id) if output_id is not None else None
+    sent = [(k, (s[0], nid, k)) for k, s in enumerate(slots) if s is not None]  # (input number, its edge)
+    shared = len(sent) > 1 and len({edge[0] for _, edge in sent}) < len(sent)
+    out_edge = (nid, output_id, 0) if output_id is not None else None
 
     def hook(grad_inputs: _Grads, grad_outputs: _Grads) -> None:
         order.append(nid)
@@ -231,9 +260,6 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
                 pause.start()
             if out_edge is not None and grad_outputs and grad_outputs[0] is not None:
                 pending.append((out_edge, norm_of(grad_outputs[0])))
-            if shared:  # x * x: one edge carries several gradients
-                pending.extend(((child, nid), norm) for child, norm in _merged(slots, grad_inputs).items())
-                return
             last: torch.Tensor | None = None  # an add sends one tensor to both inputs: one norm
             norm: torch.Tensor | str = ""
             for k, edge in sent:
@@ -242,6 +268,9 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
                     if grad is not last:
                         last, norm = grad, norm_of(grad)
                     pending.append((edge, norm))
+            if shared:  # x * x: one child, several edges; also the norm of their sum
+                pending.extend(((child, nid), norm) for child, norm in _merged(slots, grad_inputs).items()
+                               if sum(s is not None and s[0] == child for s in slots) > 1)
         except Exception as e:  # noqa: BLE001 - never abort the user's backward()
             note = f"no norm: {type(e).__name__}: {str(e)[:120]}"
             edges = [edge for _, edge in sent] + ([out_edge] if out_edge else [])

@@ -106,22 +106,25 @@ def frame_rows(svg: str) -> dict[int, tuple[float, float]]:
 
 
 def sent_norms(root, params):
-    """The oracle of every edge of a backward replay: ``{(src id, dst id): norm}`` of
-    what node ``dst`` sent node ``src``, taken in float64 by plain post-hooks. Register
-    it inside ``trace_backward`` (after the tracer's hooks, so they see the same
-    gradients), before ``backward()``. Gradients for one input slot add up; several
-    slots of one child (two outputs of ``unbind``) count as one vector. Returns the
-    dict, filled by ``backward()``, and the hooks' handles to remove. Record ids come
-    from ``walk`` (its records are checked against a plain walk in test_properties)."""
+    """The oracle of every edge of a backward replay, taken in float64 by plain
+    post-hooks: ``{(src id, dst id, input number): norm}`` of what node ``dst`` sent node
+    ``src`` through its input ``k`` (one norm per input slot: ``x * x`` sends ``x``
+    two), and ``{(src id, dst id): norm}`` of all of it together (gradients for one slot
+    of ``src`` added up; several slots of one child, two outputs of ``unbind``, taken as
+    one vector). Register it inside ``trace_backward`` (after the tracer's hooks, so they
+    see the same gradients), before ``backward()``. Returns the dict, filled by
+    ``backward()``, and the hooks' handles to remove. Record ids come from ``walk`` (its
+    records are checked against a plain walk in test_properties)."""
     _, _, fns = walk(named_roots(root), param_names_of(params)[0])
     ids = {fn: nid for nid, fn in enumerate(fns) if fn is not None}
     sent, handles = {}, []
     for fn, nid in ids.items():
         def hook(grad_inputs, grad_outputs, nid=nid, fn=fn):
             summed = {}
-            for (child, k), g in zip(fn.next_functions, grad_inputs):
+            for k, ((child, out), g) in enumerate(zip(fn.next_functions, grad_inputs)):
                 if child is not None and g is not None:
-                    key = (ids[child], k)
+                    sent[(ids[child], nid, k)] = torch.linalg.vector_norm(g.double()).item()
+                    key = (ids[child], out)
                     summed[key] = summed[key] + g if key in summed else g
             per_child = {}
             for (child, _), g in summed.items():
@@ -134,9 +137,13 @@ def sent_norms(root, params):
 
 def check_edge_norms(bt, sent, rel, abs=1e-12):
     """Every edge between two nodes of ``bt`` has the norm the oracle took, within
-    ``rel`` (edges into the drawn output are not autograd edges: the oracle has none)."""
+    ``rel``, one per input slot, and each pair of nodes the norm of all it carries
+    together (edges into the drawn output are not autograd edges: the oracle has none)."""
     outputs = {n.id for n in bt.nodes if n.kind == "output"}
-    inner = {edge: v for edge, v in bt.edge_norms.items() if edge[1] not in outputs}
-    assert inner.keys() == sent.keys()
-    for edge, v in inner.items():
-        assert v == pytest.approx(sent[edge], rel=rel, abs=abs), (bt.nodes[edge[0]].name, bt.nodes[edge[1]].name)
+    for got, want in ((bt.edge_norms, {k: v for k, v in sent.items() if len(k) == 3}),
+                      (bt.merged_norms, {k: v for k, v in sent.items() if len(k) == 2})):
+        inner = {edge: v for edge, v in got.items() if edge[1] not in outputs}
+        assert inner.keys() == want.keys()
+        for edge, v in inner.items():
+            assert v == pytest.approx(want[edge], rel=rel, abs=abs), (bt.nodes[edge[0]].name, bt.nodes[edge[1]].name)
+

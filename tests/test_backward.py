@@ -1,14 +1,16 @@
 """trace_backward: the order autograd ran the nodes, and gradient norms checked against .grad."""
 
 import gc
+import re
 import weakref
+from collections import Counter
 
 import pytest
 import torch
 from torch import nn
 
 import dynagraph as dg
-from dynagraph import backward
+from dynagraph import _dot, _picture, backward
 
 from _helpers import Square, check_edge_norms, outputs_of, sent_norms
 
@@ -30,6 +32,17 @@ def first_runs(bt):
 def leaf(bt, label):
     (node,) = [n for n in bt.nodes if n.name == "AccumulateGrad" and n.label == label]
     return node.id
+
+
+def one(bt, src, dst):
+    """The norm of the one edge from ``src`` to ``dst`` (there must be exactly one)."""
+    (value,) = [v for (a, b, _), v in bt.edge_norms.items() if (a, b) == (src, dst)]
+    return value
+
+
+def pairs(by_edge):
+    """``{(src, dst): how many edges}`` of a trace's ``edge_norms`` or ``notes``."""
+    return Counter((src, dst) for src, dst, _ in by_edge)
 
 
 def consumers(bt, nid):
@@ -73,9 +86,9 @@ def test_edge_norm_from_a_leaf_is_its_grad_norm():
     bt = traced((x * w).sum() * 2, params={"x": x, "w": w})
     for name, t in (("x", x), ("w", w)):
         (dst,) = consumers(bt, leaf(bt, name))
-        assert bt.edge_norms[(leaf(bt, name), dst)] == pytest.approx(t.grad.norm().item())
+        assert one(bt, leaf(bt, name), dst) == pytest.approx(t.grad.norm().item())
     assert x.grad.norm().item() == pytest.approx(2 * 10 ** 0.5)  # 2 * |w|
-    assert set(bt.edge_norms) == set(bt.edges)
+    assert pairs(bt.edge_norms) == Counter(bt.edges)
 
 
 def test_edge_norms_of_parameters_match_their_grads():
@@ -83,8 +96,8 @@ def test_edge_norms_of_parameters_match_their_grads():
     bt = traced(loss, params=model)
     for name, p in model.named_parameters():
         (dst,) = consumers(bt, leaf(bt, name))
-        assert bt.edge_norms[(leaf(bt, name), dst)] == pytest.approx(p.grad.norm().item(), rel=1e-6)
-    assert set(bt.edge_norms) == set(bt.edges)
+        assert one(bt, leaf(bt, name), dst) == pytest.approx(p.grad.norm().item(), rel=1e-6)
+    assert pairs(bt.edge_norms) == Counter(bt.edges)
 
 
 def test_edge_into_the_output_carries_the_seed_gradient():
@@ -93,24 +106,70 @@ def test_edge_into_the_output_carries_the_seed_gradient():
     bt = traced(y, gradient=torch.tensor([3.0, 4.0]))
     (out,) = [n.id for n in bt.nodes if n.kind == "output"]
     (src,) = [s for s, d in bt.edges if d == out]
-    assert bt.edge_norms[(src, out)] == pytest.approx(5.0)
-    assert bt.edge_norms[(leaf(bt, "input"), src)] == pytest.approx(10.0)
+    assert one(bt, src, out) == pytest.approx(5.0)
+    assert one(bt, leaf(bt, "input"), src) == pytest.approx(10.0)
 
 
-def test_leaf_used_twice_by_one_op_gets_the_summed_gradient():
+def test_leaf_used_twice_by_one_op_gets_one_norm_per_edge_and_their_sum_merged():
+    """``x * x`` sends ``x`` one gradient per input (each ``x``, here (1, 2)); ``x.grad``
+    is their sum (2x): each edge is labelled with its own, the merged view with the sum."""
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     bt = traced((x * x).sum(), params={"x": x})
     (dst,) = set(consumers(bt, leaf(bt, "x")))
-    assert bt.edge_norms[(leaf(bt, "x"), dst)] == pytest.approx(x.grad.norm().item())  # |2x|
+    each = {slot: v for (src, d, slot), v in bt.edge_norms.items() if (src, d) == (leaf(bt, "x"), dst)}
+    assert each == {0: pytest.approx(x.norm().item()), 1: pytest.approx(x.norm().item())}
+    assert bt.merged_norms[(leaf(bt, "x"), dst)] == pytest.approx(x.grad.norm().item())  # |2x|
 
 
-def test_two_outputs_of_one_node_are_taken_together():
+def test_x_times_x_plus_3x_labels_the_edges_into_x_2_2_and_3():
+    """The replay lesson 01 draws: at x = 2 the edges into x carry 2, 2 and 3, which add up
+    to x.grad = 7 (the merged edge from x * x would carry 4)."""
+    x = torch.tensor([2.0], requires_grad=True)
+    y = x * x + 3 * x
+    bt = traced(y, params={"x": x})
+    into_x = sorted(v for (src, _, _), v in bt.edge_norms.items() if src == leaf(bt, "x"))
+    assert into_x == [2.0, 2.0, 3.0] and sum(into_x) == x.grad.item() == 7.0
+    labels = [float(t) for t in re.findall(r"<TD>([^<]*)</TD>", bt.to_dot())]
+    assert sorted(labels) == [1.0, 1.0, 1.0, 2.0, 2.0, 3.0]  # 4 nowhere: each edge its own
+    texts = [t for t, _ in bt._overlays().steps]
+    assert texts[-1] == "x.grad += the gradient from 3 uses, \u2016g\u2016 = 2, 2, 3"
+
+
+def test_parallel_edges_drawn_as_one_carry_the_merged_norm():
+    """A rolled picture draws the two edges from ``x`` into the loop's ``x * x`` as one
+    edge: it is labelled with the norm of their sum (what ``x`` got from that mul), never
+    with one edge's own norm; drawn unrolled, each edge has its own."""
+    x = torch.tensor([1.0], requires_grad=True)
+    h = x
+    for _ in range(30):
+        h = h * h * 0.5 + 0.5  # stays 1, and so does its gradient: each edge from x carries 0.5
+    bt = traced(h, params={"x": x})
+    (mul,) = set(consumers(bt, leaf(bt, "x")))
+    each = sorted(v for (src, dst, _), v in bt.edge_norms.items() if (src, dst) == (leaf(bt, "x"), mul))
+    merged = bt.merged_norms[(leaf(bt, "x"), mul)]
+    assert len(each) == 2 and each[0] == each[1] and each[0] == 0.5 and merged == 1.0
+    pic = _picture.picture(bt.graph(), roll=True)
+    assert pic.graph.blocks and pic.graph.blocks[0].repeats == 30
+    drawn, _ = _picture._mapped(pic, bt._overlays())
+    x_edge = pic.edge((leaf(bt, "x"), mul))
+    assert Counter(pic.graph.edges)[x_edge] == 1  # the two edges drawn as one
+    labels = dict(zip(pic.graph.edges, _dot._edge_norms(pic.graph.edges, drawn)))
+    assert labels[x_edge] == merged
+    full = _picture.picture(bt.graph(), roll=False, max_nodes=None)
+    drawn, _ = _picture._mapped(full, bt._overlays())
+    from_x = [v for e, v in zip(full.graph.edges, _dot._edge_norms(full.graph.edges, drawn)) if e == (leaf(bt, "x"), mul)]
+    assert from_x == each
+
+
+def test_two_outputs_of_one_node_are_two_edges_and_taken_together_merged():
     x = torch.tensor([3.0, 4.0], requires_grad=True)
     a, b = x.unbind()
-    bt = traced(a * b)  # d/da = b = 4, d/db = a = 3: the edge carries (4, 3)
+    bt = traced(a * b)  # d/da = b = 4, d/db = a = 3: the edges carry 4 and 3, (4, 3) together
     unbind = [n.id for n in bt.nodes if n.name == "UnbindBackward0"][0]
     (mul,) = set(consumers(bt, unbind))
-    assert bt.edge_norms[(unbind, mul)] == pytest.approx(5.0)
+    each = {slot: v for (src, dst, slot), v in bt.edge_norms.items() if (src, dst) == (unbind, mul)}
+    assert each == {0: pytest.approx(4.0), 1: pytest.approx(3.0)}
+    assert bt.merged_norms[(unbind, mul)] == pytest.approx(5.0)
 
 
 def test_custom_function_runs_and_passes_its_gradient():
@@ -119,7 +178,7 @@ def test_custom_function_runs_and_passes_its_gradient():
     custom = [n.id for n in bt.nodes if n.kind == "custom"][0]
     assert [bt.nodes[i].name for i in bt.order] == ["SumBackward0", bt.nodes[custom].name,
                                                     "AccumulateGrad"]
-    assert bt.edge_norms[(leaf(bt, "x"), custom)] == pytest.approx(x.grad.norm().item())
+    assert one(bt, leaf(bt, "x"), custom) == pytest.approx(x.grad.norm().item())
     assert torch.equal(x.grad, 2 * x.detach())
 
 
@@ -148,7 +207,7 @@ def test_hooks_are_removed_and_norms_read_when_the_block_raises():
             loss.backward(retain_graph=True)
             raise RuntimeError("boom")
     order = list(bt.order)
-    assert set(bt.edge_norms) == set(bt.edges)
+    assert pairs(bt.edge_norms) == Counter(bt.edges)
     loss.backward()
     assert bt.order == order
 
@@ -218,7 +277,7 @@ def test_picture_marks_order_and_norms():
     for k in range(1, len(bt.order) + 1):
         assert f"#{k}" in dot
     for src, dst in bt.edges:
-        assert f"{bt.edge_norms[(src, dst)]:.3g}" in dot  # |(2, 2)| = 2.83 into x, ...
+        assert f"{one(bt, src, dst):.3g}" in dot  # |(2, 2)| = 2.83 into x, ...
     assert bt.graph().counts() == dg.draw((2 * x).sum()).counts()
 
 
@@ -238,8 +297,8 @@ def test_sparse_embedding_backward_finishes_and_is_traced():
     assert emb.weight.grad is not None and emb.weight.grad.is_sparse
     (dst,) = consumers(bt, leaf(bt, "weight"))
     want = torch.linalg.vector_norm(emb.weight.grad.to_dense().double()).item()
-    assert bt.edge_norms[(leaf(bt, "weight"), dst)] == pytest.approx(want, rel=1e-6)
-    assert set(bt.edge_norms) == set(bt.edges) and bt.notes == {}
+    assert one(bt, leaf(bt, "weight"), dst) == pytest.approx(want, rel=1e-6)
+    assert pairs(bt.edge_norms) == Counter(bt.edges) and bt.notes == {}
 
 
 def test_complex_gradient_norm_keeps_the_imaginary_part():
@@ -248,7 +307,7 @@ def test_complex_gradient_norm_keeps_the_imaginary_part():
     (dst,) = consumers(bt, leaf(bt, "z"))
     want = torch.linalg.vector_norm(z.grad.to(torch.complex128)).item()
     assert want == pytest.approx(2 ** 0.5)
-    assert bt.edge_norms[(leaf(bt, "z"), dst)] == pytest.approx(want)
+    assert one(bt, leaf(bt, "z"), dst) == pytest.approx(want)
 
 
 def test_half_gradient_norm_does_not_overflow():
@@ -256,7 +315,7 @@ def test_half_gradient_norm_does_not_overflow():
     bt = traced((w.float() * 9999.9).sum(), params={"w": w})  # fp16 grads of 9999.9: norm 99,999
     (dst,) = consumers(bt, leaf(bt, "w"))
     want = torch.linalg.vector_norm(w.grad.double()).item()
-    assert bt.edge_norms[(leaf(bt, "w"), dst)] == pytest.approx(want, rel=1e-6)
+    assert one(bt, leaf(bt, "w"), dst) == pytest.approx(want, rel=1e-6)
 
 
 def test_meta_gradients_get_notes_and_backward_finishes():
@@ -264,7 +323,7 @@ def test_meta_gradients_get_notes_and_backward_finishes():
     loss = model(torch.ones(1, 3, device="meta")).sum()
     bt = traced(loss, params=model)
     assert model.weight.grad is not None and model.weight.grad.device.type == "meta"
-    assert set(bt.notes) == set(bt.edges) and bt.edge_norms == {}
+    assert pairs(bt.notes) == Counter(bt.edges) and bt.edge_norms == {}
     assert all("meta device" in note for note in bt.notes.values())
     assert f"0 edge norms, {len(bt.edges)} without a norm (see .notes)" in repr(bt)
 
@@ -277,7 +336,7 @@ def test_a_failing_norm_never_aborts_the_backward(monkeypatch):
     model, loss = mlp()
     bt = traced(loss, params=model)
     assert all(p.grad is not None for p in model.parameters())
-    assert bt.edge_norms == {} and set(bt.notes) == set(bt.edges)
+    assert bt.edge_norms == {} and pairs(bt.notes) == Counter(bt.edges)
     assert all("RuntimeError: no kernel" in note for note in bt.notes.values())
 
 
@@ -298,7 +357,7 @@ def test_gradients_summed_by_autograd_have_each_edge_norm_before_the_sum():
     bt = traced(loss, params={"x": x})
     names = {n.id: n.name for n in bt.nodes}
     mul = next(i for i, n in names.items() if n == "MulBackward0")
-    got = {names[dst]: v for (src, dst), v in bt.edge_norms.items() if src == mul}
+    got = {names[dst]: v for (src, dst, _), v in bt.edge_norms.items() if src == mul}
     a = a.detach()
     assert got["SinBackward0"] == pytest.approx(torch.linalg.vector_norm(a.cos()).item(), rel=1e-6)
     assert got["CosBackward0"] == pytest.approx(torch.linalg.vector_norm(a.sin()).item(), rel=1e-6)
@@ -335,7 +394,7 @@ def test_step_texts_and_the_heading_read_in_chinese():
         dg.set_language("en")
     assert heading == (f"反向传播：节点共运行 {len(bt.order)} 次。箭头指向自动微分传递梯度的方向：从输出回到输入")
     assert texts[0] == "SumBackward0 已运行：收到梯度，\u2016g\u2016 = 1"  # names and numbers as they are
-    into_x = sorted(v for (src, _), v in bt.edge_norms.items() if bt.nodes[src].label == "x")
+    into_x = sorted(v for (src, _, _), v in bt.edge_norms.items() if bt.nodes[src].label == "x")
     assert f"x.grad += 来自 2 处使用的梯度，\u2016g\u2016 = {into_x[1]:.2g}, {into_x[0]:.2g}" in texts
     assert "lin.bias.grad += 梯度，\u2016g\u2016 = 1" in texts  # the gradient of a sum: 1
 
@@ -421,7 +480,7 @@ def test_a_tensor_hook_that_replaces_the_gradient_is_seen():
     y.register_hook(lambda g: g * 10)  # runs before ViewBackward0: it sends 10x what it got
     loss = z.pow(2).sum()
     bt = traced(loss, params={"x": x})
-    assert bt.edge_norms[view_edge(bt)] == pytest.approx((2 * z * 10).norm().item())
+    assert one(bt, *view_edge(bt)) == pytest.approx((2 * z * 10).norm().item())
 
 
 def test_a_tensor_hook_that_changes_the_gradient_in_place_is_seen():
@@ -430,7 +489,7 @@ def test_a_tensor_hook_that_changes_the_gradient_in_place_is_seen():
     y.register_hook(lambda g: g.mul_(10))  # the same tensor, changed: its version counter moves
     loss = z.pow(2).sum()
     bt = traced(loss, params={"x": x})
-    assert bt.edge_norms[view_edge(bt)] == pytest.approx((2 * z * 10).norm().item())
+    assert one(bt, *view_edge(bt)) == pytest.approx((2 * z * 10).norm().item())
 
 
 def test_a_backward_over_other_roots_that_adds_to_the_gradient_is_seen():
@@ -439,7 +498,7 @@ def test_a_backward_over_other_roots_that_adds_to_the_gradient_is_seen():
     with dg.trace_backward(traced_part, params={"x": x}) as bt:
         (traced_part + other).backward()
     want = (2 * y.detach() + 5.0).norm().item()  # what ViewBackward0 got: both consumers' gradients
-    assert bt.edge_norms[view_edge(bt)] == pytest.approx(want)
+    assert one(bt, *view_edge(bt)) == pytest.approx(want)
 
 
 def test_a_post_hook_of_someone_else_on_the_node_is_seen():
@@ -448,7 +507,7 @@ def test_a_post_hook_of_someone_else_on_the_node_is_seen():
     y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (grad_inputs[0] * 10,))  # runs first
     loss = z.pow(2).sum()
     bt = traced(loss, params={"x": x})
-    assert bt.edge_norms[view_edge(bt)] == pytest.approx((2 * z * 10).norm().item())
+    assert one(bt, *view_edge(bt)) == pytest.approx((2 * z * 10).norm().item())
     assert x.grad.norm().item() == pytest.approx((2 * z * 10 * 3).norm().item())
 
 
@@ -482,7 +541,7 @@ def test_a_hook_that_changes_the_gradient_through_data_is_seen():
     loss = (y * 1.0).sum()
     bt = traced(loss, params={"x": x})
     (t,) = [n.id for n in bt.nodes if n.name == "TBackward0"]
-    assert bt.edge_norms[(leaf(bt, "x"), t)] == pytest.approx(x.grad.norm().item())  # 34.6, not 3.46
+    assert one(bt, leaf(bt, "x"), t) == pytest.approx(x.grad.norm().item())  # 34.6, not 3.46
 
 
 def test_an_inference_mode_gradient_gets_norms():

@@ -130,6 +130,6 @@ def test_norms_floor_takes_the_norms_a_trace_shows(bench):
     with dg.trace_backward(loss, params=model) as bt:
         loss.backward()
     outputs = {n.id for n in bt.nodes if n.kind == "output"}
-    traced = sorted(v for (src, dst), v in bt.edge_norms.items() if dst not in outputs)
+    traced = sorted(v for (src, dst, _), v in bt.edge_norms.items() if dst not in outputs)
     assert len(norms) == len(traced) == 11  # 12 nodes; each edge into a consumer once
     assert sorted(torch.stack(norms).tolist()) == pytest.approx(traced, rel=1e-6)

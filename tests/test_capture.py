@@ -455,7 +455,7 @@ def test_nested_tensor_graph_draws_records_and_replays():
     with dg.trace_backward(y) as bt:
         y.backward(grad)
     leaf = {n.id for n in bt.nodes if n.kind == "input"}
-    norms = sorted(v for (src, _), v in bt.edge_norms.items() if src in leaf)
+    norms = sorted(v for (src, _, _), v in bt.edge_norms.items() if src in leaf)
     expected = sorted(torch.linalg.vector_norm(t.grad).item() for t in (a, b))
     assert norms == pytest.approx(expected)
 

@@ -187,8 +187,9 @@ def test_norm_labels_keep_clear_of_every_edge(make):
 def test_chain_rule_labels_show_the_local_gradients():
     svg = both_svgs(chain_rule().to_dot())["compact"]
     labels = sorted(text for edge in edges_in(svg) for text in edge["texts"])
-    # dy/dx = 2x + 3 at x = 2: x * x sends 2 + 2 to x along each of its two edges, 3 * x sends 3
-    assert labels == ["1", "1", "1", "3", "4", "4"]
+    # dy/dx = 2x + 3 at x = 2: x * x sends x 2 along each of its two edges, 3 * x sends 3;
+    # the labels into x add up to x.grad = 7
+    assert labels == ["1", "1", "1", "2", "2", "3"]
 
 
 def _chain(norms: list[float]) -> tuple[list[Node], list[tuple[int, int]], dict[tuple[int, int], float]]:

@@ -149,7 +149,7 @@ def check_leaf_norms(bt, leaves):
         if f"x{i}" not in by_label:
             continue  # this leaf feeds nothing the result depends on
         nid = by_label[f"x{i}"]
-        into = [v for (src, _), v in bt.edge_norms.items() if src == nid]
+        into = [v for (src, _, _), v in bt.edge_norms.items() if src == nid]
         true = torch.linalg.vector_norm(leaf.grad).item()
         if len(into) == 1:
             assert into[0] == pytest.approx(true, rel=1e-5, abs=1e-9)
@@ -168,6 +168,51 @@ def test_random_programs_capture_record_and_replay_like_torch(program):
 @given(programs())
 def test_random_programs_long_run(program):
     check_program(program)
+
+
+@st.composite
+def shared_programs(draw):
+    """A program in which some ops read one value in several of their inputs
+    (``x * x``, ``x - x``, ``cat([a, a])``): each such op sends that value one
+    gradient per input, and a replay must label each of those edges with its own."""
+    leaves, steps = draw(programs())
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(0, len(steps)))
+        i = draw(st.integers(0, leaves + at - 1))
+        steps.insert(at, ("b", draw(st.sampled_from(["add", "cat", "max", "mul", "sub"])), i, i))
+    return leaves, steps
+
+
+def check_parallel_edges(program):
+    """Every edge of an op that reads one value twice has the norm PyTorch's own hooks
+    took for that input (``check_edge_norms``), and the edges into a leaf add up to at
+    least its ``.grad`` (each is one term of the sum)."""
+    leaves = make_leaves(program)
+    y = run(program, leaves)
+    params = {f"x{i}": t for i, t in enumerate(leaves)}
+    with dg.trace_backward(y, params=params) as bt:
+        sent, handles = sent_norms(y, params)
+        y.backward()
+    for handle in handles:
+        handle.remove()
+    parallel = Counter((src, dst) for src, dst, _ in bt.edge_norms)
+    assert any(n > 1 for n in parallel.values())  # the program has parallel edges
+    assert parallel == Counter(bt.edges)  # one norm per drawn edge
+    check_edge_norms(bt, sent, rel=1e-6, abs=1e-12)  # read as float32 (norms.stack_on_host)
+    check_leaf_norms(bt, leaves)
+
+
+@SETTINGS
+@given(shared_programs())
+def test_ops_that_read_one_value_twice_have_a_norm_per_edge_like_torch(program):
+    check_parallel_edges(program)
+
+
+@pytest.mark.long
+@LONG
+@given(shared_programs())
+def test_ops_that_read_one_value_twice_long_run(program):
+    check_parallel_edges(program)
 
 
 # -- random small models --------------------------------------------------------------------
@@ -207,7 +252,7 @@ def check_model(spec):
         handle.remove()
     by_label = {n.label: n.id for n in bt.nodes if n.kind == "parameter"}
     for name, p in model.named_parameters():
-        into = [v for (src, _), v in bt.edge_norms.items() if src == by_label[name]]
+        into = [v for (src, _, _), v in bt.edge_norms.items() if src == by_label[name]]
         assert len(into) == 1  # each parameter is used once in a Sequential
         assert into[0] == pytest.approx(torch.linalg.vector_norm(p.grad).item(), rel=1e-4, abs=1e-8)
     check_edge_norms(bt, sent, rel=1e-4, abs=1e-8)  # float32 models: rounding
