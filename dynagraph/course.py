@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -13,7 +16,7 @@ if sys.version_info >= (3, 11):
 else:
     from importlib.abc import Traversable
 
-__all__ = ["course_files", "place"]
+__all__ = ["StudyTime", "course_files", "place", "study_time"]
 
 # What a course folder holds; setup.py copies the same files into the wheel. The
 # Chinese edition's notebooks and run times go in its subfolder (zh/), as in a clone.
@@ -82,6 +85,73 @@ def place(folder: str | Path, force: bool = False) -> list[Path]:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_bytes(f.read_bytes())
     return [folder / name for name, _ in files]
+
+
+WORDS_PER_MINUTE = 150  # English prose
+HANZI_PER_MINUTE = 300  # Chinese prose, counted in characters (no spaces part the words)
+_HANZI = re.compile(r"[\u4e00-\u9fff]")
+_SOLUTION = re.compile(r"```python\n(.*?)```", re.S)
+
+
+@dataclass(frozen=True)
+class StudyTime:
+    """How long a notebook takes a learner, in minutes (see :func:`study_time`).
+
+    Attributes:
+        reading: Reading its prose once.
+        lesson: Reading, running and looking at every output: twice the reading time.
+        exercises: The exercises that are not marked optional, by the length of their
+            solutions.
+        optional: The exercises marked optional.
+    """
+
+    reading: float
+    lesson: float
+    exercises: float
+    optional: float
+
+    @property
+    def total(self) -> float:
+        """The lesson with its exercises, the optional ones aside."""
+        return self.lesson + self.exercises
+
+
+def exercise_minutes(solution_lines: int) -> int:
+    """An estimate of one exercise's time from the length of its folded solution: 5
+    minutes for at most 5 lines of code, 10 for at most 15, 20 for a longer one.
+
+    Example:
+        >>> [exercise_minutes(n) for n in (1, 5, 6, 15, 45)]
+        [5, 5, 10, 10, 20]
+    """
+    return 5 if solution_lines <= 5 else 10 if solution_lines <= 15 else 20
+
+
+def study_time(path: str | Path) -> StudyTime:
+    """How long the notebook at ``path`` takes: its prose read at 150 words (or 300 Chinese
+    characters) a minute, twice that to run it and look at each output, and each exercise
+    by :func:`exercise_minutes` of its solution's lines (comments and blank lines aside).
+    An exercise whose stub cell has the tag ``exercise-optional`` counts apart."""
+    cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
+    tags = [c.get("metadata", {}).get("tags", []) for c in cells]
+    text = " ".join("".join(c["source"]) for c, t in zip(cells, tags)
+                    if c["cell_type"] == "markdown" and "exercise-solution" not in t)
+    words, hanzi = len(_HANZI.sub(" ", text).split()), len(_HANZI.findall(text))
+    reading = words / WORDS_PER_MINUTE + hanzi / HANZI_PER_MINUTE
+    core = optional = 0.0
+    stub_optional = False
+    for c, t in zip(cells, tags):
+        if "exercise-stub" in t:
+            stub_optional = "exercise-optional" in t
+        elif "exercise-solution" in t:
+            code = _SOLUTION.search("".join(c["source"]))
+            lines = [line for line in (code.group(1) if code else "").splitlines()
+                     if line.strip() and not line.strip().startswith("#")]
+            if stub_optional:
+                optional += exercise_minutes(len(lines))
+            else:
+                core += exercise_minutes(len(lines))
+    return StudyTime(reading=reading, lesson=2 * reading, exercises=core, optional=optional)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

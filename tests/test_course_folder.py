@@ -1,6 +1,7 @@
 """dynagraph/course.py: the course placed in a folder outside a clone, from a clone and
 from the built wheel (which carries the notebooks; setup.py's build hook)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -90,3 +91,53 @@ nb = nbformat.read("00_index.ipynb", as_version=4)
 nbclient.NotebookClient(nb, timeout=60, kernel_name="python3").execute()
 print("".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs))
 """
+
+
+# -- how long a notebook takes (study_time) --------------------------------------------------
+
+def _notebook(tmp_path, cells):
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps({"cells": cells}), encoding="utf-8")
+    return path
+
+
+def _md(text, tags=()):
+    return {"cell_type": "markdown", "metadata": {"tags": list(tags)}, "source": [text]}
+
+
+def _solution(lines):
+    code = "\n".join(f"x{k} = {k}" for k in range(lines))
+    return _md(f"<details><summary>Show a solution</summary>\n\n```python\n# a comment\n\n{code}\n```\n</details>",
+               ("exercise-solution",))
+
+
+def _stub(optional=False):
+    tags = ["exercise-stub"] + (["exercise-optional"] if optional else [])
+    return {"cell_type": "code", "metadata": {"tags": tags}, "source": ["def f():\n    raise NotImplementedError"]}
+
+
+def test_study_time_reads_twice_over_and_times_each_exercise_by_its_solution(tmp_path):
+    words = _md(" ".join(["word"] * 300))  # 2 minutes of reading
+    path = _notebook(tmp_path, [words, _stub(), _solution(5), _stub(), _solution(6), _stub(), _solution(16),
+                                _stub(optional=True), _solution(45)])
+    t = course.study_time(path)
+    assert (t.reading, t.lesson, t.exercises, t.optional, t.total) == (2, 4, 5 + 10 + 20, 20, 4 + 35)
+
+
+def test_study_time_counts_chinese_by_characters(tmp_path):
+    t = course.study_time(_notebook(tmp_path, [_md("汉" * 600 + " and three words")]))
+    assert t.reading == pytest.approx(600 / 300 + 3 / 150)
+
+
+def test_the_readme_and_the_index_state_the_time_a_lesson_takes():
+    """The README's and the index's '30 to 60 minutes' with the exercises (the optional
+    one aside, '20' more) hold for every lesson of both editions."""
+    lessons = [p for d in ("notebooks", "notebooks/zh") for p in (ROOT / d).glob("0[1-9]_*.ipynb")]
+    times = [course.study_time(p) for p in lessons]
+    assert 30 <= min(t.total for t in times) and max(t.total for t in times) <= 60
+    assert {t.optional for t in times} == {0, 20}
+    assert "30 to 60 minutes with its\nexercises (one optional exercise adds 20)" in (ROOT / "README.md").read_text()
+    assert "连同练习需要 30 到 60 分钟（一道选做练习另加 20 分钟）" in (ROOT / "README.zh-CN.md").read_text()
+    for index in ("notebooks/00_index.ipynb", "notebooks/zh/00_index.ipynb"):
+        text = (ROOT / index).read_text(encoding="utf-8")
+        assert "30 to 60 minutes" in text or "30 到 60 分钟" in text
