@@ -306,3 +306,141 @@ def test_untranslated_finds_an_english_sentence_outside_code_and_quotes():
     assert untranslated("✗ 练习 2：还不对。请在 `torch.no_grad()` 下使用 `w -= lr * w.grad`。") is None
     assert untranslated("你的答案抛出了 IndexError：“index 4 is out of bounds”。") is None
     assert untranslated("你的命令打印了：\n    (Pdb) p a is not a number\n") is None
+
+
+# -- Issue 31: what each check says about answers it once misjudged ---------------------------
+
+def _answer_module(notebook: str):
+    """tests/exercise_answers/nbNN.py, for its named answers."""
+    spec = importlib.util.spec_from_file_location(f"exercise_answers_nb{notebook}_named", ANSWERS / f"nb{notebook}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture
+def first_try(monkeypatch):
+    """Grade each answer as a first wrong try: no code hint yet."""
+    monkeypatch.setattr(exercises, "_WRONG_TRIES", {})
+
+    def grade(key: str, code: str) -> exercises.Result:
+        exercises._WRONG_TRIES.clear()
+        return exercises.grade(key, _answer(key, code))
+    return grade
+
+
+def test_e1_backward_passes_are_counted_however_the_answer_named_them(first_try):
+    """01.1 counts passes at autograd's engine: a right answer that bound `grad` or `backward`
+    before the check ran is accepted, and a wrong one is told how many passes it really ran."""
+    answers = _answer_module("01")
+    engine = torch.autograd.graph._engine_run_backward
+    for code in (answers.GRAD_IMPORTED, answers.BACKWARD_IMPORTED):
+        verdict = first_try("01.1", code)
+        assert verdict.status == exercises.SOLVED, verdict.message
+    verdict = first_try("01.1", answers.GRAD_IMPORTED_PER_POINT)
+    assert verdict.status == exercises.WRONG
+    assert "ran 4 backward passes for 4 points" in verdict.message, verdict.message
+    assert torch.autograd.graph._engine_run_backward is engine and torch.autograd._engine_run_backward is engine
+
+
+def test_e2_dynagraph_reached_another_way_is_refused(first_try):
+    """01.2 notices dynagraph's own code running, however the answer reached it."""
+    import sys
+    answers = _answer_module("01")
+    for code in (answers.DRAW_BY_IMPORTLIB, answers.PRIVATE_WALK):
+        verdict = first_try("01.2", code)
+        assert verdict.status == exercises.WRONG, code
+        assert "Your function called dynagraph" in verdict.message, verdict.message
+    assert sys.getprofile() is None
+
+
+def test_e3_the_returned_gradient_must_be_the_retained_one(first_try):
+    """01.3: with a token retain_grad(), dy/dh worked out by hand is refused; a copy of h.grad is not."""
+    answers = _answer_module("01")
+    verdict = first_try("01.3", answers.RETAINED_BUT_BY_HAND)
+    assert verdict.status == exercises.WRONG
+    assert "it is not the gradient that `retain_grad()` kept" in verdict.message, verdict.message
+    assert first_try("01.3", answers.RETAINED_CLONE).status == exercises.SOLVED
+
+
+def test_e4_linear_grads_may_not_run_a_backward_pass(first_try):
+    verdict = first_try("07.2", _answer_module("07").AUTOGRAD_LAYER)
+    assert verdict.status == exercises.WRONG
+    assert "`linear_grads` ran a backward pass" in verdict.message, verdict.message
+
+
+def test_e5_half_hooks_that_keep_the_float32_tensors_are_refused(first_try):
+    answers = _answer_module("09")
+    verdict = first_try("09.3", answers.ORIGINALS_KEPT)
+    assert verdict.status == exercises.WRONG
+    assert "float32 tensors that pack was given are still in memory" in verdict.message, verdict.message
+    verdict = first_try("09.3", answers.COPIES_KEPT)
+    assert verdict.status == exercises.WRONG
+    assert "exactly the plain model's, without the small errors of float16" in verdict.message, verdict.message
+
+
+def test_e6_build_switches_must_be_true_or_false(first_try):
+    verdict = first_try("07.3", _answer_module("07").GLOROT_YES)
+    assert verdict.status == exercises.WRONG
+    assert "`glorot` must be True or False: True makes the change" in verdict.message, verdict.message
+    assert "glorot='yes'" in verdict.message
+
+
+def test_e7_linear_grads_may_return_a_list(first_try):
+    verdict = first_try("07.2", _answer_module("07").LIST_PAIR)
+    assert verdict.status == exercises.SOLVED, verdict.message
+
+
+def test_e8_a_walk_along_first_entries_is_told_so(first_try):
+    verdict = first_try("01.2", _answer_module("01").FIRST_ENTRY_ONLY)
+    assert verdict.status == exercises.WRONG
+    assert "your walk follows only the first entry of each node's `next_functions`" in verdict.message
+    assert "count too" not in verdict.message, verdict.message
+
+
+def test_e9_a_tensor_for_the_float_threshold_gets_a_hint(first_try):
+    verdict = first_try("04.2", _answer_module("04").THRESHOLD_ZERO)
+    assert verdict.status == exercises.WRONG
+    assert "The threshold is a Python float, not a tensor: its gradient must be `None`" in verdict.message
+    assert "not a Variable" not in verdict.message, verdict.message
+
+
+def test_e10_checkpoint_sequential_is_told_its_last_segment_is_not_checkpointed(first_try):
+    verdict = first_try("09.2", _answer_module("09").SEQUENTIAL)
+    assert verdict.status == exercises.WRONG
+    assert "backward recomputed only layers [0, 1, 2]: layers [3, 4, 5] ran outside any checkpoint" \
+        in verdict.message, verdict.message
+    assert "`checkpoint_sequential` runs its last segment without a checkpoint" in verdict.message
+    assert "not one per layer" not in verdict.message
+
+
+def test_e11_row_counts_read_plainly(first_try):
+    verdict = first_try("05.2", _answer_module("05").ROW_BY_ROW)
+    assert verdict.status == exercises.WRONG
+    assert "layer 0 ran on 1 row, but 6 rows are still active (depth > 0)" in verdict.message, verdict.message
+
+
+def test_e12_the_second_try_gets_the_idea_and_the_third_the_code(monkeypatch, language):
+    monkeypatch.setattr(exercises, "_WRONG_TRIES", {})
+    trap = _answer_module("08").NAN_TRAP
+    code = "x / torch.where(m > 0, m, 1.0)"
+    first, second, third = (exercises.grade("08.2", _answer("08.2", trap)).message for _ in range(3))
+    assert code not in first and code not in second and code in third
+    for verdict in (first, second, third):
+        expect_in_language(exercises.Result("08.2", exercises.WRONG, verdict), language)
+    if language == "en":
+        assert "the check shows another hint" in first, first
+        assert "Another hint: divide x by a denominator that is the maximum m when m > 0, and 1 when m <= 0." \
+            in second, second
+        assert f"Code hint: {code}" in third, third
+
+
+def test_n6_pdb_shows_only_what_the_notebooks_function_has(first_try):
+    """03.1: pdb's `a` and `l` show the notebook's `forward(x, debugger)`, nothing of the check's own."""
+    answers = _answer_module("03")
+    args = first_try("03.1", answers.ARGS).message
+    assert "x = tensor([5.], requires_grad=True)" in args and "debugger = <pdb.Pdb object" in args, args
+    listing = first_try("03.1", answers.LISTING).message
+    assert "def forward(x, debugger):" in listing, listing
+    for message in (args, listing):
+        assert "made" not in message, message

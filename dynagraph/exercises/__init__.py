@@ -30,7 +30,9 @@ states (``_state.py``). :func:`keys` lists every notebook's exercises.
 
 A hint gives the idea first. Where a check also has a code hint (``expect(...,
 code=...)``), it is shown only from the second wrong try at the same exercise on,
-so that a learner thinks before reading code.
+so that a learner thinks before reading code. Where the code would give the whole
+solution away, the check also has a further hint (``expect(..., code=..., further=...)``),
+a second idea in words: it comes on the second wrong try, and the code from the third on.
 
 Verdicts and hints follow ``dg.set_language``: each hint is written in English as
 ``tr("...", field=value)`` and translated in ``_zh.py``; a title or a :class:`Kind`'s text,
@@ -63,12 +65,13 @@ class Wrong(AssertionError):
     """Raised by a check: the answer is not right; the message is the hint (the idea).
 
     ``code``, when given, is a code hint that :func:`grade` shows only from the
-    second wrong try at the same exercise on.
+    second wrong try at the same exercise on; with ``further`` (a hint in words), from the
+    third try on, and ``further`` on the second.
     """
 
-    def __init__(self, hint: str, code: str | None = None) -> None:
+    def __init__(self, hint: str, code: str | None = None, further: str | None = None) -> None:
         super().__init__(hint)
-        self.code = code
+        self.code, self.further = code, further
 
 
 class NotDone(Exception):
@@ -139,11 +142,12 @@ def exercise(key: str, title: str, answer: str,
     return register
 
 
-def expect(condition: object, hint: str, code: str | None = None) -> None:
+def expect(condition: object, hint: str, code: str | None = None, further: str | None = None) -> None:
     """Fail the check with ``hint`` unless ``condition`` holds; ``code`` is a code hint
-    shown from the second wrong try on."""
+    shown from the second wrong try on, or, with ``further``, from the third (``further``
+    is shown on the second)."""
     if not condition:
-        raise Wrong(hint, code)
+        raise Wrong(hint, code, further)
 
 
 def _module_for(key: str) -> str:
@@ -195,7 +199,7 @@ def grade(key: str, answer: Any) -> Result:
         return todo
     except Wrong as e:
         return Result(key, WRONG, tr("✗ {label}: not right yet. {hint}{code_hint}",
-                                     label=label, hint=e, code_hint=_code_hint(key, e.code)))
+                                     label=label, hint=e, code_hint=_code_hint(key, e.code, e.further)))
     except Exception as e:  # noqa: BLE001 - the learner's code failed inside the check
         _code_hint(key, None)
         return Result(key, WRONG, tr("✗ {label}: not right yet. Your answer raised {error}: {message}",
@@ -203,13 +207,21 @@ def grade(key: str, answer: Any) -> Result:
     return Result(key, SOLVED, tr("✓ {label} solved: {title}.", label=label, title=translated(ex.title)))
 
 
-def _code_hint(key: str, code: str | None) -> str:
-    """Count one more wrong try at ``key``; the code hint's text once this is the second or later."""
+def _code_hint(key: str, code: str | None, further: str | None = None) -> str:
+    """Count one more wrong try at ``key``; what follows the hint on this try: a word that more
+    help comes, the ``further`` hint (on the second try, when given), or the code hint."""
     _WRONG_TRIES[key] = tries = _WRONG_TRIES.get(key, 0) + 1
     if code is None:
         return ""
+    if further is None:
+        if tries < 2:
+            return tr(" (Try again. If it is still wrong, the check shows a code hint.)")
+        return tr(" Code hint: {code}", code=code)
     if tries < 2:
-        return tr(" (Try again. If it is still wrong, the check shows a code hint.)")
+        return tr(" (Try again. If it is still wrong, the check shows another hint.)")
+    if tries == 2:
+        return tr(" Another hint: {further} (If it is still wrong, the check shows a code hint.)",
+                  further=further)
     return tr(" Code hint: {code}", code=code)
 
 

@@ -34,6 +34,10 @@ MESSAGES: dict[str, str] = {
         "（再试一次。如果仍然不对，检查会给出代码提示。）",
     " Code hint: {code}":
         "代码提示：{code}",
+    " (Try again. If it is still wrong, the check shows another hint.)":
+        "（再试一次。如果仍然不对，检查会再给一条提示。）",
+    " Another hint: {further} (If it is still wrong, the check shows a code hint.)":
+        "再给一条提示：{further}（如果仍然不对，检查会给出代码提示。）",
     "{key} wants {wants}; got {got}. Write `{how}` in the cell above, run it, then run this cell again.":
         "{key} 需要{wants}，但得到的是{got}。请在上面的单元格中写出 `{how}` 并运行，然后再次运行本单元格。",
     "a subclass of torch.autograd.Function (`{name}`)":
@@ -93,8 +97,8 @@ MESSAGES: dict[str, str] = {
         "在 x = {points} 处，导数是 {want}，你得到的是 {got}。`gradient=` 为每个输出加权（它就是 v·J 中的 v）：求普通的导数时，每个权重都是 1（第 4 节）。",
     "Return a plain tensor, not one that requires grad.":
         "请返回普通张量，而不是需要梯度的张量。",
-    "`dynagraph` is switched off inside this check: the exercise is to write the walk yourself. Start at `t.grad_fn` and follow each node's `next_functions`.":
-        "本检查中 `dynagraph` 已被关闭：这个练习要你自己写出遍历。从 `t.grad_fn` 开始，沿着每个节点的 `next_functions` 走。",
+    "Your function called dynagraph (`{name}`), which walks the graph for you. The exercise is to write the walk yourself: start at `t.grad_fn` and follow each node's `next_functions`.":
+        "你的函数调用了 dynagraph（`{name}`），它会替你遍历计算图。这个练习要你自己写出遍历：从 `t.grad_fn` 开始，沿着每个节点的 `next_functions` 走。",
     "a walk over grad_fn and next_functions that counts every node once":
         "沿 `grad_fn` 和 `next_functions` 遍历计算图，每个节点只计一次",
     "For `{code}` your function returned {got}, then {again} for the same graph: something carries over from one call to the next. Make the set of seen nodes inside the function, new for each call.":
@@ -103,6 +107,8 @@ MESSAGES: dict[str, str] = {
         "请以 int 返回节点数，得到的却是 {type}。",
     "For `{code}` you counted {got} nodes, but the graph has {want}: a node that two paths reach was counted once per path. This happens to any node whose result is used twice, an operation's node as well as a leaf's `AccumulateGrad`. Keep a set of all the nodes already seen.":
         "对于 `{code}`，你数出 {got} 个节点，但计算图有 {want} 个：一个能经两条路径到达的节点，每条路径都计了一次。结果被使用两次的任何节点都会这样，无论是操作的节点还是叶子张量的 `AccumulateGrad`。请用一个集合记下所有已访问的节点。",
+    "For `{code}` you counted {got} nodes, but the graph has {want}: your walk follows only the first entry of each node's `next_functions`. A node has one entry for each input of its operation. Follow every entry, and skip only the `None` entries (inputs that need no gradient).":
+        "对于 `{code}`，你数出 {got} 个节点，但计算图有 {want} 个：你的遍历只沿着每个节点 `next_functions` 的第一个条目走。操作的每个输入在节点中都有一个条目。请沿着每一个条目走，只跳过 `None` 条目（不需要梯度的输入）。",
     "For `{code}` you counted {got} nodes, but the graph has {want}: the leaves' `AccumulateGrad` nodes count too (they appear in `next_functions`).":
         "对于 `{code}`，你数出 {got} 个节点，但计算图有 {want} 个：叶子张量的 `AccumulateGrad` 节点也要计入（它们出现在 `next_functions` 中）。",
     "For `{code}` you counted {got} nodes, but the graph has {want}. Follow *every* entry of `next_functions` (not only the first), skip the `None` entries (inputs that need no gradient), and count each node once, also an operation's node that two paths reach.":
@@ -125,8 +131,8 @@ MESSAGES: dict[str, str] = {
         "调用一次 `backward()` 后，`x.grad` 应为 dy/dx = 4x^3 = {want}，得到的却是 {got}。",
     "Return a plain tensor (`h.grad`), not one with a graph.":
         "请返回普通张量（`h.grad`），而不是带计算图的张量。",
-    "The value is right, but no tensor kept this gradient with `retain_grad()`. The exercise is to let backward() compute dy/dh and keep it on `h` with `retain_grad()`: not to catch it with a hook, nor to work it out by hand.":
-        "值是对的，但没有张量通过 `retain_grad()` 保留这个梯度。这个练习要你让 `backward()` 计算 dy/dh，并用 `retain_grad()` 把它保留在 `h` 上：不是用钩子截获它，也不是手工算出来。",
+    "The value is right, but it is not the gradient that `retain_grad()` kept: return `h.grad` itself. The exercise is to let backward() compute dy/dh and keep it on `h` with `retain_grad()`: not to catch it with a hook, nor to work it out by hand.":
+        "值是对的，但它不是 `retain_grad()` 保留下来的梯度：请直接返回 `h.grad`。这个练习要你让 `backward()` 计算 dy/dh，并用 `retain_grad()` 把它保留在 `h` 上：不是用钩子截获它，也不是手工算出来。",
     "an SGD step that updates the leaf in place, unrecorded, and clears its gradient":
         "原地、不被记录地更新叶子张量并清除其梯度的一步 SGD",
     "PyTorch refused the in-place change: `w` is a leaf that requires grad, and autograd was recording. Make the update where nothing is recorded (section 8).":
@@ -328,6 +334,8 @@ MESSAGES: dict[str, str] = {
         "`x.grad` 没有被填充：`backward` 必须为 `x` 返回一个梯度。",
     "`backward` must return one gradient per input of `forward`, in order. The threshold is an input too, and its gradient is 0 except at the jump (section 4).":
         "`backward` 必须按顺序为 `forward` 的每个输入返回一个梯度。阈值也是一个输入，除跳变点外它的梯度都是 0（第 4 节）。",
+    "The threshold is a Python float, not a tensor: its gradient must be `None`. `None` tells autograd \"zero: nothing to add\" (section 4).":
+        "阈值是一个 Python 浮点数，不是张量：它的梯度必须是 `None`。`None` 告诉自动微分“为零：无需累加”（第 4 节）。",
     "the backward of y = x**2, checked by gradcheck and gradgradcheck":
         "y = x**2 的反向传播，用 `gradcheck` 和 `gradgradcheck` 检验",
     "keep the forward as it was: `Square` must compute x * x.":
@@ -385,8 +393,16 @@ MESSAGES: dict[str, str] = {
         "每层只在仍然活跃的行上运行的批量前向传播",
     "The output should have the loop's shape {shape} (one row per sample, after the head), got {got!r}.":
         "输出的形状应与循环的结果相同，即 {shape}（经过输出头后每个样本一行），得到的却是 {got!r}。",
-    "With depths {depths}, layer {i} ran on {n} rows, but only {active} are still active (depth > {i}): select them (`h[rows]`) before calling the layer.":
-        "深度为 {depths} 时，第 {i} 层在 {n} 行上运行，但只有 {active} 行仍然活跃（深度 > {i}）：请在调用该层之前选出这些行（`h[rows]`）。",
+    "With depths {depths}, layer {i} ran on {ran}, but {still} (depth > {i}). Select the active rows (`h[rows]`), then call the layer once on all of them.":
+        "深度为 {depths} 时，第 {i} 层在 {ran}上运行，但{still}（深度 > {i}）。请选出活跃的行（`h[rows]`），然后对它们整体调用一次该层。",
+    "{n} rows are still active":
+        "仍有 {n} 行活跃",
+    "{n} row is still active":
+        "仍有 {n} 行活跃",
+    "{n} rows":
+        "{n} 行",
+    "{n} row":
+        "{n} 行",
     "With depths {depths}, your layers multiplied {rows} rows in {products} matrix products; running each layer once on its active rows takes {want_rows} rows in {want_products} products ({active_rows}). Select the rows with depth > i, run layer i on those rows only, all at once.":
         "深度为 {depths} 时，你的各层在 {products} 次矩阵乘法中共乘了 {rows} 行；而每层只在其活跃行上运行一次，只需 {want_products} 次乘法、共 {want_rows} 行（{active_rows}）。请选出深度 > i 的行，只在这些行上一次性运行第 i 层。",
     "With depths {depths} the outputs differ from the loop's by {diff:.2g}: a row is still active in layer i when its depth is > i; put the layer's output back with `index_copy` and apply the head last.":
@@ -469,8 +485,10 @@ MESSAGES: dict[str, str] = {
         "钩子从最后一个块到第一个块依次触发；`def hook(module, grad_input, grad_output, i=i)` 能让每个块的索引 i 保存在它自己的钩子里",
     "a Linear layer's weight and bias gradients from its input and dL/dz":
         "由输入和 dL/dz 求出 Linear 层的权重梯度和偏置梯度",
-    "Return a pair (weight gradient, bias gradient), got {type}.":
-        "请返回一对（权重梯度，偏置梯度），得到的却是 {type}。",
+    "Return a pair (weight gradient, bias gradient), as a tuple or a list; got {type}.":
+        "请返回一对（权重梯度，偏置梯度），元组或列表都可以；得到的却是 {type}。",
+    "`linear_grads` ran a backward pass: autograd computed the gradients for you. The exercise is to write them from `x` and dL/dz with matrix operations (section 2).":
+        "`linear_grads` 运行了一次反向传播：是自动微分替你算出了梯度。这个练习要你用矩阵运算，从 `x` 和 dL/dz 写出它们（第 2 节）。",
     "The weight gradient has the shape of the weight, (out, in) = {shape}; got {got_shape}. Which product of dL/dz, shape (batch, out), and x, shape (batch, in), gives (out, in)?":
         "权重梯度的形状与权重相同，(out, in) = {shape}；得到的却是 {got_shape}。dL/dz 的形状为 (batch, out)，x 的形状为 (batch, in)，它们怎样相乘才能得到 (out, in)？",
     "`a.T @ b` multiplies (k, batch) by (batch, m); the batch dimension is summed away":
@@ -491,6 +509,8 @@ MESSAGES: dict[str, str] = {
         "请以类的形式给出激活函数，即 nn.Sigmoid、nn.Tanh 或 nn.ReLU 之一（act=...）；得到的却是 {act!r}。",
     "Keep depth 30: a shallower network hides the problem, it does not fix it.":
         "请保持深度为 30：更浅的网络只是掩盖了问题，并没有解决它。",
+    "`{name}` must be True or False: True makes the change, False leaves it out. You gave {name}={value!r}.":
+        "`{name}` 必须是 True 或 False：True 表示做这项改动，False 表示不做。你给出的是 {name}={value!r}。",
     "Change exactly one thing besides the activation function; you changed {changes}.":
         "除激活函数外，只能改动一项；你改动了 {changes}。",
     "{act} and {change}":
@@ -516,6 +536,8 @@ MESSAGES: dict[str, str] = {
         "长度为 {lengths} 时，追踪结果中有 {want} 次 `aten::rnn_tanh` 调用，你预测的是 {got}。Python 循环每运行一次，追踪器就把运行过的每个算子记录一次；而 `nn.RNN` 无论序列多长，都在一次调用中处理整个序列。",
     "dividing by the maximum inside the graph, with finite gradients":
         "在计算图内除以最大值，并保持梯度有限",
+    "divide x by a denominator that is the maximum m when m > 0, and 1 when m <= 0.":
+        "让 x 除以一个分母：当 m > 0 时，分母是最大值 m；当 m <= 0 时，分母是 1。",
     "For {values} the values differ from `scale_by_max`'s {want}: got {got}. Divide by the maximum only where it is > 0; elsewhere return x unchanged.":
         "对于 {values}，结果与 `scale_by_max` 的 {want} 不同：得到的是 {got}。只在最大值 > 0 时除以最大值；否则原样返回 x。",
     "For {values} the result does not require grad: keep it inside autograd.":
@@ -577,6 +599,10 @@ MESSAGES: dict[str, str] = {
         "输出没有计算图：使用 use_reentrant=True 且输入不需要梯度时，什么都不会被记录。请使用 use_reentrant=False。",
     "the graph still keeps {activations:,} bytes of activations; two checkpointed halves keep only the second half's input ({one:,} bytes). Every layer must be inside a checkpoint, and each half must be one checkpoint, not one per layer.":
         "计算图仍保存了 {activations:,} 字节的激活值；分成两半做检查点时，只保存后一半的输入（{one:,} 字节）。每一层都必须位于某个检查点中，并且每一半是一个检查点，而不是每层一个。",
+    "the graph keeps {activations:,} bytes of activations; two checkpointed halves keep only the second half's input ({one:,} bytes). backward recomputed only layers {layers}: layers {outside} ran outside any checkpoint, so the graph keeps their activations.{sequential} Put each half in its own checkpoint.":
+        "计算图保存了 {activations:,} 字节的激活值；分成两半做检查点时，只保存后一半的输入（{one:,} 字节）。反向传播只重新计算了层 {layers}：层 {outside} 在所有检查点之外运行，所以计算图保存了它们的激活值。{sequential}请把每一半放进它自己的检查点。",
+    " `checkpoint_sequential` runs its last segment without a checkpoint.":
+        "`checkpoint_sequential` 运行最后一段时不做检查点。",
     "backward ran no layer again: nothing was checkpointed.":
         "反向传播没有重新运行任何层：没有做任何检查点。",
     "backward ran layers {layers} again as one segment: that is one checkpoint around the whole model. Split the six layers into two halves and checkpoint each half on its own.":
@@ -591,10 +617,14 @@ MESSAGES: dict[str, str] = {
         "计算图保存了 {total:,} 字节；它所保存内容的 float16 副本只有 {halves:,} 字节。pack 应返回张量的一个新的 float16 副本，而不是张量本身或 float32 副本。",
     "pack kept tensors of dtype {dtypes}. The question asks for half precision, float16 (`torch.half`), for every saved tensor. (bfloat16 is another 16-bit format, with fewer digits.)":
         "pack 保留的张量的 dtype 是 {dtypes}。题目要求每个为反向传播保存的张量都用半精度，即 float16（`torch.half`）。（bfloat16 是另一种 16 位格式，有效数字更少。）",
+    "after the forward pass, float32 tensors that pack was given are still in memory: your hooks keep them (in a dict, a list or a closure). Then the float16 copies save nothing. pack should return only the float16 copy; unpack should make a float32 tensor from that copy.":
+        "前向传播之后，交给 pack 的 float32 张量仍留在内存中：你的钩子保留了它们（在字典、列表或闭包中）。这样 float16 副本就节省不了任何内存。pack 应只返回 float16 副本；unpack 应由这个副本生成一个 float32 张量。",
     "backward failed ({error}): unpack gave it a tensor of another dtype than the one that was saved. unpack should turn the float16 copy back into float32.":
         "反向传播失败（“{error}”）：unpack 交给它的张量的 dtype 与保存时不同。unpack 应把 float16 副本转换回 float32。",
     "the gradients are not float32: unpack should give backward a tensor of the dtype that was saved.":
         "梯度不是 float32：unpack 交给反向传播的张量应与保存时的 dtype 相同。",
     "the gradients are far from the plain model's: unpack should give back the saved values, not zeros or new tensors.":
         "梯度与普通模型的相差很远：unpack 应返回保存的值，而不是零或新的张量。",
+    "the gradients are exactly the plain model's, without the small errors of float16: backward got float32 values that pack kept on the side. pack should return only the float16 copy; unpack should make a float32 tensor from that copy.":
+        "梯度与普通模型的完全相同，没有 float16 带来的微小误差：反向传播拿到的是 pack 另外保存的 float32 值。pack 应只返回 float16 副本；unpack 应由这个副本生成一个 float32 张量。",
 }

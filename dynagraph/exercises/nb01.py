@@ -5,15 +5,20 @@ from __future__ import annotations
 import contextlib
 import math
 import random
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import CodeType, FrameType
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from .._language import N_, tr, translated
 from . import CLASS, Wrong, exercise, expect
+from ._backward import counting_backward
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
 SETUP = """
@@ -50,25 +55,15 @@ def _in_torch_func(t: torch.Tensor) -> bool:
 
 @contextlib.contextmanager
 def _counting_passes() -> Iterator[_Passes]:
-    """Count the calls of ``torch.autograd.backward`` (``Tensor.backward`` calls it) and
-    ``torch.autograd.grad`` inside the block; both are restored after, even on error."""
+    """Count the backward passes that reach autograd's engine inside the block, however the
+    answer started them (``Tensor.backward``, ``torch.autograd.grad``, or a name for either
+    bound before the check ran); the engine's entry is restored after, even on error."""
     passes = _Passes()
-    saved = {name: getattr(torch.autograd, name) for name in ("backward", "grad")}
-
-    def counted(fn: Callable[..., Any]) -> Callable[..., Any]:
-        def run(*args: Any, **kwargs: Any) -> Any:
-            passes.backward += 1
-            passes.batched |= bool(kwargs.get("is_grads_batched", False))
-            return fn(*args, **kwargs)
-        return run
-
-    try:
-        for name, fn in saved.items():
-            setattr(torch.autograd, name, counted(fn))
-        yield passes
-    finally:
-        for name, fn in saved.items():
-            setattr(torch.autograd, name, fn)
+    with counting_backward() as engine:
+        try:
+            yield passes
+        finally:
+            passes.backward, passes.batched = engine.count, engine.batched
 
 
 _Fn = Callable[[torch.Tensor], torch.Tensor]
@@ -184,29 +179,34 @@ def _nodes(t: torch.Tensor, tree: bool = False, leaves: bool = True) -> int:
     return count
 
 
-# dynagraph's functions that walk a graph: switched off while 01.2 runs the learner's walk.
-_WALKERS = ("diff", "draw", "grad_norms", "live", "trace_backward")
+_PACKAGE = Path(__file__).resolve().parent.parent      # dynagraph/
+_OWN = (_PACKAGE / "exercises", _PACKAGE / "_language.py")  # the checks and their messages
+
+
+def _in_dynagraph(code: CodeType) -> bool:
+    """Whether ``code`` is a function of dynagraph itself (its checks and messages aside)."""
+    where = Path(code.co_filename)
+    return (code.co_name != "<module>" and where.is_relative_to(_PACKAGE)
+            and not any(where.is_relative_to(own) for own in _OWN))
 
 
 @contextlib.contextmanager
-def _without_dynagraph() -> Iterator[None]:
-    """Inside the block, dynagraph's walking functions refuse with a hint (the exercise is
-    to write the walk); they are restored after, even on error."""
-    import dynagraph
+def _watching_dynagraph() -> Iterator[list[str]]:
+    """Note, in the list yielded, each dynagraph function that runs inside the block, however
+    the answer reached it (``dg.draw``, ``importlib``, a private module, a name bound earlier).
+    The exercise is to write the walk; the profile function is put back after, even on error."""
+    called: list[str] = []
 
-    saved = {name: getattr(dynagraph, name) for name in _WALKERS}
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call" and not called and _in_dynagraph(frame.f_code):
+            called.append(frame.f_code.co_name)
 
-    def refused(*args: Any, **kwargs: Any) -> Any:
-        raise Wrong(tr("`dynagraph` is switched off inside this check: the exercise is to write the "
-                       "walk yourself. Start at `t.grad_fn` and follow each node's `next_functions`."))
-
+    before = sys.getprofile()
+    sys.setprofile(profile)
     try:
-        for name in _WALKERS:
-            setattr(dynagraph, name, refused)
-        yield
+        yield called
     finally:
-        for name, fn in saved.items():
-            setattr(dynagraph, name, fn)
+        sys.setprofile(before)
 
 
 @exercise("01.2", N_("a walk over grad_fn and next_functions that counts every node once"),
@@ -229,8 +229,12 @@ def _count_nodes(count_nodes: Any) -> None:
         "h = x; three times: h = h * 0.5 + h * 1.5": h,
     }
     for code, t in graphs.items():
-        with _without_dynagraph():
+        with _watching_dynagraph() as called:
             got, again = count_nodes(t), count_nodes(t)
+        expect(not called,
+               tr("Your function called dynagraph (`{name}`), which walks the graph for you. The "
+                  "exercise is to write the walk yourself: start at `t.grad_fn` and follow each "
+                  "node's `next_functions`.", name=called[0] if called else ""))
         want = _nodes(t)
         expect(got == again,
                tr("For `{code}` your function returned {got}, then {again} for the same graph: "
@@ -245,6 +249,11 @@ def _count_nodes(count_nodes: Any) -> None:
                   "paths reach was counted once per path. This happens to any node whose result is "
                   "used twice, an operation's node as well as a leaf's `AccumulateGrad`. Keep a set "
                   "of all the nodes already seen.", code=code, got=got, want=want))
+        expect(got not in (_first_entries(t, skip_none=False), _first_entries(t, skip_none=True)),
+               tr("For `{code}` you counted {got} nodes, but the graph has {want}: your walk follows "
+                  "only the first entry of each node's `next_functions`. A node has one entry for each "
+                  "input of its operation. Follow every entry, and skip only the `None` entries "
+                  "(inputs that need no gradient).", code=code, got=got, want=want))
         expect(got != _nodes(t, leaves=False),
                tr("For `{code}` you counted {got} nodes, but the graph has {want}: the leaves' "
                   "`AccumulateGrad` nodes count too (they appear in `next_functions`).",
@@ -253,6 +262,17 @@ def _count_nodes(count_nodes: Any) -> None:
                          "*every* entry of `next_functions` (not only the first), skip the `None` "
                          "entries (inputs that need no gradient), and count each node once, also an "
                          "operation's node that two paths reach.", code=code, got=got, want=want))
+
+
+def _first_entries(t: torch.Tensor, skip_none: bool) -> int:
+    """The mistake to diagnose: the nodes on the chain that follows only the first entry of
+    each node's ``next_functions`` (``skip_none``: the first entry that is not ``None``)."""
+    count, fn = 0, t.grad_fn
+    while fn is not None:
+        count += 1
+        children = [child for child, _ in fn.next_functions if child is not None or not skip_none]
+        fn = children[0] if children else None
+    return count
 
 
 # -- 01.3 -------------------------------------------------------------------------------
@@ -279,12 +299,44 @@ def _watching_retain_grad() -> Iterator[list[torch.Tensor]]:
             delattr(torch.Tensor, "retain_grad")
 
 
+# Tensor methods and torch functions whose result holds the same numbers as their input:
+# a copy (or a view) of the retained `.grad` is still the gradient that autograd kept.
+_COPIES = frozenset({"clone", "detach", "to", "contiguous", "float", "double", "cpu", "cuda", "type",
+                     "view", "view_as", "reshape"})
+
+
+class _Copies(TorchFunctionMode):
+    """Records each copy or view (``_COPIES``) made inside the block: (input, output)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.made: list[tuple[object, object]] = []
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if getattr(func, "__name__", "") in _COPIES and args:
+            self.made.append((args[0], out))
+        return out
+
+
+def _kept_gradient(got: torch.Tensor, retained: list[torch.Tensor], copies: _Copies) -> bool:
+    """Whether ``got`` is the ``.grad`` of a tensor that ``retain_grad()`` kept, shares its
+    memory, or is a copy of it (``copies``: what the answer copied, in order)."""
+    kept = [t.grad for t in retained if t.grad is not None]
+    for source, out in copies.made:
+        if any(source is k for k in kept) and isinstance(out, torch.Tensor):
+            kept.append(out)
+    where = got.untyped_storage().data_ptr()
+    return any(got is k or k.untyped_storage().data_ptr() == where for k in kept)
+
+
 @exercise("01.3", N_("the gradient that reaches an intermediate tensor, kept with retain_grad()"),
           answer="h_grad")
 def _h_grad(h_grad: Any) -> None:
     for start in ([1.0, 2.0], [-0.5, 0.5, 3.0], [2.0]):
         x = torch.tensor(start, requires_grad=True)
-        with warnings.catch_warnings(record=True) as caught, _watching_retain_grad() as retained:
+        with (warnings.catch_warnings(record=True) as caught, _watching_retain_grad() as retained,
+              _Copies() as copies):
             warnings.simplefilter("always")
             got = h_grad(x)
         warned = any("not a leaf" in str(w.message) for w in caught)
@@ -310,10 +362,10 @@ def _h_grad(h_grad: Any) -> None:
                tr("After one backward(), x.grad should be dy/dx = 4x^3 = {want}, got {got}.",
                   want=(4 * xs ** 3).tolist(), got=x_grad.tolist()))
         expect(not got.requires_grad, tr("Return a plain tensor (`h.grad`), not one with a graph."))
-        expect(any(t.grad is not None and torch.equal(t.grad, got) for t in retained),
-               tr("The value is right, but no tensor kept this gradient with `retain_grad()`. The "
-                  "exercise is to let backward() compute dy/dh and keep it on `h` with "
-                  "`retain_grad()`: not to catch it with a hook, nor to work it out by hand."))
+        expect(_kept_gradient(got, retained, copies),
+               tr("The value is right, but it is not the gradient that `retain_grad()` kept: return "
+                  "`h.grad` itself. The exercise is to let backward() compute dy/dh and keep it on `h` "
+                  "with `retain_grad()`: not to catch it with a hook, nor to work it out by hand."))
 
 
 # -- 01.4 -------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from torch.autograd import gradcheck
 from .._language import N_, tr
 from .._walk import reach
 from . import STRING, Wrong, exercise, expect
+from ._pdb_forward import forward
 from ._state import debugger_as_found
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
@@ -31,12 +32,17 @@ def _filled(grad: torch.Tensor | None, hint: str) -> torch.Tensor:
     return grad
 
 
-def _forward(x: torch.Tensor, debugger: pdb.Pdb, made: list[Any]) -> torch.Tensor:
-    a = x * 3
-    made.append(a.grad_fn)  # the node of the original `a`: 03.2 checks that the result still uses it
-    debugger.set_trace()
-    b = a + 1
-    return b
+def _noting_a(debugger: pdb.Pdb, made: list[Any]) -> None:
+    """When ``debugger`` first stops in ``forward``, note the node of the original ``a`` in
+    ``made`` (03.2 checks that the result still uses it), before the learner's commands run."""
+    interaction = debugger.interaction
+
+    def noted(frame: Any, *args: Any, **kwargs: Any) -> Any:
+        if not made and frame is not None and frame.f_code is forward.__code__:
+            made.append(getattr(frame.f_locals.get("a"), "grad_fn", None))
+        return interaction(frame, *args, **kwargs)
+
+    debugger.interaction = noted  # type: ignore[method-assign]
 
 
 # An absolute file path (POSIX or Windows): a transcript shown in a hint must not name this
@@ -59,16 +65,17 @@ class _Script(io.StringIO):
 
 
 def _session(commands: str, x: torch.Tensor) -> tuple[torch.Tensor, str, Any]:
-    """Run ``_forward`` under a debugger fed ``commands``; return ``b``, the transcript and
+    """Run ``forward`` under a debugger fed ``commands``; return ``b``, the transcript and
     the autograd node of the original ``a``. Breakpoints the commands set end with the session."""
     out = io.StringIO()
     dbg = pdb.Pdb(stdin=_Script(commands, out), stdout=out, nosigint=True, readrc=False)
     made: list[Any] = []
+    _noting_a(dbg, made)
     try:
         # `.item()` of a tensor that requires grad warns in torch 2.13
         with debugger_as_found(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            b = _forward(x, dbg, made)
+            b = forward(x, dbg)
     except bdb.BdbQuit as e:
         raise Wrong(tr("the debugger quit and stopped the program (`BdbQuit`): when the commands run "
                        "out, pdb reads end-of-file, which means quit. The last command must let the "
@@ -78,7 +85,7 @@ def _session(commands: str, x: torch.Tensor) -> tuple[torch.Tensor, str, Any]:
            tr("the function returned a {type}, not a tensor: your commands replaced `a` "
               "with something that is not a tensor.", type=type(b).__name__))
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
-    return b, text, made[0]
+    return b, text, made[0] if made else None
 
 
 def _reaches(fn: Any, target: Any) -> bool:

@@ -51,6 +51,12 @@ def _first(t: torch.Tensor) -> str:
 
 
 def _count_gradients_error(e: RuntimeError) -> None:
+    """Fail with a hint when ``e`` is PyTorch refusing what ``backward`` returned: too few or too
+    many gradients, or a tensor for the threshold, which is a Python float."""
+    expect("forward input was not a Variable" not in str(e),
+           tr("The threshold is a Python float, not a tensor: its gradient must be `None`. "
+              "`None` tells autograd \"zero: nothing to add\" (section 4)."),
+           code="`return grad_x, None`")
     expect("incorrect number of gradients" not in str(e),
            tr("`backward` must return one gradient per input of `forward`, in order. The "
               "threshold is an input too, and its gradient is 0 except at the jump (section 4)."),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -12,9 +10,11 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .._language import N_, tr
+from .._language import N_, tr, translated
 from ..draw import draw
 from . import exercise, expect
+from ._backward import BackwardRefused as _BackwardRefused
+from ._backward import no_backward as _no_backward
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
 SETUP = """
@@ -48,38 +48,6 @@ def _grad(t: torch.Tensor) -> torch.Tensor:
     if t.grad is None:
         raise RuntimeError("the reference backward pass left no gradient")  # a bug in the check itself
     return t.grad
-
-
-class _BackwardRefused(Exception):
-    """Raised inside :func:`_no_backward` by any attempt to run autograd's backward pass."""
-
-
-# Every public way into the backward pass, and the private function that both
-# torch.autograd.backward and torch.autograd.grad call (covers names imported earlier).
-_BACKWARD_ENTRIES = [(torch.Tensor, "backward"), (torch.autograd, "backward"), (torch.autograd, "grad"),
-                     (torch.autograd, "_engine_run_backward"), (torch.autograd.graph, "_engine_run_backward")]
-
-
-@contextlib.contextmanager
-def _no_backward() -> Iterator[list[str]]:
-    """Inside the block every backward pass (on any model, a copy included) raises
-    :class:`_BackwardRefused`; the list yielded names each attempt. Restored after, even on error."""
-    attempts: list[str] = []
-    saved = [(owner, name, getattr(owner, name)) for owner, name in _BACKWARD_ENTRIES if hasattr(owner, name)]
-
-    def refuse(name: str) -> Any:
-        def refused(*args: Any, **kwargs: Any) -> Any:
-            attempts.append(name)
-            raise _BackwardRefused(f"{name}() is not allowed in this exercise")
-        return refused
-
-    try:
-        for owner, name, _ in saved:
-            setattr(owner, name, refuse(name))
-        yield attempts
-    finally:
-        for owner, name, fn in saved:
-            setattr(owner, name, fn)
 
 
 _PRODUCTS = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul"})  # the ATen matrix products
@@ -178,9 +146,12 @@ def _forward_active_rows(forward_active_rows: Any) -> None:
         for i, n in rows_seen:
             active = int((depths > i).sum())
             expect(n == active,
-                   tr("With depths {depths}, layer {i} ran on {n} rows, but only {active} are still "
-                      "active (depth > {i}): select them (`h[rows]`) before calling the layer.",
-                      depths=depths_list, i=i, n=n, active=active))
+                   tr("With depths {depths}, layer {i} ran on {ran}, but {still} (depth > {i}). Select "
+                      "the active rows (`h[rows]`), then call the layer once on all of them.",
+                      depths=depths_list, i=i,
+                      ran=translated(N_("{n} row") if n == 1 else N_("{n} rows"), n=n),
+                      still=translated(N_("{n} row is still active") if active == 1
+                                       else N_("{n} rows are still active"), n=active)))
         active_rows = [n for n in (int((depths > i).sum()) for i in range(max_depth)) if n]
         done = [n for n in products.rows if n]
         expect(sorted(done) == sorted(active_rows),

@@ -13,6 +13,8 @@ from torch.nn.modules import module as _module_hooks
 
 from .._language import N_, tr
 from . import Kind, exercise, expect
+from ._backward import BackwardRefused as _BackwardRefused
+from ._backward import no_backward as _no_backward
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
 SETUP = """
@@ -167,9 +169,17 @@ def _linear_grads(linear_grads: Any) -> None:
         z = layer(x)
         z.retain_grad()
         (z.tanh() * torch.randn(batch, n_out)).sum().backward()   # any loss: the reference is autograd
-        got = linear_grads(x, _grad(z).clone())
-        expect(isinstance(got, tuple) and len(got) == 2,
-               tr("Return a pair (weight gradient, bias gradient), got {type}.", type=type(got).__name__))
+        with _no_backward() as attempts:
+            try:
+                got = linear_grads(x, _grad(z).clone())
+            except _BackwardRefused:
+                got = None
+        expect(not attempts,
+               tr("`linear_grads` ran a backward pass: autograd computed the gradients for you. The "
+                  "exercise is to write them from `x` and dL/dz with matrix operations (section 2)."))
+        expect(isinstance(got, (tuple, list)) and len(got) == 2,
+               tr("Return a pair (weight gradient, bias gradient), as a tuple or a list; got {type}.",
+                  type=type(got).__name__))
         w_grad, b_grad = got
         expect(isinstance(w_grad, torch.Tensor) and w_grad.shape == layer.weight.shape,
                tr("The weight gradient has the shape of the weight, (out, in) = {shape}; got {got_shape}. "
@@ -193,6 +203,7 @@ def _linear_grads(linear_grads: Any) -> None:
 _LOW, _HIGH = 1 / 30, 30.0  # "fixed": both first/last ratios strictly between these (section 3)
 _ACTS = (nn.Sigmoid, nn.Tanh, nn.ReLU)
 _CHANGES = ("norm", "residual", "kaiming", "glorot")
+_SWITCHES = ("residual", "kaiming", "glorot")  # build(...)'s arguments that are True or False
 
 
 _BUILD_ARGUMENTS = Kind(N_("a dict of `build(...)` arguments"), "{name} = dict(act=nn.Tanh, ...)",
@@ -210,6 +221,11 @@ def _deep_fix(deep_fix: dict) -> None:
               "(act=...); got {act!r}.", act=deep_fix.get("act")))
     expect(deep_fix.get("depth", 30) == 30,
            tr("Keep depth 30: a shallower network hides the problem, it does not fix it."))
+    for name in _SWITCHES:
+        value = deep_fix.get(name, False)
+        expect(isinstance(value, bool),
+               tr("`{name}` must be True or False: True makes the change, False leaves it out. You "
+                  "gave {name}={value!r}.", name=name, value=value))
     changes = {k: v for k, v in deep_fix.items() if k in _CHANGES and v not in (None, False)}
     expect(len(changes) <= 1,
            tr("Change exactly one thing besides the activation function; you changed {changes}.",

@@ -179,6 +179,8 @@ def _scale_by_max_no_break(scale_by_max_no_break: Any) -> None:
                   "*both* branches, and the branch it did not pick divides by 0 here. Choose what to "
                   "divide by, not what to return: a denominator that is never 0 needs no second branch.",
                   values=values, max=x.max().item(), grad=grad.tolist()),
+               further=tr("divide x by a denominator that is the maximum m when m > 0, and 1 when "
+                          "m <= 0."),
                code="x / torch.where(m > 0, m, 1.0)")
         expect(torch.allclose(grad, _reference_grad(x.detach()), atol=1e-6),
                tr("For {values} the gradient is {grad}, the analytic one is {want}: the maximum depends "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -131,7 +132,7 @@ def _checkpointed(checkpointed: Callable[[nn.Sequential, torch.Tensor], torch.Te
         out = checkpointed(layers, x)
         forward = ran.copy()
         ran.clear()
-        _check_graph(out, forward, x.shape)
+        activations = _check_graph(out, forward, x.shape)
         try:
             got = torch.autograd.grad(out.sum(), params)
         except RuntimeError as e:
@@ -143,12 +144,15 @@ def _checkpointed(checkpointed: Callable[[nn.Sequential, torch.Tensor], torch.Te
     finally:
         for hook in hooks:
             hook.remove()
-    _check_halves(_segments(ran))
+    segments = _segments(ran)
+    _check_memory(activations, segments)
+    _check_halves(segments)
     expect(all(torch.allclose(a, b, atol=1e-6) for a, b in zip(got, want)),
            tr("the gradients differ from the plain model's: run the same layers, in order."))
 
 
-def _check_graph(out: object, forward: list[int], shape: torch.Size) -> None:
+def _check_graph(out: object, forward: list[int], shape: torch.Size) -> int:
+    """Check the output and its graph; return the bytes of activations that the graph keeps."""
     if not isinstance(out, torch.Tensor) or out.shape != shape:
         raise Wrong(tr("return the model's output for x (shape (16, 32)), not its sum or a tuple."))
     expect(forward == list(range(6)),
@@ -158,8 +162,25 @@ def _check_graph(out: object, forward: list[int], shape: torch.Size) -> None:
            tr("the output has no graph: with use_reentrant=True and an input that does not require "
               "grad nothing is recorded. Use use_reentrant=False."))
     expect(not _is_reentrant(out), translated(REENTRANT))
+    return int(_memory(out.sum()).activations)
+
+
+def _check_memory(activations: int, segments: list[list[int]]) -> None:
+    """Fail unless the graph kept only one activation; ``segments``: the layers that backward
+    ran again, one list per checkpoint, which tell where the rest of the memory comes from."""
     one = 16 * 32 * 4
-    activations = _memory(out.sum()).activations
+    recomputed = sorted(i for segment in segments for i in segment)
+    outside = [i for i in range(6) if i not in recomputed]
+    last = outside == list(range(6 - len(outside), 6))  # what checkpoint_sequential leaves out
+    expect(activations <= one or not segments or not outside,
+           tr("the graph keeps {activations:,} bytes of activations; two checkpointed halves keep "
+              "only the second half's input ({one:,} bytes). backward recomputed only layers "
+              "{layers}: layers {outside} ran outside any checkpoint, so the graph keeps their "
+              "activations.{sequential} Put each half in its own checkpoint.",
+              activations=activations, one=one, layers=recomputed, outside=outside,
+              sequential=tr(" `checkpoint_sequential` runs its last segment without a checkpoint.")
+              if last else ""),
+           code=translated(SLICE))
     expect(activations <= one,
            tr("the graph still keeps {activations:,} bytes of activations; two checkpointed halves "
               "keep only the second half's input ({one:,} bytes). Every layer must be inside a "
@@ -189,8 +210,10 @@ def _half_hooks(half_hooks: Callable[[], Any]) -> None:
            tr("return a pair (pack, unpack) of functions, as a tuple or a list."))
     pack, unpack = pair
     packed_dtypes: set[torch.dtype] = set()  # the dtypes of the tensors that pack returns
+    originals: list[weakref.ref[torch.Tensor]] = []  # the tensors that pack was given, not kept here
 
     def spy(t: torch.Tensor) -> Any:
+        originals.append(weakref.ref(t))
         packed = pack(t)
         items = packed if isinstance(packed, (tuple, list)) else (packed,)
         packed_dtypes.update(item.dtype for item in items if isinstance(item, torch.Tensor))
@@ -208,6 +231,11 @@ def _half_hooks(half_hooks: Callable[[], Any]) -> None:
     want = torch.autograd.grad(plain, list(model.parameters()))
     with torch.autograd.graph.saved_tensors_hooks(spy, unpack):
         out = model(x).sum()
+    # The activations that pack was given: nothing holds them now, unless the answer kept them
+    # (the input and the weights stay alive anyway: the check and the model hold them).
+    held = {t.untyped_storage().data_ptr() for t in (x, *model.parameters())}
+    alive = [t for t in (ref() for ref in originals) if t is not None]
+    kept = [t for t in alive if t.untyped_storage().data_ptr() not in held]
     total = _graph_total(out)
     expect(total <= sum(halves),
            tr("the graph keeps {total:,} bytes; float16 copies of what it saves weigh {halves:,}. "
@@ -218,6 +246,11 @@ def _half_hooks(half_hooks: Callable[[], Any]) -> None:
               "(`torch.half`), for every saved tensor. (bfloat16 is another 16-bit format, with fewer "
               "digits.)", dtypes=sorted(map(str, packed_dtypes))),
            code="pack = lambda t: t.half()")
+    expect(not kept,
+           tr("after the forward pass, float32 tensors that pack was given are still in memory: your "
+              "hooks keep them (in a dict, a list or a closure). Then the float16 copies save nothing. "
+              "pack should return only the float16 copy; unpack should make a float32 tensor from "
+              "that copy."), code="pack = lambda t: t.half()")
     try:
         got = torch.autograd.grad(out, list(model.parameters()))
     except RuntimeError as e:  # unpack gave backward a float16 tensor: matmul of mixed dtypes
@@ -232,3 +265,8 @@ def _half_hooks(half_hooks: Callable[[], Any]) -> None:
     expect(all((a - b).norm() <= 1e-2 * b.norm() for a, b in zip(got, want)),  # float16: ~1e-3
            tr("the gradients are far from the plain model's: unpack should give back the saved values, "
               "not zeros or new tensors."), code="unpack = lambda p: p.float()")
+    expect(any((a - b).abs().max() > 1e-6 * b.abs().max() for a, b in zip(got, want)),
+           tr("the gradients are exactly the plain model's, without the small errors of float16: "
+              "backward got float32 values that pack kept on the side. pack should return only the "
+              "float16 copy; unpack should make a float32 tensor from that copy."),
+           code="unpack = lambda p: p.float()")

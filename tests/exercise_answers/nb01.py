@@ -1,4 +1,6 @@
-"""Plausible wrong answers for 01_simple_backward.ipynb's exercises: each must fail its check."""
+"""Plausible wrong answers for 01_simple_backward.ipynb's exercises: each must fail its check.
+
+RIGHT lists other correct answers, which the check must accept."""
 
 # Exercise 5's class as the stub gives it, without backward(); each wrong answer adds one.
 VALUE = '''
@@ -60,6 +62,33 @@ TOPOLOGICAL = '''
             v._backward()
 '''
 
+# Answers that tests/test_exercises.py also grades by name, to check what their verdict says.
+
+# 01.1, right: a name for the backward pass bound before the check ran (issue 31, E1)
+GRAD_IMPORTED = ("from torch.autograd import grad\n\ndef derivative(f, xs):\n    x = xs.clone().requires_grad_()\n"
+                 "    return grad(f(x).sum(), x)[0]\n")
+BACKWARD_IMPORTED = ("from torch.autograd import backward as _bw\n\ndef derivative(f, xs):\n"
+                     "    x = xs.clone().requires_grad_()\n    y = f(x)\n    _bw(y, torch.ones_like(y))\n"
+                     "    return x.grad\n")
+# 01.1, wrong: the same name, one backward pass per point
+GRAD_IMPORTED_PER_POINT = ("from torch.autograd import grad\n\ndef derivative(f, xs):\n"
+                           "    x = xs.clone().requires_grad_()\n    y = f(x)\n"
+                           "    return torch.stack([grad(y[i], x, retain_graph=True)[0][i] for i in range(len(x))])\n")
+# 01.2, dodges: dynagraph's walk reached another way than `dg.draw` (E2)
+DRAW_BY_IMPORTLIB = ("import importlib\n\ndef count_nodes(t):\n"
+                     "    return sum(importlib.import_module('dynagraph.draw').draw(t).counts().values())\n")
+PRIVATE_WALK = ("import dynagraph._walk\n\ndef count_nodes(t):\n    seen = []\n"
+                "    dynagraph._walk.reach([t.grad_fn], lambda fn: seen.append(fn) or True)\n    return len(seen)\n")
+# 01.2, wrong: follows only the first entry of next_functions (E8)
+FIRST_ENTRY_ONLY = ("def count_nodes(t):\n    n, fn = 0, t.grad_fn\n    while fn is not None:\n        n += 1\n"
+                    "        fn = fn.next_functions[0][0] if fn.next_functions else None\n    return n\n")
+# 01.3, dodge: retain_grad() called, but dy/dh worked out by hand (E3)
+RETAINED_BUT_BY_HAND = ("def h_grad(x):\n    h = x * x\n    h.retain_grad()\n    (h * h).sum().backward()\n"
+                        "    return 2 * h.detach()\n")
+# 01.3, right: a copy of the kept gradient
+RETAINED_CLONE = ("def h_grad(x):\n    h = x * x\n    h.retain_grad()\n    (h * h).sum().backward()\n"
+                  "    return h.grad.clone()\n")
+
 WRONG = {
     "01.1": [
         # backward() on a non-scalar output
@@ -89,20 +118,28 @@ WRONG = {
          "        d = fwAD.make_dual(xs, torch.ones_like(xs))\n        return fwAD.unpack_dual(f(d)).tangent\n"),
         # mean() instead of sum(): each weight is 1/n, not 1
         "def derivative(f, xs):\n    x = xs.clone().requires_grad_()\n    f(x).mean().backward()\n    return x.grad\n",
+        GRAD_IMPORTED_PER_POINT,
     ],
     "01.2": [
         # a tree walk: a node reached by two paths is counted twice
         ("def count_nodes(t):\n    def walk(fn):\n        if fn is None:\n            return 0\n"
         "        return 1 + sum(walk(c) for c, _ in fn.next_functions)\n    return walk(t.grad_fn)\n"),
         # follows only the first input of each node
+        FIRST_ENTRY_ONLY,
+        # the same, skipping a `None` first entry: still misses the other inputs
         ("def count_nodes(t):\n    n, fn = 0, t.grad_fn\n    while fn is not None:\n        n += 1\n"
-        "        fn = fn.next_functions[0][0] if fn.next_functions else None\n    return n\n"),
+         "        nxt = [c for c, _ in fn.next_functions if c is not None]\n        fn = nxt[0] if nxt else None\n"
+         "    return n\n"),
         # leaves out the leaves' AccumulateGrad nodes
         ("def count_nodes(t):\n    seen, stack = set(), [t.grad_fn]\n    while stack:\n        fn = stack.pop()\n"
         "        if fn is not None and fn not in seen and fn.next_functions:\n            seen.add(fn)\n"
         "            stack.extend(c for c, _ in fn.next_functions)\n    return len(seen)\n"),
         # dynagraph's walk instead of one's own
         "def count_nodes(t):\n    return sum(dg.draw(t).counts().values())\n",
+        DRAW_BY_IMPORTLIB,
+        PRIVATE_WALK,
+        # dynagraph's drawing function under a name bound before the check ran
+        "from dynagraph.draw import draw as picture\n\ndef count_nodes(t):\n    return sum(picture(t).counts().values())\n",
         # counts each leaf once, but an operation's node once per path
         ("def count_nodes(t):\n    leaves = set()\n    def walk(fn):\n        if fn is None:\n            return 0\n"
          "        if not fn.next_functions:\n            if fn in leaves:\n                return 0\n"
@@ -125,6 +162,11 @@ WRONG = {
         "    y.backward(retain_graph=True)\n    y.backward()\n    return h.grad\n"),
         # dy/dh worked out by hand, not taken from autograd
         "def h_grad(x):\n    h = x * x\n    y = (h * h).sum()\n    y.backward()\n    return 2 * h.detach()\n",
+        # the same with a token retain_grad()
+        RETAINED_BUT_BY_HAND,
+        # retain_grad(), then h.grad times 1: a new tensor, not the kept gradient
+        ("def h_grad(x):\n    h = x * x\n    h.retain_grad()\n    (h * h).sum().backward()\n"
+         "    return h.grad * 1\n"),
         # torch.autograd.grad instead of y.backward(): x.grad is never filled
         "def h_grad(x):\n    h = x * x\n    y = (h * h).sum()\n    return torch.autograd.grad(y, h)[0]\n",
         # a hook catches dy/dh instead of retain_grad()
@@ -192,5 +234,14 @@ WRONG = {
             "            v._backward()\n", "            v._backward()\n        self.grad = 1.0\n"),
         # the wrong kind: a function that makes tensors, not a class of Values
         "def Value(data):\n    return torch.tensor(data, requires_grad=True)\n",
+    ],
+}
+
+RIGHT = {
+    "01.1": [GRAD_IMPORTED, BACKWARD_IMPORTED],
+    "01.3": [
+        RETAINED_CLONE,
+        "def h_grad(x):\n    h = x * x\n    h.retain_grad()\n    (h * h).sum().backward()\n    return h.grad.detach()\n",
+        "def h_grad(x):\n    h = x * x\n    h.retain_grad()\n    (h * h).sum().backward()\n    return torch.clone(h.grad)\n",
     ],
 }

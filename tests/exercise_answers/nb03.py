@@ -5,6 +5,10 @@ on the way (a breakpoint, grad mode, the default dtype): ``tests/test_exercise_s
 proves that the check puts it back.
 """
 
+# 03.1: pdb commands that show the function the check stops in (issue 31, N6)
+ARGS = 'commands1 = "a\\nc\\n"\n'
+LISTING = 'commands1 = "l\\nc\\n"\n'
+
 WRONG = {
     "03.1": [
         'commands1 = "p a\\nc\\n"\n',                 # prints the tensor, not the number
@@ -17,6 +21,8 @@ WRONG = {
         'commands1 = "w\\nc\\n"\n',                     # `where`: the stack, with file paths
         'commands1 = "p __file__\\nn\\nc\\n"\n',       # a path, then `next`: a location line
         'commands1 = ["p a.item()", "c"]\n',             # the wrong kind: a list, not one string
+        ARGS,                                            # pdb's `args`: the function's parameters
+        LISTING,                                         # pdb's `list`: the function's lines
     ],
     "03.2": [
         'commands2 = "a = a * 2\\nc\\n"\n',           # read as pdb's `args` command

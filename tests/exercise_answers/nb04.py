@@ -43,6 +43,9 @@ _LEAKY2 = """class LeakyThreshold2(Function):
         return torch.where(x > ctx.threshold, grad_output, 0.1 * grad_output), None
 """
 
+# 04.2: a zero tensor as the float threshold's gradient (issue 31, E9)
+THRESHOLD_ZERO = _LEAKY.format("torch.where(x > ctx.threshold, grad_output, 0.1 * grad_output), torch.zeros(())")
+
 WRONG = {
     "04.1": [
         _SQUARE.format("2 * x"),                              # ignores grad_output
@@ -59,6 +62,8 @@ WRONG = {
         _LEAKY.format("torch.where(x > ctx.threshold, grad_output, 0.1 * grad_output)"),  # no None
         _LEAKY.format("torch.where(x > 5.0, grad_output, 0.1 * grad_output), None"),  # the threshold typed in
         _LEAKY.format("torch.where(x > ctx.threshold, grad_output, 0.1), None"),  # below: 0.1, not 0.1 * grad_output
+        THRESHOLD_ZERO,   # a zero tensor for the float threshold: PyTorch refuses it
+        _LEAKY.format("torch.where(x > ctx.threshold, grad_output, 0.1 * grad_output), 0.0"),  # a zero float
         # the wrong kind: a plain function, not a Function subclass (the hint names the kind)
         "def LeakyThreshold(x, threshold):\n    return torch.where(x > threshold, x, 0.1 * x)\n",
     ],
@@ -76,6 +81,8 @@ WRONG = {
         _LEAKY2.format(saved="inputs[0]").replace("grad_output, 0.1 * grad_output)", "1.0, 0.1)"),
         # 0.1 below the threshold instead of 0.1 * grad_output
         _LEAKY2.format(saved="inputs[0]").replace("0.1 * grad_output)", "0.1)"),
+        # a zero tensor for the float threshold
+        _LEAKY2.format(saved="inputs[0]").replace("0.1 * grad_output), None", "0.1 * grad_output), torch.zeros(())"),
         # the slopes swapped
         _LEAKY2.format(saved="inputs[0]").replace("grad_output, 0.1 * grad_output)", "0.1 * grad_output, grad_output)"),
         # the wrong kind: the forward's function, not a Function subclass

@@ -1,5 +1,9 @@
 """Plausible wrong answers for 05_dynamic_depth.ipynb's exercises: each must fail its check."""
 
+# 05.2: the loop with one layer call per row (issue 31, E11)
+ROW_BY_ROW = ("def forward_active_rows(model, x, depths):\n    out = []\n    for i in range(len(x)):\n"
+              "        out.append(model.forward_one(x[i:i + 1], int(depths[i])))\n    return torch.cat(out)\n")
+
 WRONG = {
     "05.1": [
         # off by one: layer i runs when some depth is > i, so layers from max(depths) on are missed
@@ -88,6 +92,7 @@ WRONG = {
         "        new = torch.relu(F.linear(h, layer.weight, layer.bias))\n"
         "        h = h.index_copy(0, rows, new[rows])\n"
         "    return model.head(h)\n",
+        ROW_BY_ROW,
         # the per-sample loop again, written with F.linear: not batched
         "def forward_active_rows(model, x, depths):\n"
         "    outs = []\n"

@@ -4,6 +4,17 @@ RIGHT lists other correct answers, which the check must accept. ``tests/test_exe
 reads both.
 """
 
+# 07.2: autograd computes the gradients of a layer made for the purpose (issue 31, E4)
+AUTOGRAD_LAYER = ("def linear_grads(x, dz):\n"
+                  "    W = torch.zeros(dz.shape[1], x.shape[1], requires_grad=True)\n"
+                  "    b = torch.zeros(dz.shape[1], requires_grad=True)\n"
+                  "    (x @ W.T + b).backward(dz)\n"
+                  "    return W.grad, b.grad\n")
+# 07.2, right: the pair as a list (E7)
+LIST_PAIR = "def linear_grads(x, dz):\n    return [dz.T @ x, dz.sum(0)]\n"
+# 07.3: a truthy string where build(...) takes True (E6)
+GLOROT_YES = "deep_fix = dict(act=nn.Tanh, glorot='yes')\n"
+
 WRONG = {
     "07.1": [
         # grad_input: the gradient of the block's input, one block off
@@ -89,6 +100,10 @@ WRONG = {
         "def linear_grads(x, dz):\n    return dz.T @ x, dz.mean(dim=0)\n",
         # only the first sample's outer product
         "def linear_grads(x, dz):\n    return torch.outer(dz[0], x[0]), dz[0]\n",
+        AUTOGRAD_LAYER,
+        # the same through torch.func.vjp of F.linear
+        ("def linear_grads(x, dz):\n    W = torch.zeros(dz.shape[1], x.shape[1])\n    b = torch.zeros(dz.shape[1])\n"
+         "    _, vjp = torch.func.vjp(lambda W, b: F.linear(x, W, b), W, b)\n    return vjp(dz)\n"),
     ],
     "07.3": [
         # unchanged tanh: vanishes
@@ -113,6 +128,8 @@ WRONG = {
         "deep_fix = dict(act=nn.Tanh(), glorot=True)\n",
         # the wrong kind: the activation's class, not a dict of build arguments
         "deep_fix = nn.Tanh\n",
+        GLOROT_YES,
+        "deep_fix = dict(act=nn.ReLU, kaiming=1)\n",            # 1, not True
     ],
 }
 
@@ -134,6 +151,7 @@ RIGHT = {
         "def linear_grads(x, dz):\n    return (x.T @ dz).T, dz.sum(dim=0)\n",
         # the right values, in float64
         "def linear_grads(x, dz):\n    return dz.double().T @ x.double(), dz.double().sum(0)\n",
+        LIST_PAIR,
     ],
     "07.3": [
         "deep_fix = dict(act=nn.Tanh, glorot=True)\n",
@@ -145,5 +163,7 @@ RIGHT = {
         "deep_fix = dict(act=nn.Tanh, residual=True)\n",
         "deep_fix = dict(act=nn.Tanh, norm=nn.BatchNorm1d)\n",
         "deep_fix = dict(act=nn.Tanh, kaiming=True)\n",
+        # the other switches given as False: no change
+        "deep_fix = dict(act=nn.Tanh, glorot=True, residual=False, kaiming=False)\n",
     ],
 }

@@ -1,5 +1,8 @@
 """Plausible wrong answers for 08_jit_and_graph_capture.ipynb's exercises: each must fail its check."""
 
+# 08.2: the NaN-gradient trap, which tests/test_exercises.py grades three times (issue 31, E12)
+NAN_TRAP = "def scale_by_max_no_break(x):\n    m = x.max()\n    return torch.where(m > 0, x / m, x)\n"
+
 WRONG = {
     "08.1": [
         # one call per time step: nn.RNN runs a whole sequence per call
@@ -38,9 +41,7 @@ WRONG = {
     ],
     "08.2": [
         # the NaN-gradient trap: right values, 0/0 in the unused branch
-        "def scale_by_max_no_break(x):\n"
-        "    m = x.max()\n"
-        "    return torch.where(m > 0, x / m, x)\n",
+        NAN_TRAP,
         # the original: right values and gradients, but a graph break
         "def scale_by_max_no_break(x):\n"
         "    m = x.max().item()\n"

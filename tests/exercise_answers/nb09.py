@@ -1,4 +1,14 @@
-"""Plausible wrong answers for 09_what_the_graph_keeps_alive.ipynb's exercises: each must fail its check."""
+"""Plausible wrong answers for 09_what_the_graph_keeps_alive.ipynb's exercises: each must fail its check.
+
+RIGHT lists other correct answers, which the check must accept."""
+
+# 09.2: checkpoint_sequential, which runs its last segment without a checkpoint (issue 31, E10)
+SEQUENTIAL = "def checkpointed(layers, x):\n    return cp.checkpoint_sequential(layers, 2, x, use_reentrant=False)\n"
+# 09.3: pack keeps the float32 original in a closure, and unpack returns it (E5)
+ORIGINALS_KEPT = ("def half_hooks():\n    keep = {}\n    def pack(t):\n        h = t.half()\n        keep[id(h)] = t\n"
+                  "        return h\n    def unpack(p):\n        return keep[id(p)]\n    return pack, unpack\n")
+# 09.3: pack keeps a float32 copy on the side, and unpack returns it
+COPIES_KEPT = ORIGINALS_KEPT.replace("keep[id(h)] = t\n", "keep[id(h)] = t.clone()\n")
 
 WRONG = {
     "09.1": [
@@ -51,6 +61,10 @@ WRONG = {
         # the first half checkpointed, the second half plain (checkpoint_sequential's last segment)
         ("def checkpointed(layers, x):\n    h = cp.checkpoint(layers[:3], x, use_reentrant=False)\n"
          "    return layers[3:](h)\n"),
+        SEQUENTIAL,
+        # the first half plain, the second half checkpointed
+        ("def checkpointed(layers, x):\n    h = layers[:3](x)\n"
+         "    return cp.checkpoint(layers[3:], h, use_reentrant=False)\n"),
     ],
     "09.3": [
         # identity hooks: nothing saved
@@ -65,5 +79,19 @@ WRONG = {
         "def half_hooks():\n    return (lambda t: t.bfloat16()), (lambda p: p.float())\n",
         # pack and unpack swapped: pack keeps float32
         "def half_hooks():\n    return (lambda p: p.float()), (lambda t: t.half())\n",
+        ORIGINALS_KEPT,
+        COPIES_KEPT,
+        # the originals kept in a list, though unpack uses the float16 copy
+        ("def half_hooks():\n    kept = []\n    def pack(t):\n        kept.append(t)\n        return t.half()\n"
+         "    return pack, (lambda p: p.float())\n"),
+    ],
+}
+
+RIGHT = {
+    "09.3": [
+        "def half_hooks():\n    return [lambda t: t.to(torch.float16), lambda p: p.to(torch.float32)]\n",
+        # the dtype packed with the copy, to restore it
+        ("def half_hooks():\n    def pack(t):\n        return t.dtype, t.half()\n"
+         "    def unpack(packed):\n        dtype, h = packed\n        return h.to(dtype)\n    return pack, unpack\n"),
     ],
 }
