@@ -259,7 +259,33 @@ def _sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]], first: Se
     for i in itertools.compress(range(len(ops)), feeds):  # a parameter's name says which module reads it
         if not hints[i]:
             hints[i] = _common(owner(leaves[x].label) for x in feeds[i] if leaves[x].kind == "parameter")
-    return _Seq(ops, keys, out, indeg, *_nearest(hints), feeds, spans, leaves, len(last), loose)
+    before, after = _nearest(_inherited(hints, out))
+    return _Seq(ops, keys, out, indeg, before, after, feeds, spans, leaves, len(last), loose)
+
+
+def _inherited(hints: list[str | None], out: Sequence[Sequence[int]]) -> list[str | None]:
+    """Each op's module, where an op with none of its own (no tag, no parameter) takes the
+    one all the ops it feeds share.
+
+    Without module tags, the module of an op is known only where it reads a parameter. An
+    RMSNorm written out (``x * rsqrt(mean(x ** 2) + eps) * weight``) reads its weight in
+    its last op: its first four ops feed only ops of that norm, so they are the norm's too,
+    and a layer's boundary falls before them, not in the middle of the norm. Consumers come
+    later in creation order, so one pass from the end carries a module up a chain.
+
+    Example:
+        >>> _inherited([None, None, "norm", None], [[1], [2], [3], []])
+        ['norm', 'norm', 'norm', None]
+        >>> _inherited([None, "a", "b"], [[1, 2], [], []])  # two modules read it: none
+        [None, 'a', 'b']
+    """
+    hints = list(hints)
+    for i in range(len(hints) - 1, -1, -1):
+        if hints[i] is None and out[i]:
+            first = hints[out[i][0]]
+            if first is not None and all(hints[j] == first for j in out[i]):
+                hints[i] = first
+    return hints
 
 
 _RESIZE = frozenset({"SliceBackward0", "CatBackward0"})  # ops that take rows off a state, or add rows to it

@@ -659,3 +659,77 @@ def _timings():
 
 if __name__ == "__main__":
     _timings()
+
+
+# -- frames that stand for their layers (issue 32) -------------------------------------------
+
+class _RMSNorm(nn.Module):
+    """RMSNorm written out, as Llama, Mixtral and T5 do: the weight is read by the last op."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+
+class _LlamaLayer(nn.Module):
+    """A pre-norm decoder layer: attention and a gated MLP, each after an RMSNorm."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.norm1, self.norm2 = _RMSNorm(d), _RMSNorm(d)
+        self.q, self.o = nn.Linear(d, d, bias=False), nn.Linear(d, d, bias=False)
+        self.gate, self.up, self.down = (nn.Linear(d, 2 * d, bias=False), nn.Linear(d, 2 * d, bias=False),
+                                         nn.Linear(2 * d, d, bias=False))
+
+    def forward(self, x):
+        a = self.norm1(x)
+        x = x + self.o(torch.softmax(self.q(a) @ a.transpose(-1, -2), -1) @ a)
+        b = self.norm2(x)
+        return x + self.down(nn.functional.silu(self.gate(b)) * self.up(b))
+
+
+class _Llama(nn.Module):
+    def __init__(self, d=8, layers=2):
+        super().__init__()
+        self.emb = nn.Embedding(50, d)
+        self.layers = nn.ModuleList([_LlamaLayer(d) for _ in range(layers)])
+        self.norm, self.head = _RMSNorm(d), nn.Linear(d, 50, bias=False)
+
+    def forward(self, ids):
+        h = self.emb(ids)
+        for layer in self.layers:
+            h = layer(h)
+        return self.head(self.norm(h)).pow(2).mean()
+
+
+def _seq_now():
+    """Autograd's creation counter now (the number the next recorded op gets)."""
+    return (torch.ones(1, requires_grad=True) * 1).grad_fn._sequence_nr()
+
+
+@pytest.mark.parametrize("layers", [2, 3, 4])
+def test_roll_frames_of_rmsnorm_layers_hold_exactly_their_layers(layers):
+    """Without module tags, a layer is known by the weights its ops read. RMSNorm reads its
+    weight in its last op: the frame must still start at the norm's first op (it started at
+    the weight's multiply with two layers, and held the final norm's ops) and hold every op
+    of each layer and nothing computed after the last one."""
+    torch.manual_seed(0)
+    model = _Llama(layers=layers)
+    spans = []
+    for layer in model.layers:
+        layer.register_forward_pre_hook(lambda m, a: spans.append([_seq_now()]))
+        layer.register_forward_hook(lambda m, a, out: spans[-1].append(_seq_now()))
+    y = model(torch.randint(0, 50, (2, 5)))
+    nodes, edges, types = capture(y, params=model)
+    rolled = roll(nodes, edges, module_types=types)
+    (block,) = rolled.blocks
+    assert block.repeats == layers
+    for node in nodes:
+        if node.seq is None or node.kind == "output":
+            continue
+        inside = [k for k, (lo, hi) in enumerate(spans) if lo < node.seq < hi]
+        place = rolled.iteration.get(node.id)
+        assert (place[1] if place else None) == (inside[0] if inside else None), (node.name, node.seq)
