@@ -497,8 +497,10 @@ def _filled(text: StepText) -> str:
     return text[0].replace(FILL, text[1]) if isinstance(text, tuple) else text
 
 
-def diff_table(rows: Sequence[tuple[str, int, int]], labels: Sequence[str], total: tuple[int, int]) -> str:
-    """A diff's node counts as an HTML table: ``(name, count in a, count in b)`` per row."""
+def diff_table(rows: Sequence[tuple[str, int, int]], labels: Sequence[str], total: tuple[int, int],
+               notes: Sequence[str] = ()) -> str:
+    """A diff's node counts as an HTML table: ``(name, count in a, count in b)`` per row,
+    then a row for each of ``notes`` (what it could not place)."""
     la, lb = map(escape, labels)
     head = "".join(f"<td><b>{c}</b></td>" for c in (escape(tr("node")), la, lb, escape(tr("change"))))
     head = f"<tr>{head}</tr>"
@@ -506,15 +508,15 @@ def diff_table(rows: Sequence[tuple[str, int, int]], labels: Sequence[str], tota
                    for n, x, y in rows)
     ta, tb = total
     foot = "".join(f"<td><b>{c}</b></td>" for c in (escape(tr("total")), ta, tb, f"{tb - ta:+d}"))
-    foot = f"<tr>{foot}</tr>"
+    foot = f"<tr>{foot}</tr>" + "".join(f'<tr><td colspan="4">{escape(n)}</td></tr>' for n in notes)
     return f'<table class="dg-diff" style="{_CARD}">{head}{body}{foot}</table>'
 
 
 def _plain_table(html: str) -> str:
     """A table of :func:`diff_table` as text: one row per line, cells split by two spaces."""
     rows = re.findall(r"<tr>(.*?)</tr>", html)
-    return "\n".join("  ".join(unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td>(.*?)</td>", r))
-                     for r in rows)
+    cells = (re.findall(r"<td[^>]*>(.*?)</td>", r) for r in rows)  # (a note's cell spans the row)
+    return "\n".join("  ".join(unescape(re.sub(r"<[^>]+>", "", c)) for c in row) for row in cells)
 
 
 @cache

@@ -75,6 +75,8 @@ MESSAGES: dict[str, str] = {
         "变化量",
     "total":
         "总计",
+    "not placed: {count} new of the {n} {name} marked ?":
+        "无法定位：标有 ? 的 {n} 个 {name} 中有 {count} 个是新增的",
     # _source.py: where a step's line is (Step.where stays English; steps show it so)
     "this cell, line {line}":
         "本单元格，第 {line} 行",

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import unicodedata
-from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol
 
-from . import _page, _picture
+from . import _match, _page, _picture
 from ._dot import Overlay
 from ._language import tr
+from ._match import Unplaced
 from ._records import Node
 from .graph import Graph
 
@@ -35,8 +35,15 @@ class GraphDiff(_page.View):
         a, b: The two :class:`Graph` objects.
         rows: ``(name, count in a, count in b)`` for every autograd name, sorted by
             the change (largest first), then name.
-        new: Ids of the nodes of ``b`` with no counterpart in ``a`` (matched by name,
-            module and leaf name; the latest created ones), lit in the picture.
+        new: Ids of the nodes of ``b`` with no counterpart in ``a``, lit in the
+            picture. Nodes are matched by structure: by name (module and leaf name
+            too, where known) and the matches of their inputs, from the leaves
+            forwards, or of their consumers, from the outputs backwards. Of
+            interchangeable repeats (a loop's steps) the latest created are new.
+        unplaced: New nodes that the structure cannot place: :class:`Unplaced`
+            ``(name, new, candidates)``, ``new`` of the ``candidates`` (node ids of
+            ``b``) are new and the rest changed. None of them is in ``new``; the
+            picture marks the candidates ``?`` and the table says how many.
     """
 
     def __init__(self, a: Graph, b: Graph, labels: Sequence[str] = ("a", "b")) -> None:
@@ -44,7 +51,7 @@ class GraphDiff(_page.View):
         ca, cb = a.counts(), b.counts()
         names = sorted(set(ca) | set(cb), key=lambda n: (-(cb[n] - ca[n]), n))
         self.rows = [(n, ca[n], cb[n]) for n in names]
-        self.new = _extra_nodes(a, b)
+        self.new, self.unplaced = _new_nodes(a, b)
 
     @property
     def total(self) -> tuple[int, int]:
@@ -60,21 +67,33 @@ class GraphDiff(_page.View):
         lines += [f"{n:<{width}} {x:>6} {y:>6} {y - x:>+7}" for n, x, y in self.rows]
         ta, tb = self.total
         lines.append(f"{_left(tr('total'), width)} {ta:>6} {tb:>6} {tb - ta:>+7}")
-        return "\n".join(lines)
+        return "\n".join(lines + self._notes())
+
+    def _notes(self) -> list[str]:
+        """A line for each group of new nodes that could not be placed."""
+        return [tr("not placed: {count} new of the {n} {name} marked ?", count=u.new,
+                   n=len(u.candidates), name=u.name) for u in self.unplaced]
 
     def _graph(self) -> Graph:
         b = self.b
-        return Graph(b.nodes, b.edges, b.module_types,
-                     title=f"{self.labels[1]}: new vs {self.labels[0]} in red",
+        title = f"{self.labels[1]}: new vs {self.labels[0]} in red"
+        if self.unplaced:
+            title += f"; {sum(u.new for u in self.unplaced)} more new, not placed, among those marked ?"
+        return Graph(b.nodes, b.edges, b.module_types, title=title,
                      blocks=b.blocks, roll=b.roll, max_nodes=b.max_nodes)
+
+    def _overlay(self) -> Overlay:
+        """New nodes outlined in red; those that could be new, not placed, marked ``?``."""
+        maybe = {i: "?" for u in self.unplaced for i in u.candidates}
+        return Overlay(highlight=set(self.new), badges=maybe)
 
     def to_dot(self) -> str:
         """DOT of the picture of ``b`` with its new nodes outlined in red."""
-        return _picture.drawing(self._graph(), Overlay(highlight=set(self.new)))[1]
+        return _picture.drawing(self._graph(), self._overlay())[1]
 
     def _outputs(self) -> list[_page.Output]:
-        return _page.outputs(self._graph(), repr(self), Overlay(highlight=set(self.new)),
-                             table=_page.diff_table(self.rows, self.labels, self.total))
+        table = _page.diff_table(self.rows, self.labels, self.total, notes=self._notes())
+        return _page.outputs(self._graph(), repr(self), self._overlay(), table=table)
 
 
 def _columns(text: str) -> int:
@@ -90,32 +109,20 @@ def _right(text: str, width: int) -> str:
     return " " * max(0, width - _columns(text)) + text
 
 
-def _key(node: Node, modules: bool) -> tuple[str, str | None, str | None]:
-    """What makes two nodes 'the same' across graphs: name, module, and leaf name."""
-    leaf = node.label if node.kind in ("parameter", "input") else None
-    return node.name, node.module if modules else None, leaf
+def _key(node: Node, modules: bool) -> tuple[str, str, str | None]:
+    """What must agree for two nodes to match across graphs: name, label (a leaf's
+    name, a custom Function's class) and, when both graphs know them, module."""
+    return node.name, node.label, node.module if modules else None
 
 
-def _extra_nodes(a: Graph, b: Graph) -> list[int]:
-    """Nodes of ``b`` beyond ``a``'s count of the same kind of node, latest created first.
+def _new_nodes(a: Graph, b: Graph) -> tuple[list[int], list[Unplaced]]:
+    """Nodes of ``b`` with no counterpart in ``a``, and those that cannot be placed.
 
-    Nodes match by autograd name, module (when both graphs know modules) and, for
-    leaves, their name,
-    so a new layer's parameters are new even though every leaf is an AccumulateGrad.
+    Module tags take part when both graphs carry them; a leaf's name always does, so a
+    new layer's parameters are new even though every leaf is an AccumulateGrad.
     """
     modules = all(any(n.module for n in g.nodes if n.seq is not None) for g in (a, b))
-    have = Counter(_key(n, modules) for n in a.nodes if n.kind not in ("output", "fold", "module"))
-    by_key: dict[tuple[str, str | None, str | None], list[Node]] = {}
-    for n in b.nodes:
-        if n.kind not in ("output", "fold", "module"):
-            by_key.setdefault(_key(n, modules), []).append(n)
-    extra: list[int] = []
-    for key, group in by_key.items():
-        surplus = len(group) - have[key]
-        if surplus > 0:
-            group.sort(key=lambda n: (n.seq is not None, n.seq or 0, n.id))
-            extra.extend(n.id for n in group[-surplus:])
-    return sorted(extra)
+    return _match.added((a.nodes, a.edges), (b.nodes, b.edges), lambda n: _key(n, modules))
 
 
 def diff(a: Graph | _HasGraph, b: Graph | _HasGraph, *, labels: Sequence[object] = ("a", "b")) -> GraphDiff:
@@ -127,14 +134,21 @@ def diff(a: Graph | _HasGraph, b: Graph | _HasGraph, *, labels: Sequence[object]
 
     Returns:
         A :class:`GraphDiff`: a table of node counts per op in text, and in Jupyter
-        the table plus ``b``'s picture with its new nodes outlined in red.
+        the table plus ``b``'s picture with its new nodes outlined in red. New nodes
+        that the structure cannot place (which of two ``sin`` is the old one?) are
+        not lit: their candidates are marked ``?`` and a line under the table counts them.
 
     Raises:
-        TypeError: ``a`` or ``b`` is not a graph or recording.
+        TypeError: ``a`` or ``b`` is not a graph or recording, or ``labels`` is not a
+            pair (a string, a number).
+        ValueError: ``labels`` does not hold two names.
 
     Example:
         >>> dg.diff(dg.draw(rnn(x[:2])), dg.draw(rnn(x[:5])), labels=("len 2", "len 5"))
     """
+    if isinstance(labels, (str, bytes)) or not isinstance(labels, Sequence):
+        raise TypeError(f"labels must be a pair of names, e.g. labels=('len 2', 'len 5'); "
+                        f"got {type(labels).__name__} {labels!r}")
     if len(labels) != 2:
-        raise ValueError(f"labels must be two names; got {labels!r}")
+        raise ValueError(f"labels must be two names, e.g. labels=('len 2', 'len 5'); got {labels!r}")
     return GraphDiff(_as_graph(a, "a"), _as_graph(b, "b"), tuple(map(str, labels)))

@@ -1,10 +1,15 @@
-"""diff: node counts of two graphs, per op, with the analytic change as the oracle."""
+"""diff: node counts of two graphs, per op, with the analytic change as the oracle; the
+new nodes, found by structure, against where the program grew."""
 
+import os
 import re
 from collections import Counter
 
 import pytest
 import torch
+import torch.nn.functional as F
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 import dynagraph as dg
@@ -138,5 +143,228 @@ def test_bad_input_raises():
         dg.diff(torch.ones(1), g)
     with pytest.raises(TypeError, match="b must be a dynagraph Graph or Recording; got str"):
         dg.diff(g, "graph")
-    with pytest.raises(ValueError, match="labels must be two names; got"):
+    with pytest.raises(ValueError, match=r"labels must be two names, e\.g\. labels=\('len 2', 'len 5'\); got \('only one',\)"):
         dg.diff(g, g, labels=("only one",))
+    with pytest.raises(TypeError, match=r"labels must be a pair of names, e\.g\. labels=\('len 2', 'len 5'\); got int 3"):
+        dg.diff(g, g, labels=3)
+    with pytest.raises(TypeError, match=r"labels must be a pair of names.*; got str 'ab'"):
+        dg.diff(g, g, labels="ab")
+
+
+# -- where the graph grew ------------------------------------------------------------------
+
+def seq_now() -> int:
+    """Autograd's creation counter now: a node made after this call has a larger ``seq``."""
+    return (torch.zeros((), requires_grad=True) * 1).grad_fn._sequence_nr()
+
+
+def test_a_loop_that_grows_before_other_ops_of_its_name_lights_the_loop():
+    w = torch.tensor(1.01, requires_grad=True)
+    spans = []
+
+    def program(steps):
+        h = torch.ones(3, requires_grad=True)
+        start = seq_now()
+        for _ in range(steps):
+            h = h * w  # the loop that grows
+        spans.append((start, seq_now()))
+        return (h.sin() * w * w).sum()  # two more MulBackward0, the same in both
+
+    d = dg.diff(dg.draw(program(3)), dg.draw(program(5)))
+    start, end = spans[1]
+    assert [d.b.node(i).name for i in d.new] == ["MulBackward0"] * 2
+    assert all(start < d.b.node(i).seq < end for i in d.new)  # in the loop, before the sin
+    assert d.unplaced == []
+    assert dict((n, y - x) for n, x, y in d.rows)["MulBackward0"] == 2
+
+
+# Random programs that grow in one place: a chain of values, each step reading the last
+# value and maybe an earlier one (a DAG); b is a with k ops inserted into the chain before
+# one step (``h = op(h)``: later steps read their result). Op names repeat, so the new
+# ones can only be told by where they sit.
+UNARY = {"tanh": torch.tanh, "sin": torch.sin, "neg": torch.neg, "half": lambda h: 0.5 * h,
+         "square": lambda h: h * h}
+BINARY = {"add": torch.add, "mul": torch.mul, "sub": torch.sub}
+EXAMPLES = int(os.environ.get("DYNAGRAPH_PROPERTY_EXAMPLES", "20"))
+
+
+@st.composite
+def grown_programs(draw):
+    """``(steps, position, inserted)``: steps ``("u", op)`` or ``("b", op, j)`` (j: an
+    earlier value, or leaf 0/1 when negative); ``inserted`` ops ``("u", op)`` or
+    ``("b", op, leaf)``, run on the chain's value just before step ``position``."""
+    steps = []
+    for n in range(draw(st.integers(1, 10))):
+        if draw(st.booleans()):
+            steps.append(("u", draw(st.sampled_from(sorted(UNARY)))))
+        else:
+            steps.append(("b", draw(st.sampled_from(sorted(BINARY))), draw(st.integers(-2, n))))
+    op = st.one_of(st.tuples(st.just("u"), st.sampled_from(sorted(UNARY))),
+                   st.tuples(st.just("b"), st.sampled_from(sorted(BINARY)), st.integers(-2, -1)))
+    return steps, draw(st.integers(0, len(steps))), draw(st.lists(op, min_size=1, max_size=4))
+
+
+def run_grown(program, grow):
+    """Run the program (with the inserted ops when ``grow``); returns the loss and the
+    creation counters around the inserted ops."""
+    steps, position, inserted = program
+    torch.manual_seed(0)
+    leaves = [torch.randn(3, 3, requires_grad=True) for _ in range(2)]
+    values = [leaves[0] * leaves[1]]  # both leaves feed every program
+    span = (0, 0)
+    for n, step in enumerate([*steps, None]):
+        if grow and n == position:
+            start = seq_now()
+            for ins in inserted:
+                values[-1] = apply(ins, values[-1], values, leaves)
+            span = (start, seq_now())
+        if step is not None:
+            values.append(apply(step, values[-1], values, leaves))
+    return values[-1].sum(), span, {"x0": leaves[0], "x1": leaves[1]}
+
+
+def apply(step, h, values, leaves):
+    if step[0] == "u":
+        return UNARY[step[1]](h)
+    other = leaves[step[2] + 2] if step[2] < 0 else values[step[2]]
+    return BINARY[step[1]](h, other)
+
+
+def spliced(graph, removed):
+    """``graph`` without the nodes ``removed``, each one's consumers reading its first
+    input instead (where an inserted op reads the chain), as a multiset of hashes of
+    what each node is computed from (a canonical form, to compare with another graph)."""
+    ins = {n.id: [s for s, t in graph.edges if t == n.id] for n in graph.nodes}
+
+    def through(i):
+        while i in removed:
+            i = ins[i][0]
+        return i
+
+    memo = {}
+
+    def form(i):
+        if i not in memo:
+            node = graph.node(i)
+            memo[i] = hash((node.name, node.label, tuple(form(through(p)) for p in ins[i])))
+        return memo[i]
+
+    return Counter(form(n.id) for n in graph.nodes if n.id not in removed)
+
+
+def check_grown(program):
+    loss_a, _, leaves_a = run_grown(program, grow=False)
+    loss_b, (start, end), leaves_b = run_grown(program, grow=True)
+    a, b = dg.draw(loss_a, params=leaves_a), dg.draw(loss_b, params=leaves_b)
+    d = dg.diff(a, b)
+    inserted = {n.id for n in b.nodes if n.seq is not None and start < n.seq < end}
+    lit = set(d.new) | {i for u in d.unplaced for i in u.candidates}
+    assert len(d.new) + sum(u.new for u in d.unplaced) == len(inserted)
+    assert sum(y - x for _, x, y in d.rows) == len(inserted)
+    if d.unplaced:  # said so: the inserted ones are among those it could not place
+        assert inserted <= lit
+    elif set(d.new) != inserted:  # an equally good answer: b without them is a
+        assert Counter(b.node(i).name for i in d.new) == Counter(b.node(i).name for i in inserted)
+        assert spliced(b, set(d.new)) == spliced(a, set()) == spliced(b, inserted)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(grown_programs())
+def test_random_programs_that_grow_in_one_place_light_what_was_inserted(program):
+    check_grown(program)
+
+
+@pytest.mark.long
+@settings(max_examples=10 * EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grown_programs())
+def test_random_programs_that_grow_long_run(program):
+    check_grown(program)
+
+
+class ToyExperts(nn.Module):
+    """Experts as in transformers' Mixtral (eager): weights stacked in one tensor per
+    projection, an expert's slice read only for the experts some token is routed to."""
+
+    def __init__(self, experts=4, dim=4, hidden=6):
+        super().__init__()
+        self.gate_up = nn.Parameter(0.3 * torch.randn(experts, 2 * hidden, dim))
+        self.down = nn.Parameter(0.3 * torch.randn(experts, dim, hidden))
+        self.spans = []  # creation counters around each call's expert loop
+
+    def forward(self, h, top_idx, top_w):
+        out = torch.zeros_like(h)
+        mask = F.one_hot(top_idx, len(self.gate_up)).permute(2, 1, 0)  # expert, k, token
+        start = seq_now()
+        for e in mask.sum(dim=(1, 2)).nonzero().flatten().tolist():
+            pos, tok = torch.where(mask[e])
+            gate, up = F.linear(h[tok], self.gate_up[e]).chunk(2, dim=-1)
+            y = F.linear(F.silu(gate) * up, self.down[e]) * top_w[tok, pos, None]
+            out.index_add_(0, tok, y)
+        self.spans.append((start, seq_now()))
+        return out
+
+
+class ToyMoELayer(nn.Module):
+    def __init__(self, router_weight, router_bias):
+        super().__init__()
+        self.router = nn.Linear(4, 4)
+        with torch.no_grad():
+            self.router.weight.copy_(router_weight)
+            self.router.bias.copy_(router_bias)
+        self.experts = ToyExperts()
+
+    def forward(self, h):
+        top_w, top_idx = self.router(h).softmax(-1).topk(2, dim=-1)
+        return h + self.experts(h, top_idx, top_w / top_w.sum(-1, keepdim=True))
+
+
+def toy_moe():
+    """Two MoE layers and a head: layer 0 routes token i to experts i and (i + 1) % 4
+    (by its largest feature), layer 1 every token to experts 0 and 1."""
+    torch.manual_seed(0)
+    near = 10 * torch.eye(4) + 5 * torch.eye(4).roll(1, dims=0)  # (expert, feature)
+    layers = nn.ModuleList([ToyMoELayer(near, torch.zeros(4)),
+                            ToyMoELayer(torch.zeros(4, 4), torch.tensor([9.0, 8.0, 0.0, 0.0]))])
+    return nn.Sequential(*layers, nn.Linear(4, 1))
+
+
+@pytest.mark.parametrize("tagged", [False, True], ids=["no module tags", "module tags"])
+def test_a_router_that_sends_b_to_more_experts_lights_those_expert_calls(tagged):
+    model = toy_moe()
+    x_a = torch.eye(4)[[0, 0, 0, 0]] + 0.1  # layer 0: experts 0 and 1
+    x_b = torch.eye(4)[[0, 0, 2, 2]] + 0.1  # layer 0: experts 0, 1, 2 and 3
+
+    def graph(x):
+        if not tagged:
+            return dg.draw(model(x).sum(), params=model)
+        with dg.track_modules(model):
+            return dg.draw(model(x).sum(), params=model)
+
+    a, b = graph(x_a), graph(x_b)
+    d = dg.diff(a, b)
+    start, end = model[0].experts.spans[-1]  # layer 0's expert loop for x_b
+    assert d.unplaced == []
+    assert len(d.new) == sum(y - x for _, x, y in d.rows) == 2 * 13  # 13 nodes an expert call
+    assert all(start < b.node(i).seq < end for i in d.new)
+    if tagged:
+        assert {b.node(i).module for i in d.new} == {"0.experts"}
+
+
+def test_new_nodes_it_cannot_place_are_marked_and_counted_not_guessed():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    b = dg.draw((x.exp().sin() + x.tanh().sin()).sum())
+    d = dg.diff(dg.draw(x.sin().sum()), b)  # which sin is the old one? neither reads x now
+    assert sorted(b.node(i).name for i in d.new) == ["AddBackward0", "ExpBackward0", "TanhBackward0"]
+    sins = tuple(sorted(n.id for n in b.nodes if n.name == "SinBackward0"))
+    assert d.unplaced == [("SinBackward0", 1, sins)]
+    assert repr(d).splitlines()[-1] == "not placed: 1 new of the 2 SinBackward0 marked ?"
+    html = html_of(d)
+    assert '<td colspan="4">not placed: 1 new of the 2 SinBackward0 marked ?</td>' in html
+    (svg,) = pictures(html)
+    assert "b: new vs a in red; 1 more new, not placed, among those marked ?" in svg_texts(svg)
+    assert svg_texts(svg).count("?") == 2
+    dot = d.to_dot()
+    for i in sins:
+        (line,) = [ln for ln in dot.splitlines() if re.match(rf"\s*n{i} \[", ln)]
+        assert "?</FONT>" in line and "#e03131" not in line
