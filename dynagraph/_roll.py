@@ -1033,7 +1033,7 @@ def _tagged_span(iters: Iterable[Sequence[Node]], heads: Sequence[str | None],
         split = _split_index(named)  # encoder.block.0.layer ... encoder.block.1.layer: cut at the index
         if split is not None:
             before, _, indices = split
-            cut = [f"{before}.{i}" if before else str(i) for i in indices]
+            cut = [f"{before}{i}" for i in indices]
             return _named_span(cut[0], cut[-1], map(module_types.get, cut))
         return _named_span(named[0], named[-1], map(module_types.get, named))
     tagged = []
@@ -1053,8 +1053,8 @@ def _param_span(ranges: Sequence[_Range], module_types: Mapping[str, str]) -> st
         return None
     before, _, indices = ranges[0]
     span = _span(indices, "\u2013")
-    kinds = _counted(module_types.get(f"{before}.{i}" if before else str(i)) for i in indices)
-    where = f"{before}.{span}" if before else span
+    kinds = _counted(module_types.get(f"{before}{i}") for i in indices)
+    where = f"{before}{span}"
     return f"{where}: {kinds}" if kinds else where
 
 
@@ -1120,22 +1120,47 @@ def _several(names: Sequence[str]) -> str:
     return f"{names[0]} \u2026 {names[-1]} ({len(names)} parameters)"
 
 
+_NUMBERED = re.compile(r"(?P<pre>\D*?)(?P<num>\d+)(?P<post>\D*)")  # a name part: encoder_layer_11, layer1, 3
+
+
 def _split_index(names: Sequence[str]) -> _Range | None:
-    """``("h", "ln_1.weight", [0, 1])`` for ``h.0.ln_1.weight`` and ``h.1.ln_1.weight``:
-    names that differ in one dotted part, a number; ``None`` for any other names."""
+    """Names that differ in one dotted part, by a number in it, cut around that number:
+    ``(before, after, indices)``, ``before`` and ``after`` with their separators; ``None``
+    for any other names.
+
+    Example:
+        >>> _split_index(["h.0.ln_1.weight", "h.1.ln_1.weight"])
+        ('h.', '.ln_1.weight', [0, 1])
+        >>> _split_index(["encoder.layers.encoder_layer_0.mlp", "encoder.layers.encoder_layer_11.mlp"])
+        ('encoder.layers.encoder_layer_', '.mlp', [0, 11])
+        >>> _split_index(["a.0.w", "b.1.w"]) is None  # two parts differ
+        True
+    """
     parts = [name.split(".") for name in names]
     if len({len(p) for p in parts}) != 1:
         return None
     differ = [i for i in range(len(parts[0])) if len({p[i] for p in parts}) > 1]
-    if len(differ) != 1 or not all(p[differ[0]].isdigit() for p in parts):
+    if len(differ) != 1:
         return None
     i = differ[0]
-    return ".".join(parts[0][:i]), ".".join(parts[0][i + 1:]), [int(p[i]) for p in parts]
+    found = [_NUMBERED.fullmatch(p[i]) for p in parts]
+    if not all(found) or len({(m["pre"], m["post"]) for m in found if m}) != 1:
+        return None
+    first = found[0]
+    assert first is not None  # (for mypy: all found)
+    before = "".join(f"{part}." for part in parts[0][:i]) + first["pre"]
+    after = first["post"] + "".join(f".{part}" for part in parts[0][i + 1:])
+    return before, after, [int(m["num"]) for m in found if m]
 
 
 def _range_label(before: str, after: str, indices: list[int]) -> str:
-    """``"h.{0…11}.ln_1.weight"``: one name standing for every iteration's."""
-    return ".".join(part for part in (before, "{" + _span(indices, "\u2026") + "}", after) if part)
+    """``"h.{0…11}.ln_1.weight"``: one name standing for every iteration's.
+
+    Example:
+        >>> _range_label("encoder.layers.encoder_layer_", ".mlp.weight", [0, 1, 2])
+        'encoder.layers.encoder_layer_{0…2}.mlp.weight'
+    """
+    return before + "{" + _span(indices, "\u2026") + "}" + after
 
 
 def _span(indices: Sequence[int], dash: str) -> str:

@@ -1,5 +1,6 @@
 """Tests for dynagraph._roll: repeated regions kept once, drawn ×N, with loop edges."""
 
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -733,3 +734,36 @@ def test_roll_frames_of_rmsnorm_layers_hold_exactly_their_layers(layers):
         inside = [k for k, (lo, hi) in enumerate(spans) if lo < node.seq < hi]
         place = rolled.iteration.get(node.id)
         assert (place[1] if place else None) == (inside[0] if inside else None), (node.name, node.seq)
+
+
+class _VitBlock(nn.Module):
+    def __init__(self, d=8):
+        super().__init__()
+        self.ln, self.fc1, self.fc2 = nn.LayerNorm(d), nn.Linear(d, 2 * d), nn.Linear(2 * d, d)
+
+    def forward(self, x):
+        return x + self.fc2(nn.functional.gelu(self.fc1(self.ln(x))))
+
+
+class _VitEncoder(nn.Module):
+    """torchvision's ViT names its layers ``encoder.layers.encoder_layer_0`` ... ``_11``."""
+
+    def __init__(self, layers=4):
+        super().__init__()
+        self.layers = nn.Sequential(collections.OrderedDict(
+            (f"encoder_layer_{k}", _VitBlock()) for k in range(layers)))
+
+
+def test_roll_titles_read_layers_numbered_inside_a_name():
+    """A layer's index inside a name part (``encoder_layer_0`` ... ``encoder_layer_11``)
+    is a range like ``h.0`` ... ``h.11``: the frame was titled with op names."""
+    torch.manual_seed(0)
+    model = nn.Module()
+    model.encoder = _VitEncoder(layers=12)
+    y = model.encoder.layers(torch.randn(2, 8)).pow(2).mean()
+    nodes, edges, types = capture(y, params=model)
+    rolled = roll(nodes, edges, module_types=types)
+    (block,) = rolled.blocks
+    assert (block.label, block.repeats) == ("encoder.layers.encoder_layer_0\u201311: _VitBlock", 12)
+    labels = {n.label for n in rolled.nodes if n.kind == "parameter"}
+    assert "encoder.layers.encoder_layer_{0\u202611}.fc1.weight" in labels

@@ -1,0 +1,21 @@
+"""The docstring examples of pure functions run as tests (names, ranges, labels): an
+example that no longer holds fails here, as in einops and the graphviz package."""
+
+import doctest
+
+import pytest
+
+from dynagraph import _dot, _roll, course
+
+EXAMPLES = [_roll._split_index, _roll._range_label, _roll._inherited, _dot._edge_norms, _dot._edge_label,
+            course.exercise_minutes]
+
+
+@pytest.mark.parametrize("function", EXAMPLES, ids=lambda f: f"{f.__module__}.{f.__name__}")
+def test_docstring_examples_hold(function):
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    tests = finder.find(function, function.__name__, globs=vars(__import__(function.__module__, fromlist=["_"])))
+    assert tests and any(t.examples for t in tests)
+    for test in tests:
+        runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
