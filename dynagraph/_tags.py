@@ -93,6 +93,9 @@ def track_modules(model: nn.Module, prefix: str = "") -> Iterator[nn.Module]:
         model: The module whose submodules are tracked.
         prefix: Prepended to module names (for a model nested in a bigger one).
 
+    Raises:
+        TypeError: ``model`` is not an ``nn.Module``, or ``prefix`` is not a str.
+
     Example:
         >>> with dg.track_modules(model):
         ...     loss = model(x).sum()
@@ -100,6 +103,9 @@ def track_modules(model: nn.Module, prefix: str = "") -> Iterator[nn.Module]:
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"track_modules needs an nn.Module; got {type(model).__name__}")
+    if not isinstance(prefix, str):
+        raise TypeError(f"prefix must be a str, the dotted name of the model in a bigger one "
+                        f"(such as 'encoder'); got {prefix!r} ({type(prefix).__name__})")
     use()
     starts: list[int | None] = []
     handles: list[RemovableHandle] = []

@@ -70,12 +70,17 @@ def place(folder: str | Path, force: bool = False) -> list[Path]:
     Raises:
         FileExistsError: a course file is already in ``folder`` and ``force`` is false;
             nothing is written then.
+        NotADirectoryError: ``folder`` or a folder the course needs in it is a file;
+            nothing is written then.
+        IsADirectoryError: a folder is where a course file goes (even with ``force``);
+            nothing is written then.
 
     Example:
         >>> paths = place("my-course")  # doctest: +SKIP
     """
     folder = Path(folder)
     files = course_files()
+    _check_room(folder, [name for name, _ in files])
     taken = [folder / name for name, _ in files if (folder / name).exists()]
     if taken and not force:
         raise FileExistsError(
@@ -85,6 +90,23 @@ def place(folder: str | Path, force: bool = False) -> list[Path]:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_bytes(f.read_bytes())
     return [folder / name for name, _ in files]
+
+
+def _check_room(folder: Path, names: list[str]) -> None:
+    """Raise, before anything is written, where a course file cannot go: a file stands
+    where a folder must be (``folder``, a folder above it, ``zh``), or a folder stands
+    where a course file goes."""
+    folders = {folder, *folder.parents} | {(folder / name).parent for name in names}
+    for path in sorted(folders, key=lambda p: len(p.parts)):  # the outermost file first
+        if path.exists() and not path.is_dir():
+            raise NotADirectoryError(
+                f"{path} is a file, not a folder, so the course cannot go in {folder}: "
+                "choose another folder, or move that file away")
+    for name in names:
+        if (folder / name).is_dir():
+            raise IsADirectoryError(
+                f"{folder / name} is a folder, where the course file {name} goes (--force "
+                "overwrites files, never folders): move that folder away, or choose another folder")
 
 
 WORDS_PER_MINUTE = 150  # English prose
@@ -162,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         paths = place(args.folder, force=args.force)
-    except (FileExistsError, FileNotFoundError) as e:
+    except (FileExistsError, FileNotFoundError, NotADirectoryError, IsADirectoryError) as e:
         print(f"dynagraph.course: {e}", file=sys.stderr)
         return 1
     print(f"placed {len(paths)} files in {Path(args.folder).resolve()}; "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import operator
 import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -80,6 +81,17 @@ class Step:
         kind = (module_types or {}).get(self.module) if self.module else None
         inside = _inside(self.module) + (tr(" ({kind})", kind=kind) if kind else "") if self.module else ""
         return f"{self.op}{inside}  [{_source.shown(self.where)}] {self.code}\n  {shapes}  {made}"
+
+
+def _step_number(upto: object) -> int:
+    """``upto`` as an int (a numpy integer too), or a TypeError that says what to pass."""
+    try:
+        if isinstance(upto, bool):
+            raise TypeError
+        return operator.index(upto)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"upto must be a step number, an int such as 0 or -1 (the last step); "
+                        f"got {upto!r} ({type(upto).__name__})") from None
 
 
 def _inside(module: str) -> str:
@@ -164,10 +176,12 @@ class Recording(_page.View):
         ``upto`` counts from the end, as in Python: ``-1`` is the last step).
 
         Raises:
+            TypeError: ``upto`` is not a whole number.
             IndexError: ``upto`` names no step.
         """
         keep = None
         if upto is not None:
+            upto = _step_number(upto)
             if not -len(self.steps) <= upto < len(self.steps):
                 raise IndexError(f"upto={upto!r} names no step: the recording has {len(self.steps)} steps")
             keep = {i for s in self.steps[: upto % len(self.steps) + 1] for i in s.nodes} | self._earlier()

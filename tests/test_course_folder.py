@@ -38,6 +38,37 @@ def test_place_with_force_overwrites(tmp_path):
     assert (tmp_path / "glossary.md").read_bytes() == (ROOT / "notebooks" / "glossary.md").read_bytes()
 
 
+def test_place_under_a_file_raises_before_writing_anything(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    for folder in (tmp_path / "notes.txt", tmp_path / "notes.txt" / "course"):
+        with pytest.raises(NotADirectoryError, match=r"notes.txt is a file, not a folder, so the course cannot "
+                           r"go in .*: choose another folder, or move that file away"):
+            course.place(folder)
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "zh").write_text("a file where the Chinese edition goes")
+    with pytest.raises(NotADirectoryError, match=r"zh is a file, not a folder"):
+        course.place(tmp_path / "c", force=True)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["c", "notes.txt", "zh"]
+
+
+def test_place_with_force_onto_a_folder_named_like_a_course_file_raises_before_writing(tmp_path):
+    (tmp_path / "zh" / "run_times.json").mkdir(parents=True)  # the last file placed: all others would be written
+    with pytest.raises(IsADirectoryError, match=r"run_times.json is a folder, where the course file zh/run_times.json "
+                       r"goes \(--force overwrites files, never folders\): move that folder away"):
+        course.place(tmp_path, force=True)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["zh", "zh/run_times.json"]
+
+
+def test_main_says_in_one_line_why_a_folder_cannot_take_the_course(tmp_path, capsys):
+    (tmp_path / "f").write_text("")
+    (tmp_path / "d" / "00_index.ipynb").mkdir(parents=True)
+    for argv in ([str(tmp_path / "f" / "course")], [str(tmp_path / "d"), "--force"]):
+        assert course.main(argv) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("dynagraph.course: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["00_index.ipynb"]
+
+
 def test_course_files_missing_raises_with_how_to_get_them(monkeypatch, tmp_path):
     monkeypatch.setattr(course, "_PACKAGED", "no_such_folder")
     monkeypatch.setattr(course, "_CLONE", tmp_path / "notebooks")

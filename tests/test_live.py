@@ -7,6 +7,7 @@ import inspect
 import re
 import weakref
 
+import numpy
 import pytest
 import torch
 from torch import nn
@@ -667,6 +668,17 @@ def test_graph_upto_counts_from_the_end_like_python():
     for bad in (3, -4):
         with pytest.raises(IndexError, match=f"upto={bad} names no step: the recording has 3 steps"):
             rec.graph(upto=bad)
+
+
+@pytest.mark.parametrize("bad", [1.5, "1", True])
+def test_graph_upto_that_is_no_step_number_raises_saying_what_to_pass(bad):
+    x = torch.tensor([1.0], requires_grad=True)
+    with dg.live(params={"x": x}) as rec:
+        (2 * x + 1).exp()
+    with pytest.raises(TypeError, match=r"upto must be a step number, an int such as 0 or -1 .*; got "
+                       + re.escape(f"{bad!r} ({type(bad).__name__})")):
+        rec.graph(upto=bad)
+    assert rec.graph(upto=numpy.int64(1)).counts() == rec.graph(upto=1).counts()  # numpy ints are ints
 
 
 def test_a_step_in_a_jupyter_cell_names_the_cell_by_what_it_defines():

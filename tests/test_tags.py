@@ -1,5 +1,7 @@
 """track_modules: tag each autograd node with the submodule that made it, then clean up."""
 
+import re
+
 import pytest
 import torch
 from torch import nn
@@ -113,6 +115,16 @@ def test_prefix_is_prepended():
     with dg.track_modules(model, prefix="net"):
         loss = model(torch.ones(1, 2)).sum()
     assert modules_by_name(dg.draw(loss))["AddmmBackward0"] == "net.0"
+
+
+@pytest.mark.parametrize("bad", [3, None, ["net"]])
+def test_prefix_that_is_no_str_raises_saying_what_to_pass(bad):
+    model = nn.Sequential(nn.Linear(2, 2))
+    with pytest.raises(TypeError, match=r"prefix must be a str, the dotted name of the model in a bigger one "
+                       r"\(such as 'encoder'\); got " + re.escape(f"{bad!r}")):
+        with dg.track_modules(model, prefix=bad):
+            pass
+    assert not model[0]._forward_pre_hooks  # nothing was added
 
 
 def test_shared_submodule_tags_each_call():
