@@ -142,6 +142,8 @@ MESSAGES: dict[str, str] = {
         "A/A 噪声最大 {noise}x；交替进行 {rounds} 轮，{threads} 个线程",
     "A/A noise up to {noise}x; {rounds} interleaved rounds, 1 thread":
         "A/A 噪声最大 {noise}x；交替进行 {rounds} 轮，1 个线程",
+    "{how}, CPU time":
+        "{how}，CPU 时间",
     # plots.py: titles, axis labels, legends and marks
     "gradient norm per module":
         "每个模块的梯度范数",

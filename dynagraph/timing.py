@@ -9,10 +9,17 @@ only when every round's A/B ratio lies beyond the largest A/A ratio, and the med
 A/B ratio is at least :data:`MIN_GAIN`. Otherwise the verdict is "no clear
 difference here". An A/A pair (the same function twice) is never called faster.
 
-The functions run on one intra-op thread by default (``threads=1``). On a busy
-machine, an op split over two threads waits until the second thread gets a core:
-on a shared 2-core machine that made a 10x difference come out as "no clear
-difference", or reversed. One thread waits for no other.
+Load does not decide the verdict. By default the functions run on one intra-op
+thread (``threads=1``), and each block is timed in CPU time (``clock="cpu"``): the
+time the CPU spent running this process, which leaves out the time it waited while
+other programs ran. On a shared 2-core machine with two busy programs beside it
+(load average about 8), wall-clock time made lesson 05's 10x "batched is faster"
+come out as "no clear difference", and its fastest rounds 1.1x apart; in CPU time the
+same comparison gave 10.2-10.7x, with A/A noise of at most 1.2x. With two intra-op
+threads, an op also waits until the second thread gets a core. CPU time adds up
+every thread's work, so ``clock="wall"`` is what shows a second thread's gain in
+waiting time. When CUDA is in use, the GPU's work is not CPU time: the blocks are
+timed by the wall clock instead, and the line says so.
 
 Example:
     >>> import dynagraph as dg
@@ -61,6 +68,7 @@ class Comparison:
     b: tuple[float, ...]
     a_again: tuple[float, ...]
     threads: int
+    clock: str = "wall"  # "cpu": CPU time of the process; "wall": wall-clock time
 
     @property
     def ratios(self) -> list[float]:
@@ -97,6 +105,8 @@ class Comparison:
         else:
             how = tr("A/A noise up to {noise}x; {rounds} interleaved rounds, 1 thread",
                      noise=noise, rounds=rounds)
+        if self.clock == "cpu":
+            how = tr("{how}, CPU time", how=how)
         if self.verdict == "faster":
             head = tr("{b} is {ratio}x faster than {a}", a=a, b=b, ratio=f"{self.ratio:.1f}")
         elif self.verdict == "slower":
@@ -122,7 +132,8 @@ def verdict(ratios: Sequence[float], noise: float) -> str:
 
 
 def compare(a: Callable[[], Any], b: Callable[[], Any], *, names: tuple[str, str] = ("A", "B"),
-            rounds: int = 7, min_run_time: float = 1.0, threads: int | None = 1) -> Comparison:
+            rounds: int = 7, min_run_time: float = 1.0, threads: int | None = 1,
+            clock: str = "cpu") -> Comparison:
     """Time ``a()`` and ``b()`` in interleaved blocks, with ``a`` timed twice per round.
 
     Args:
@@ -135,16 +146,23 @@ def compare(a: Callable[[], Any], b: Callable[[], Any], *, names: tuple[str, str
             raises or the run is interrupted. ``None`` keeps the current count
             (``torch.get_num_threads()``). The default, 1, keeps a busy machine from
             making small ops wait for a second thread.
+        clock: ``"cpu"`` times each block in CPU time of this process
+            (:func:`time.process_time`): the work, without the time spent waiting
+            while other programs ran, so load does not decide the verdict. It adds up
+            every thread's work. ``"wall"`` uses the wall clock
+            (:func:`time.perf_counter`). When CUDA is in use, ``"cpu"`` falls back to
+            the wall clock (the GPU's work is not CPU time); ``Comparison.clock`` and
+            the printed line say which clock was read.
 
     Returns:
         A :class:`Comparison`; printing it gives the verdict, both medians, the A/A
-        noise and the thread count. It synchronises CUDA around each block when CUDA
-        is in use.
+        noise, the thread count and the clock. It synchronises CUDA around each block
+        when CUDA is in use.
 
     Raises:
         TypeError: ``a`` or ``b`` is not callable.
         ValueError: ``rounds`` < 3, ``min_run_time`` <= 0, ``threads`` not a positive
-            int or None, or ``names`` not two names.
+            int or None, ``clock`` neither "cpu" nor "wall", or ``names`` not two names.
     """
     for label, fn in (("a", a), ("b", b)):
         if not callable(fn):
@@ -157,52 +175,66 @@ def compare(a: Callable[[], Any], b: Callable[[], Any], *, names: tuple[str, str
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ValueError(f"threads={threads!r}: use an int of at least 1 (the default, 1, times on one "
                          f"thread), or None to keep torch's current count ({torch.get_num_threads()})")
+    if clock not in _CLOCKS:
+        raise ValueError(f"clock={clock!r}: use \"cpu\" (CPU time, the default: load does not change it) "
+                         f"or \"wall\" (wall-clock time)")
     if isinstance(names, str) or not isinstance(names, Sequence) or len(names) != 2:
         raise ValueError(f"names={names!r}: pass two names, the first for a and the second for b, "
                          f"e.g. names=(\"loop\", \"batched\")")
     names = (str(names[0]), str(names[1]))
     block = min_run_time / (3 * rounds)
     fns = (a, b, a)
+    if _cuda_in_use():
+        clock = "wall"  # the GPU's work is not CPU time
+    read = _CLOCKS[clock]
     before = torch.get_num_threads()
     try:
         if threads is not None:
             torch.set_num_threads(threads)
         used = torch.get_num_threads()
-        number = [_calls_per_block(fn, block) for fn in (a, b)]
+        number = [_calls_per_block(fn, block, read) for fn in (a, b)]
         number.append(number[0])
         times: list[list[float]] = [[], [], []]
         for r in range(rounds):
             for i in _ORDERS[r % len(_ORDERS)]:
-                times[i].append(_block(fns[i], number[i]))
+                times[i].append(_block(fns[i], number[i], read))
     finally:
         if torch.get_num_threads() != before:
             torch.set_num_threads(before)
-    return Comparison(names, tuple(times[0]), tuple(times[1]), tuple(times[2]), used)
+    return Comparison(names, tuple(times[0]), tuple(times[1]), tuple(times[2]), used, clock)
+
+
+# The clocks compare() can read, by name (looked up at each call, so tests can replace them).
+_CLOCKS: dict[str, Callable[[], float]] = {"cpu": time.process_time, "wall": time.perf_counter}
+
+
+def _cuda_in_use() -> bool:
+    return torch.cuda.is_available() and torch.cuda.is_initialized()
 
 
 def _sync() -> None:
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
+    if _cuda_in_use():
         torch.cuda.synchronize()
 
 
-def _block(fn: Callable[[], Any], number: int) -> float:
-    """Seconds per call over ``number`` calls."""
+def _block(fn: Callable[[], Any], number: int, read: Callable[[], float]) -> float:
+    """Seconds per call over ``number`` calls, on the clock ``read``."""
     _sync()
-    start = time.perf_counter()
+    start = read()
     for _ in range(number):
         fn()
     _sync()
-    return (time.perf_counter() - start) / number
+    return (read() - start) / number
 
 
-def _calls_per_block(fn: Callable[[], Any], block: float) -> int:
+def _calls_per_block(fn: Callable[[], Any], block: float, read: Callable[[], float]) -> int:
     """Warm ``fn`` up, then how many calls fill about ``block`` seconds (at least 1)."""
     fn()  # first call: lazy initialisation, caches
-    once = _block(fn, 1)
+    once = _block(fn, 1, read)
     number = 1
     while once * number < block and number < 1_000_000:
         number *= 2
-        once = _block(fn, number)
+        once = _block(fn, number, read)
     return max(1, round(block / max(once, 1e-9)))
 
 

@@ -140,7 +140,7 @@ def test_compare_runs_both_functions_on_one_thread_and_restores_the_count(four_t
     seen_b, b = _seen_threads()
     c = dg.compare(a, b, rounds=3, min_run_time=1e-4)
     assert set(seen_a) == set(seen_b) == {1}          # warm-up, calibration and every block
-    assert c.threads == 1 and str(c).endswith("3 interleaved rounds, 1 thread)")
+    assert c.threads == 1 and str(c).endswith("3 interleaved rounds, 1 thread, CPU time)")
     assert torch.get_num_threads() == four_threads
 
 
@@ -200,3 +200,49 @@ def test_compare_needs_exactly_two_names(names, match):
 def test_compare_takes_names_as_a_list():
     c = dg.compare(lambda: None, lambda: None, names=["x", "y"], rounds=3, min_run_time=1e-4)
     assert c.names == ("x", "y")
+
+
+def _ticking():
+    """A fake clock that moves 1 second each time it is read, and counts its reads."""
+    reads = []
+
+    def read():
+        reads.append(1)
+        return float(len(reads))
+    return reads, read
+
+
+def test_compare_reads_cpu_time_by_default_and_the_wall_clock_when_asked(monkeypatch):
+    cpu_reads, cpu = _ticking()
+    wall_reads, wall = _ticking()
+    monkeypatch.setattr(timing, "_CLOCKS", {"cpu": cpu, "wall": wall})
+    c = dg.compare(lambda: None, lambda: None, rounds=3, min_run_time=1e-4)
+    assert c.clock == "cpu" and cpu_reads and not wall_reads
+    assert str(c).endswith("3 interleaved rounds, 1 thread, CPU time)")
+    cpu_reads.clear()
+    c = dg.compare(lambda: None, lambda: None, rounds=3, min_run_time=1e-4, clock="wall")
+    assert c.clock == "wall" and wall_reads and not cpu_reads
+    assert str(c).endswith("3 interleaved rounds, 1 thread)")
+
+
+def test_compare_times_by_the_wall_clock_when_cuda_is_in_use(monkeypatch):
+    """The GPU's work is not CPU time: with CUDA in use, "cpu" falls back to the wall clock."""
+    cpu_reads, cpu = _ticking()
+    wall_reads, wall = _ticking()
+    monkeypatch.setattr(timing, "_CLOCKS", {"cpu": cpu, "wall": wall})
+    monkeypatch.setattr(timing, "_cuda_in_use", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    c = dg.compare(lambda: None, lambda: None, rounds=3, min_run_time=1e-4)
+    assert c.clock == "wall" and wall_reads and not cpu_reads
+
+
+def test_the_cpu_time_note_reads_in_chinese(chinese):
+    c = timing.Comparison(("a", "b"), (1.0, 1.0, 1.0), (1.0, 1.0, 1.0), (1.0, 1.0, 1.0), 1, "cpu")
+    assert str(c).endswith("交替进行 3 轮，1 个线程，CPU 时间）")
+
+
+@pytest.mark.parametrize("clock", ["CPU", "process", None, 1])
+def test_compare_rejects_an_unknown_clock(clock):
+    with pytest.raises(ValueError, match=r"clock=.*: use \"cpu\" \(CPU time, the default: load does not change it\) "
+                                         r"or \"wall\" \(wall-clock time\)"):
+        dg.compare(lambda: None, lambda: None, clock=clock)
