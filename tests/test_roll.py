@@ -767,3 +767,59 @@ def test_roll_titles_read_layers_numbered_inside_a_name():
     assert (block.label, block.repeats) == ("encoder.layers.encoder_layer_0\u201311: _VitBlock", 12)
     labels = {n.label for n in rolled.nodes if n.kind == "parameter"}
     assert "encoder.layers.encoder_layer_{0\u202611}.fc1.weight" in labels
+
+
+class _Expert(nn.Module):
+    def __init__(self, d=8):
+        super().__init__()
+        self.w1, self.w3 = nn.Linear(d, 2 * d, bias=False), nn.Linear(d, 2 * d, bias=False)
+        self.w2 = nn.Linear(2 * d, d, bias=False)
+
+    def forward(self, x):
+        return self.w2(nn.functional.silu(self.w1(x)) * self.w3(x))
+
+
+class _EagerMoE(nn.Module):
+    """Mixtral's eager expert loop: each expert runs on the tokens routed to it (a
+    different number per expert), and adds its weighted output into the result."""
+
+    def __init__(self, d=8, experts=5):
+        super().__init__()
+        self.gate = nn.Linear(d, experts, bias=False)
+        self.experts = nn.ModuleList([_Expert(d) for _ in range(experts)])
+
+    def forward(self, x, calls):
+        weights, chosen = torch.topk(torch.softmax(self.gate(x), -1), 2, -1)
+        out = torch.zeros_like(x)
+        for e, expert in enumerate(self.experts):
+            token, slot = torch.where(chosen == e)
+            if len(token):
+                calls.append((e, len(token), _seq_now()))
+                out = out.index_add(0, token, expert(x[token]) * weights[token, slot, None])
+        calls.append((None, 0, _seq_now()))
+        return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_roll_an_eager_expert_loop_rolls_every_call_with_the_experts_names(seed):
+    """The experts get different numbers of tokens, so their ops differ in the first
+    dimension: only calls of equal size rolled (2 of 5, under 'step 4–5'). Every call
+    rolls now, titled with the experts' names, its shapes with the range of sizes."""
+    torch.manual_seed(seed)
+    model, calls = _EagerMoE(), []
+    y = model(torch.randn(12, 8), calls).pow(2).mean()
+    nodes, edges, types = capture(y, params=model)
+    rolled = roll(nodes, edges, module_types=types)
+    (block,) = rolled.blocks
+    experts = [e for e, _, _ in calls[:-1]]
+    assert block.repeats == len(experts) >= 4
+    assert block.label == f"experts.{experts[0]}\u2013{experts[-1]}: _Expert"
+    labels = {n.label: n for n in rolled.nodes if n.kind == "parameter"}
+    assert f"experts.{{{experts[0]}\u2026{experts[-1]}}}.w1.weight" in labels
+    sizes = sorted(n for _, n, _ in calls[:-1])
+    assert (f"{sizes[0]}\u2013{sizes[-1]}", 16) in {n.shape for n in rolled.nodes}  # w1's output, per call
+    starts = [seq for _, _, seq in calls]
+    for node in nodes:  # every op of call k is drawn as iteration k
+        if node.seq is not None and node.kind != "output" and starts[0] < node.seq < starts[-1]:
+            k = next(k for k in range(len(experts)) if starts[k] < node.seq < starts[k + 1])
+            assert rolled.iteration[node.id][1] == k, node.name
