@@ -105,7 +105,9 @@ class Overlay:
 
     A view (a recording, a backward trace, a diff) fills one in the ids of the graph it
     draws; :func:`dynagraph._picture.drawing` maps it to the ids of the picture that is
-    drawn (rolled and folded), and :func:`to_dot` writes the first six fields into DOT.
+    drawn (rolled and folded). :func:`to_dot` writes the fields that change the picture
+    (badges, edge norms, highlight, faint, block notes, notes, fills); ``info``,
+    ``steps``, ``mode`` and ``totals`` go to the page's script.
 
     Attributes:
         badges: ``{node id: text}`` drawn in red beside the node (backward order ``#3``);
