@@ -76,25 +76,27 @@ def _topological(ins: dict[int, list[int]], outs: dict[int, list[tuple[int, int]
 class _Matching:
     """Pairs of nodes of ``b`` and ``a`` that stand for the same computation."""
 
-    def __init__(self, a: _Side, b: _Side) -> None:
+    def __init__(self, a: _Side, b: _Side, forward_first: bool = True) -> None:
         self.a, self.b = a, b
+        self.first = 0 if forward_first else 1  # index in run()'s todo
         self.ba: dict[int, int] = {}  # b id -> a id
         self.ab: dict[int, int] = {}
 
-    def run(self) -> None:
-        """Match from the leaves forwards, then from the outputs backwards, and again
-        from what that matched, until nothing more matches; then pairs that only
-        some neighbours vouch for, and again."""
+    def run(self) -> _Matching:
+        """Match from the leaves forwards as far as it goes, then one step from the
+        outputs backwards, and again from what that matched, until nothing more
+        matches (or backwards first); then pairs that only some neighbours vouch
+        for, and again. Returns this matching."""
         todo = [(set(self.b.key), set(self.a.key)), (set(self.b.key), set(self.a.key))]
         while True:
             while todo[0][0] or todo[1][0]:
-                forward = bool(todo[0][0])  # forwards as far as it goes, then one step back
-                pairs = self._step(forward, *todo[0 if forward else 1])
-                todo[0 if forward else 1] = (set(), set())
+                way = self.first if todo[self.first][0] else 1 - self.first
+                pairs = self._step(way == 0, *todo[way])
+                todo[way] = (set(), set())
                 self._after(pairs, todo)
             pairs = self._relaxed()
             if not pairs:
-                return
+                return self
             self._after(pairs, todo)
 
     def _after(self, pairs: Iterable[tuple[int, int]], todo: list[tuple[set[int], set[int]]]) -> None:
@@ -166,33 +168,42 @@ class _Matching:
                        for c, _ in side.outs[i])
 
     def unexplained(self) -> set[int]:
-        """Nodes of ``b`` around each matched pair ``(u, v)`` whose inputs do not agree:
-        ``u`` reads a match of a node ``v`` does not read, or ``v`` reads a match of a
-        node that ``u`` does not reach across unmatched nodes alone. Returns ``u``, its
-        inputs, the unmatched nodes between and the matches on either side of them."""
+        """Nodes of ``b`` around each matched pair ``(u, v)`` whose inputs do not agree
+        slot by slot: ``u`` and ``v`` read as many inputs, the same node in the same
+        slots; where ``u`` reads a match, ``v`` reads its partner; where ``u`` reads a
+        node without one, ``v``'s input is matched to a node that ``u`` reads across
+        unmatched nodes alone (inserted between). Returns ``u``, what it reads so, the
+        matches of ``v``'s inputs and, for a slot that disagrees, the nodes between."""
         region: set[int] = set()
         for u, v in self.ba.items():
-            reached, between = self._through(u)
-            mine = {self.ba[p] for p in self.b.ins[u] if p in self.ba}
-            theirs = {self.ab[q] for q in self.a.ins[v] if q in self.ab}  # (unmatched: removed)
-            if not mine <= set(self.a.ins[v]) or not theirs <= reached:
-                region |= {u, *self.b.ins[u], *between, *reached, *(theirs - reached)}
+            ins_u, ins_v = self.b.ins[u], self.a.ins[v]
+            reached: set[int] = set()
+            agree = _repeats(ins_u) == _repeats(ins_v)  # (x * x reads one node twice: so must its match)
+            for p, q in zip(ins_u, ins_v, strict=False):
+                across = {p} if p in self.ba else self._through(p)
+                reached |= across
+                if self.ba.get(p, q) != q or (q in self.ab and self.ab[q] not in across):
+                    agree = False
+                    region |= _between(self.b, self.ab[q], p) if q in self.ab else {p}
+            if not agree:
+                region |= {u, *reached, *(self.ab[q] for q in ins_v if q in self.ab)}
+                region |= {p for p in ins_u if p not in self.ba}
         return region
 
-    def _through(self, u: int) -> tuple[set[int], set[int]]:
-        """The matched nodes ``u`` reads directly or across unmatched nodes alone, and
-        those unmatched nodes."""
+    def _through(self, p: int) -> set[int]:
+        """The matched nodes that unmatched node ``p`` reads directly or across
+        unmatched nodes alone (the new nodes ``p`` ends are inserted after them)."""
         reached: set[int] = set()
-        between: set[int] = set()
-        todo = list(self.b.ins[u])
+        seen = {p}
+        todo = list(self.b.ins[p])
         while todo:
-            p = todo.pop()
-            if p in self.ba:
-                reached.add(p)
-            elif p not in between:
-                between.add(p)
-                todo.extend(self.b.ins[p])
-        return reached, between
+            i = todo.pop()
+            if i in self.ba:
+                reached.add(i)
+            elif i not in seen:
+                seen.add(i)
+                todo.extend(self.b.ins[i])
+        return reached
 
     def _relaxed(self) -> list[tuple[int, int]]:
         """Pairs of unmatched nodes of one key that agree on the most matched neighbours,
@@ -228,6 +239,31 @@ class _Matching:
         return votes
 
 
+def _between(side: _Side, first: int, last: int) -> set[int]:
+    """``first``, ``last`` and the nodes computed from ``first`` that ``last`` is computed from."""
+    after: set[int] = set()
+    todo = [first]
+    while todo:
+        i = todo.pop()
+        for c, _ in side.outs[i]:
+            if c not in after:
+                after.add(c)
+                todo.append(c)
+    before = {last}
+    todo = [last]
+    while todo:
+        for p in side.ins[todo.pop()]:
+            if p in after and p not in before:
+                before.add(p)
+                todo.append(p)
+    return before | {first}
+
+
+def _repeats(ins: list[int]) -> list[int]:
+    """For each input slot, the first slot that reads the same node: ``[0, 0]`` for ``x * x``."""
+    return [ins.index(i) for i in ins]
+
+
 def _only_best(options: list[tuple[int, int]]) -> int | None:
     """The node of the one highest vote in ``(votes, node)`` pairs, or ``None`` on a tie."""
     options.sort(reverse=True)
@@ -246,7 +282,9 @@ def added(a: Records, b: Records, key: Callable[[Node], Key]) -> tuple[list[int]
     (found from the leaves forwards) or of their consumers (from the outputs
     backwards); then, of what is left, two nodes of one key that agree on more
     matched neighbours than any other. Among interchangeable repeats (a loop's
-    iterations) the latest created are left new.
+    iterations) the latest created are left new. Where that leaves new nodes it
+    cannot place, matching from the outputs backwards first is tried too, and the
+    answer that places more is kept.
 
     Args:
         a, b: Each ``(nodes, edges)`` of a graph, edges from producer to consumer.
@@ -259,10 +297,13 @@ def added(a: Records, b: Records, key: Callable[[Node], Key]) -> tuple[list[int]
         can be told apart; none of them is in ``new``).
     """
     sa, sb = _side(*a, key), _side(*b, key)
-    matching = _Matching(sa, sb)
-    matching.run()
     nodes = {n.id: n for n in b[0]}
-    new, unplaced = _place(matching, {i for i, n in nodes.items() if n.kind not in _NEVER_NEW})
+    counted = {i for i, n in nodes.items() if n.kind not in _NEVER_NEW}
+    new, unplaced = _place(_Matching(sa, sb).run(), counted)
+    if unplaced:  # from the outputs backwards first, it may place them all
+        other = _place(_Matching(sa, sb, forward_first=False).run(), counted)
+        if sum(n for n, _ in other[1].values()) < sum(n for n, _ in unplaced.values()):
+            new, unplaced = other
     groups = [Unplaced(nodes[min(us)].name, count, tuple(sorted(us))) for count, us in unplaced.values()]
     return sorted(new), sorted(groups, key=lambda g: g.candidates)
 
@@ -282,8 +323,9 @@ def _with_new_next_to(region: set[int], new: set[int], side: _Side) -> set[int]:
 def _place(matching: _Matching, counted: set[int]) -> tuple[set[int], dict[Key, tuple[int, set[int]]]]:
     """The new nodes among ``counted`` (ids of ``b``), and by key those that cannot be
     placed: ``(how many are new, candidates)``. Unmatched nodes of a key that ``a`` also
-    has unmatched nodes of cannot be told from changed ones; nor can new nodes next to a
-    matched node whose inputs in ``a`` they do not explain (a misplaced match)."""
+    has unmatched nodes of cannot be told from changed ones; nor can new nodes of a key
+    that some node has around a matched pair whose inputs in ``a`` the new nodes do not
+    explain (a misplaced match: the new node may be that one)."""
     sa, sb = matching.a, matching.b
     left_a = Counter(sa.key[v] for v in sa.key if v not in matching.ab)
     left_b: dict[Key, set[int]] = defaultdict(set)
@@ -296,9 +338,10 @@ def _place(matching: _Matching, counted: set[int]) -> tuple[set[int], dict[Key, 
             new |= us
         elif len(us) > left_a[k]:
             unplaced[k] = (len(us) - left_a[k], us)
-    region = _with_new_next_to(matching.unexplained(), new, sb)
-    region &= counted
-    for u in sorted(new & region):
+    region = _with_new_next_to(matching.unexplained(), new, sb) & counted
+    doubtful = {sb.key[i] for i in region}  # a match of this key there may be the new node
+    moved = {u for u in new if sb.key[u] in doubtful}
+    for u in sorted(moved):
         count, candidates = unplaced.get(sb.key[u], (0, set()))
-        unplaced[sb.key[u]] = (count + 1, candidates | {i for i in region if sb.key[i] == sb.key[u]})
-    return new - region, unplaced
+        unplaced[sb.key[u]] = (count + 1, candidates | {u} | {i for i in region if sb.key[i] == sb.key[u]})
+    return new - moved, unplaced

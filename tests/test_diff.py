@@ -368,3 +368,17 @@ def test_new_nodes_it_cannot_place_are_marked_and_counted_not_guessed():
     for i in sins:
         (line,) = [ln for ln in dot.splitlines() if re.match(rf"\s*n{i} \[", ln)]
         assert "?</FONT>" in line and "#e03131" not in line
+
+
+def test_an_insertion_that_reads_like_a_match_is_counted_not_guessed():
+    # x0 * x1, then 0.5 * h inserted before h2 = 0.5 * h; h2 + h: the inserted half
+    # reads like the old one from the leaves (a MulBackward0 of the product), and
+    # the old one like it from the output; only the counts are sure.
+    program = ([("u", "half"), ("b", "add", 0)], 0, [("u", "half")])
+    (loss_a, _, leaves_a), (loss_b, (start, end), leaves_b) = (run_grown(program, grow) for grow in (False, True))
+    b = dg.draw(loss_b, params=leaves_b)
+    d = dg.diff(dg.draw(loss_a, params=leaves_a), b)
+    (inserted,) = [n.id for n in b.nodes if n.seq is not None and start < n.seq < end]
+    assert d.new == [] and [(u.name, u.new) for u in d.unplaced] == [("MulBackward0", 1)]
+    assert inserted in d.unplaced[0].candidates
+    assert repr(d).endswith("not placed: 1 new of the 3 MulBackward0 marked ?")
