@@ -13,8 +13,14 @@ matplotlib, the renderer); `test` and `docs` install requirements.txt (the lab
 lane plus the test, docs, lint and benchmark tools). Each lane installs only when
 its files or pyproject.toml changed since its last install (a hash stamp per lane
 inside .venv/), so later runs start at once; `lab` after `test` installs nothing.
-`python3 dev.py lab --version` installs the lab lane and exits without starting a
-server. `lab` starts JupyterLab without its "news" pop-up (see LAB_CONFIG). `test`
+Before the lab lane, torch is installed on its own (ensure_torch): the CPU build
+from PyTorch's index where no NVIDIA GPU answers `nvidia-smi -L`, the CUDA build
+from PyPI where one does; if PyTorch's index cannot be reached, plain PyPI, and it
+says so. `lab` places the lessons in course/ (git-ignored; files already there are
+kept: delete one to get a fresh copy) and starts JupyterLab there, so the
+repository's notebooks/ stay as they are. `python3 dev.py lab --version` installs
+the lab lane and exits without starting a server or placing the course. `lab`
+starts JupyterLab without its "news" pop-up (see LAB_CONFIG). `test`
 also makes sure Chromium is there for the `browser` tests (installing it with
 apt-get as root), and both test lanes first run `ruff check` and `mypy`, stopping
 if either complains.
@@ -42,6 +48,16 @@ FULL = ("requirements.txt", ("requirements.txt", "requirements-lab.txt", "pyproj
 # stop the prompt in JupyterLab 4.6.
 LAB_CONFIG = ROOT / "tools" / "jupyter_config"
 LAB_ARGS = ("--LabApp.news_url=None",)
+# Where `lab` places the learner's copies of the lessons (git-ignored): opening a lesson
+# must change no tracked file, so that `git pull` always works.
+COURSE = "course"
+# `lab` with one of these only asks jupyter something and exits: no course is placed
+INFO_ARGS = ("--version", "-V", "--help", "-h", "--help-all")
+# torch on its own, before the lab lane: PyTorch's index for the CPU build (plain pip on
+# Linux picks the CUDA build, with GBs of NVIDIA libraries). One short try: an index
+# that cannot be reached costs seconds, not pip's retries.
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+INDEX_TRY = ("--timeout", "10", "--retries", "0")
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's package `chromium`; the browser tests drive it
 DOCS_OUT = Path("docs/_build/html")
 
@@ -85,6 +101,7 @@ def ensure_python_deps(lane):
     requirements, inputs, stamp = lane
     log(f"installing {requirements} (first run or changed inputs) ...")
     pip = (VENV_PY, "-m", "pip", "--disable-pip-version-check")
+    ensure_torch()
     # With setuptools in the venv the editable install needs no isolated build
     # env, so it downloads nothing more.
     run(*pip, "install", "-r", requirements, "setuptools>=77")
@@ -92,6 +109,68 @@ def ensure_python_deps(lane):
     run(*pip, "install", "--no-deps", "--no-build-isolation", "-e", ".")
     stamp.write_text(inputs_hash(inputs) + "\n")
     log("environment ready")
+
+
+def torch_pin():
+    """The torch requirement of the lab lane, e.g. 'torch==2.13.0' (requirements-lab.txt pins it)."""
+    for line in (ROOT / LAB[0]).read_text().splitlines():
+        req = line.split("#", 1)[0].strip()
+        if req.startswith("torch=="):
+            return req
+    raise SystemExit(f"dev.py: no torch==... line in {LAB[0]}")
+
+
+def has_nvidia_gpu():
+    """Whether an NVIDIA GPU answers: `nvidia-smi -L` runs and lists one."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    try:
+        done = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0 and "GPU" in done.stdout
+
+
+def torch_plan(pin, gpu, platform=sys.platform):
+    """The pip installs to try for torch, in order: [(pip args, what to say)]; the
+    first that succeeds is kept. Only Linux needs PyTorch's index for the CPU build:
+    PyPI's torch is the CUDA build there, the CPU build on macOS and Windows."""
+    version = pin.split("==", 1)[1]
+    pypi = ((pin,), f"installing {pin} from PyPI")
+    if gpu:
+        what = "the CUDA build" if platform.startswith("linux") else "PyPI's build for this system"
+        return [((pin,), f"an NVIDIA GPU answered nvidia-smi: installing {what} of torch {version} "
+                          "from PyPI")]
+    if not platform.startswith("linux"):
+        return [pypi]
+    return [((pin, "--index-url", TORCH_CPU_INDEX, *INDEX_TRY),
+             f"no NVIDIA GPU found (nvidia-smi): installing the CPU build of torch {version} "
+             f"from {TORCH_CPU_INDEX}"),
+            ((pin,), f"{TORCH_CPU_INDEX} could not be reached: installing {pin} from PyPI instead "
+                     "(on Linux that is the CUDA build, several GB larger)")]
+
+
+def installed_torch():
+    """The version of torch in .venv/ ('2.13.0+cpu'), or None."""
+    done = subprocess.run([str(VENV_PY), "-c", "import importlib.metadata as m; print(m.version('torch'))"],
+                          capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def ensure_torch():
+    """Install the pinned torch, the build that fits this machine, unless .venv/ has that
+    version already (any build: one installed by hand from PyTorch's index is kept)."""
+    pin = torch_pin()
+    have = installed_torch()
+    if have and have.split("+")[0] == pin.split("==", 1)[1]:
+        return
+    for args, say in torch_plan(pin, has_nvidia_gpu()):
+        log(say)
+        if subprocess.call([str(VENV_PY), "-m", "pip", "--disable-pip-version-check", "install", *args],
+                           cwd=ROOT) == 0:
+            return
+    log(f"could not install {pin}; the next step tries once more and says why")
 
 
 def ensure_env(lane):
@@ -133,10 +212,15 @@ def call_venv(*args, env=None):
 
 
 def cmd_lab(args):
-    (ROOT / "notebooks").mkdir(exist_ok=True)
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in args:
         args = ["--allow-root", *args]  # containers and CI machines often run as root
-    return call_venv("-m", "jupyter", "lab", "notebooks/", *LAB_ARGS, *args, env=lab_env())
+    if not any(a in INFO_ARGS for a in args):
+        # The learner's copies, outside the tracked files: what Lab and the learner write stays there.
+        rc = call_venv("-m", "dynagraph.course", COURSE, "--missing")
+        if rc:
+            return rc
+        log(f"the lessons are in {COURSE}/ (your copies; delete one and run this again for a fresh one)")
+    return call_venv("-m", "jupyter", "lab", f"{COURSE}/", *LAB_ARGS, *args, env=lab_env())
 
 
 def lab_env():

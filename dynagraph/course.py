@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import posixpath
 import re
 import sys
 from collections.abc import Sequence
@@ -56,20 +57,28 @@ def course_files() -> list[tuple[str, Traversable]]:
     return sorted(found, key=lambda item: (item[0].count("/"), item[0]))
 
 
-def place(folder: str | Path, force: bool = False) -> list[Path]:
+def place(folder: str | Path, force: bool = False, missing: bool = False) -> list[Path]:
     """Copy the course's notebooks, glossary and run times into ``folder`` (made if missing),
     the Chinese edition into ``folder/zh``.
+
+    Each placed notebook carries the ``language_info`` that this Python's Jupyter kernel
+    reports (:func:`kernel_language_info`), so JupyterLab, which fills it in on opening,
+    finds nothing to change: a lesson opened and closed without running is not modified.
+    The Chinese notebooks are placed with the suffix ``_zh`` (``zh/01_simple_backward_zh.ipynb``),
+    so that their tabs differ from the English ones; links to them follow.
 
     Args:
         folder: where the course goes; open ``00_index.ipynb`` there first.
         force: overwrite files already there (a learner's edited notebooks among them).
+        missing: place only the files that are not there yet and keep the others (a
+            deleted lesson comes back fresh; ``force`` is then ignored).
 
     Returns:
         The paths written.
 
     Raises:
-        FileExistsError: a course file is already in ``folder`` and ``force`` is false;
-            nothing is written then.
+        FileExistsError: a course file is already in ``folder`` and neither ``force`` nor
+            ``missing`` is given; nothing is written then.
         NotADirectoryError: ``folder`` or a folder the course needs in it is a file;
             nothing is written then.
         IsADirectoryError: a folder is where a course file goes (even with ``force``);
@@ -79,17 +88,87 @@ def place(folder: str | Path, force: bool = False) -> list[Path]:
         >>> paths = place("my-course")  # doctest: +SKIP
     """
     folder = Path(folder)
-    files = course_files()
-    _check_room(folder, [name for name, _ in files])
-    taken = [folder / name for name, _ in files if (folder / name).exists()]
-    if taken and not force:
+    files = [(placed_name(name), name, f) for name, f in course_files()]
+    _check_room(folder, [name for name, _, _ in files])
+    taken = [folder / name for name, _, _ in files if (folder / name).exists()]
+    if taken and not (force or missing):
         raise FileExistsError(
             f"{taken[0]} already exists ({len(taken)} of the {len(files)} course files are there): "
             "choose an empty folder, move them away, or pass --force (force=True) to overwrite them")
-    for name, f in files:
+    if missing:
+        files = [item for item in files if folder / item[0] not in taken]
+    info = kernel_language_info()
+    written = []
+    for name, source, f in files:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_bytes(f.read_bytes())
-    return [folder / name for name, _ in files]
+        (folder / name).write_bytes(placed_bytes(source, f.read_bytes(), info))
+        written.append(folder / name)
+    return written
+
+
+ZH_SUFFIX = "_zh"  # the Chinese notebooks' names end in it once placed (two tabs, two names)
+
+
+def placed_name(name: str) -> str:
+    """The name a course file gets in a course folder: a Chinese notebook's stem gains ``_zh``.
+
+    Example:
+        >>> placed_name("zh/01_simple_backward.ipynb"), placed_name("01_simple_backward.ipynb")
+        ('zh/01_simple_backward_zh.ipynb', '01_simple_backward.ipynb')
+    """
+    if name.startswith("zh/") and name.endswith(".ipynb"):
+        return name[:-len(".ipynb")] + ZH_SUFFIX + ".ipynb"
+    return name
+
+
+_NOTEBOOK_REF = re.compile(r"[\w./-]+\.ipynb")
+
+
+def placed_links(name: str, text: str) -> str:
+    """``text`` of the course file ``name`` with each relative reference to a Chinese
+    notebook (a link, a name in the index's code, a key of the run times) renamed as
+    :func:`placed_name` renames the notebook.
+
+    Example:
+        >>> placed_links("00_index.ipynb", "[zh/00_index.ipynb](zh/00_index.ipynb), 01_simple_backward.ipynb")
+        '[zh/00_index_zh.ipynb](zh/00_index_zh.ipynb), 01_simple_backward.ipynb'
+        >>> placed_links("zh/00_index.ipynb", "'05_dynamic_depth.ipynb' (../00_index.ipynb)")
+        "'05_dynamic_depth_zh.ipynb' (../00_index.ipynb)"
+    """
+    here = posixpath.dirname(name)
+
+    def rename(match: re.Match[str]) -> str:
+        ref = match.group(0)
+        target = posixpath.normpath(posixpath.join(here, ref))
+        if not target.startswith("zh/") or placed_name(target) == target:
+            return ref
+        return ref[:-len(".ipynb")] + ZH_SUFFIX + ".ipynb"
+    return _NOTEBOOK_REF.sub(rename, text)
+
+
+def placed_bytes(name: str, data: bytes, language_info: dict | None) -> bytes:
+    """The bytes the course file ``name`` is placed with: links renamed (:func:`placed_links`)
+    and, for a notebook, ``metadata.language_info`` replaced by ``language_info`` (when
+    given), written as Jupyter writes a notebook."""
+    text = data.decode("utf-8")
+    if not name.endswith(".ipynb"):
+        return placed_links(name, text).encode("utf-8") if name.startswith("zh/") else data
+    nb = json.loads(placed_links(name, text))
+    if language_info is not None:
+        nb.setdefault("metadata", {})["language_info"] = language_info
+    return (json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+
+
+def kernel_language_info() -> dict | None:
+    """What the Jupyter kernel of this Python (ipykernel) reports as ``language_info``
+    (name, version of this Python, mimetype, codemirror_mode, pygments_lexer,
+    nbconvert_exporter, file_extension); None where ipykernel is not installed (the
+    stored ``language_info`` is kept then)."""
+    try:
+        from ipykernel.ipkernel import IPythonKernel
+    except ImportError:
+        return None
+    return json.loads(json.dumps(IPythonKernel.language_info))  # a plain copy, as JSON holds it
 
 
 def _check_room(folder: Path, names: list[str]) -> None:
@@ -176,20 +255,34 @@ def study_time(path: str | Path) -> StudyTime:
     return StudyTime(reading=reading, lesson=2 * reading, exercises=core, optional=optional)
 
 
+DESCRIPTION = """Copy the course (the lessons, the deep dives, the glossary and the run times)
+into FOLDER, the Chinese edition into FOLDER/zh with names ending in _zh. Then start
+JupyterLab there (jupyter lab FOLDER) and open 00_index.ipynb first. A file already in
+FOLDER is never replaced unless you pass --force. With --missing, only the files that
+are not there yet are placed: delete a lesson and run it again to get a fresh copy."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m dynagraph.course DIR [--force]``: place the course; 1 with the reason if it cannot."""
-    parser = argparse.ArgumentParser(prog="python -m dynagraph.course", description=place.__doc__)
+    """``python -m dynagraph.course DIR [--force | --missing]``: place the course; 1 with the
+    reason if it cannot."""
+    parser = argparse.ArgumentParser(prog="python -m dynagraph.course", description=DESCRIPTION)
     parser.add_argument("folder", help="where the notebooks go (made if missing), e.g. . or my-course")
-    parser.add_argument("--force", action="store_true", help="overwrite course files already there")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--force", action="store_true", help="overwrite course files already there")
+    how.add_argument("--missing", action="store_true",
+                     help="place only the course files not there yet; keep the others")
     args = parser.parse_args(argv)
     try:
-        paths = place(args.folder, force=args.force)
+        paths = place(args.folder, force=args.force, missing=args.missing)
     except (FileExistsError, FileNotFoundError, NotADirectoryError, IsADirectoryError) as e:
         print(f"dynagraph.course: {e}", file=sys.stderr)
         return 1
-    print(f"placed {len(paths)} files in {Path(args.folder).resolve()}; "
-          f"open {Path(args.folder) / '00_index.ipynb'} first, then 01 "
-          f"(中文版：{Path(args.folder) / 'zh' / '00_index.ipynb'})")
+    folder = Path(args.folder)
+    kept = len(course_files()) - len(paths)
+    print(f"placed {len(paths)} files in {folder.resolve()}"
+          + (f" ({kept} already there were kept; delete one to get a fresh copy)" if kept else "")
+          + f"; open {folder / '00_index.ipynb'} first, then 01 "
+          f"(中文版：{folder / 'zh' / placed_name('zh/00_index.ipynb').split('/')[-1]})")
     return 0
 
 

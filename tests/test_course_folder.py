@@ -15,14 +15,69 @@ from dynagraph import course
 ROOT = Path(__file__).resolve().parent.parent
 NAMES = sorted(p.name for pattern in course.PATTERNS for p in (ROOT / "notebooks").glob(pattern))
 ZH_NAMES = sorted(f"zh/{p.name}" for pattern in course.PATTERNS for p in (ROOT / "notebooks" / "zh").glob(pattern))
+PLACED_ZH = [course.placed_name(name) for name in ZH_NAMES]  # zh/01_simple_backward_zh.ipynb
+STORED_LANGUAGE_INFO = {"name": "python", "pygments_lexer": "ipython3"}  # what the repository's notebooks keep
 
 
 def test_place_copies_the_notebooks_glossary_and_run_times(tmp_path):
     paths = course.place(tmp_path / "my-course")
     placed = [p.relative_to(tmp_path / "my-course").as_posix() for p in paths]
-    assert placed == NAMES + ZH_NAMES and {"00_index.ipynb", "glossary.md", "run_times.json"} <= set(NAMES)
-    assert {"zh/00_index.ipynb", "zh/05_dynamic_depth.ipynb"} <= set(ZH_NAMES)  # the Chinese edition, in zh/
-    assert all(p.read_bytes() == (ROOT / "notebooks" / name).read_bytes() for p, name in zip(paths, placed))
+    assert placed == NAMES + PLACED_ZH and {"00_index.ipynb", "glossary.md", "run_times.json"} <= set(NAMES)
+    assert {"zh/00_index_zh.ipynb", "zh/05_dynamic_depth_zh.ipynb"} <= set(PLACED_ZH)  # in zh/, named apart
+    for p, name in zip(paths, NAMES + ZH_NAMES):
+        assert _unplaced(p) == (ROOT / "notebooks" / name).read_bytes(), name
+
+
+def _unplaced(path: Path) -> bytes:
+    """A placed file's bytes as the repository holds it: the Chinese names back, and the
+    stored ``language_info`` (the placed one is the kernel's)."""
+    text = path.read_text(encoding="utf-8").replace(course.ZH_SUFFIX + ".ipynb", ".ipynb")
+    if path.suffix != ".ipynb":
+        return text.encode("utf-8")
+    nb = json.loads(text)
+    nb["metadata"]["language_info"] = STORED_LANGUAGE_INFO
+    return (json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+
+
+def test_placed_notebooks_carry_the_language_info_the_kernel_reports(tmp_path):
+    """JupyterLab sets metadata.language_info to the kernel's reply when a notebook opens and
+    marks the notebook modified only where that changes it (deep equality)."""
+    ipkernel = pytest.importorskip("ipykernel.ipkernel")
+    info = ipkernel.IPythonKernel.language_info
+    assert info["version"] == sys.version.split()[0] and info["name"] == "python"
+    for path in course.place(tmp_path):
+        if path.suffix == ".ipynb":
+            assert json.loads(path.read_text(encoding="utf-8"))["metadata"]["language_info"] == info, path
+
+
+def test_placed_links_reach_placed_files(tmp_path):
+    """Every relative .ipynb or .md reference in a placed notebook names a placed file."""
+    import re
+    placed = course.place(tmp_path)
+    for path in placed:
+        if path.suffix != ".ipynb":
+            continue
+        for ref in set(re.findall(r"\]\(([\w./-]+\.(?:ipynb|md))\)", path.read_text(encoding="utf-8"))):
+            assert (path.parent / ref).is_file(), f"{path.relative_to(tmp_path)} links to {ref}"
+    times = json.loads((tmp_path / "zh" / "run_times.json").read_text(encoding="utf-8"))
+    assert {k for k in times if k.endswith(".ipynb")} == {p.name for p in (tmp_path / "zh").glob("0[1-9]*.ipynb")}
+
+
+def test_place_missing_keeps_every_file_there_and_restores_a_deleted_one(tmp_path):
+    course.place(tmp_path)
+    (tmp_path / "01_simple_backward.ipynb").write_text("my answers")
+    (tmp_path / "zh" / "05_dynamic_depth_zh.ipynb").unlink()
+    assert course.place(tmp_path, missing=True) == [tmp_path / "zh" / "05_dynamic_depth_zh.ipynb"]
+    assert (tmp_path / "01_simple_backward.ipynb").read_text() == "my answers"
+    assert course.place(tmp_path, missing=True, force=True) == []  # missing wins: nothing is overwritten
+
+
+def test_the_help_is_a_plain_description(capsys):
+    with pytest.raises(SystemExit):
+        course.main(["--help"])
+    out = capsys.readouterr().out
+    assert "Copy the course" in out and "--missing" in out
+    assert not any(word in out for word in ("Args:", "Raises:", "doctest", ">>>"))
 
 
 def test_place_over_a_course_file_raises_and_writes_nothing(tmp_path):
@@ -107,18 +162,19 @@ def test_the_wheel_places_and_runs_the_course_in_a_clean_venv(tmp_path):
                            capture_output=True, text=True, timeout=60)
     assert where.returncode == 0, where.stderr[-3000:]
     assert sorted(p.name for p in (tmp_path / "course").iterdir() if p.is_file()) == NAMES
-    assert sorted(f"zh/{p.name}" for p in (tmp_path / "course" / "zh").iterdir()) == ZH_NAMES
-    run = subprocess.run([py, "-c", RUN_INDEX], cwd=tmp_path / "course", env=env,
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
-    assert Path(run.stdout.splitlines()[0]).is_relative_to(site)  # the wheel's dynagraph, not the clone's
-    assert "17 of 17 notebooks found" in run.stdout
+    assert sorted(f"zh/{p.name}" for p in (tmp_path / "course" / "zh").iterdir()) == sorted(PLACED_ZH)
+    for folder, index in (("course", "00_index.ipynb"), ("course/zh", "00_index_zh.ipynb")):
+        run = subprocess.run([py, "-c", RUN_INDEX.format(index=index)], cwd=tmp_path / folder, env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+        assert Path(run.stdout.splitlines()[0]).is_relative_to(site)  # the wheel's dynagraph, not the clone's
+        assert "17 of 17 notebooks found" in run.stdout or "找到了 17 个笔记本（共 17 个）" in run.stdout, run.stdout[-2000:]
 
 
 RUN_INDEX = """
 import dynagraph, nbclient, nbformat
 print(dynagraph.__file__)
-nb = nbformat.read("00_index.ipynb", as_version=4)
+nb = nbformat.read("{index}", as_version=4)
 nbclient.NotebookClient(nb, timeout=60, kernel_name="python3").execute()
 print("".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs))
 """

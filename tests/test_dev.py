@@ -122,10 +122,12 @@ def test_lab_starts_jupyterlab_without_the_news_prompt(monkeypatch, tmp_path):
     dev = _load("dev", ROOT / "dev.py")
     ran = []
     monkeypatch.setattr(dev, "call_venv", lambda *args, env=None: ran.append((args, env)) or 0)
+    monkeypatch.setattr(dev, "log", lambda msg: None)
     monkeypatch.setenv("JUPYTER_CONFIG_PATH", "/elsewhere")
     assert dev.cmd_lab(["--no-browser"]) == 0
-    (args, env), = ran
-    assert args[:4] == ("-m", "jupyter", "lab", "notebooks/") and args[-1] == "--no-browser"
+    (place, _), (args, env) = ran
+    assert place == ("-m", "dynagraph.course", "course", "--missing")  # the learner's copies, kept if there
+    assert args[:4] == ("-m", "jupyter", "lab", "course/") and args[-1] == "--no-browser"
     assert "--LabApp.news_url=None" in args  # the server fetches no feed
     assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [str(dev.LAB_CONFIG), "/elsewhere"]
     # the prompt itself: JupyterLab asks while fetchNews is "none"; the config folder says "false"
@@ -136,11 +138,103 @@ def test_lab_starts_jupyterlab_without_the_news_prompt(monkeypatch, tmp_path):
     assert overrides["@jupyterlab/apputils-extension:notification"] == {"fetchNews": "false", "checkForUpdates": False}
 
 
+def test_lab_version_places_no_course_and_a_failed_placing_stops(monkeypatch):
+    dev = _load("dev", ROOT / "dev.py")
+    ran = []
+    monkeypatch.setattr(dev, "call_venv", lambda *args, env=None: ran.append(args[1]) or (1 if args[1] == "dynagraph.course" else 0))
+    monkeypatch.setattr(dev, "log", lambda msg: None)
+    assert dev.cmd_lab(["--version"]) == 0 and ran == ["jupyter"]
+    assert dev.cmd_lab([]) == 1 and ran == ["jupyter", "dynagraph.course"]  # course/ a file: the reason is printed
+
+
+def test_the_course_folder_is_ignored_by_git():
+    assert "/course/" in (ROOT / ".gitignore").read_text().splitlines()
+    done = subprocess.run(["git", "check-ignore", "-q", "course/00_index.ipynb"], cwd=ROOT)
+    assert done.returncode == 0
+
+
+# -- torch: the build that fits the machine -----------------------------------------------
+
+def _torch_setup(dev, monkeypatch, gpu, have=None, pip_rc=()):
+    """dev with the GPU probe, the installed torch and pip faked: the pip installs tried
+    (their arguments) and the lines said."""
+    monkeypatch.setattr(dev, "has_nvidia_gpu", lambda: gpu)
+    monkeypatch.setattr(dev, "installed_torch", lambda: have)
+    said, tried, rcs = [], [], list(pip_rc)
+    monkeypatch.setattr(dev, "log", said.append)
+    def call(cmd, cwd=None):
+        tried.append(tuple(cmd[cmd.index("install") + 1:]))
+        return rcs.pop(0) if rcs else 0
+    monkeypatch.setattr(dev.subprocess, "call", call)
+    return tried, said
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the CPU index is for Linux")
+def test_no_gpu_installs_the_cpu_build_from_pytorchs_index_with_one_short_try(monkeypatch):
+    dev = _load("dev", ROOT / "dev.py")
+    tried, said = _torch_setup(dev, monkeypatch, gpu=False)
+    dev.ensure_torch()
+    assert tried == [("torch==2.13.0", "--index-url", "https://download.pytorch.org/whl/cpu",
+                      "--timeout", "10", "--retries", "0")]
+    assert said == ["no NVIDIA GPU found (nvidia-smi): installing the CPU build of torch 2.13.0 "
+                    "from https://download.pytorch.org/whl/cpu"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the CPU index is for Linux")
+def test_an_unreachable_index_falls_back_to_pypi_with_the_pin_and_says_so(monkeypatch):
+    dev = _load("dev", ROOT / "dev.py")
+    tried, said = _torch_setup(dev, monkeypatch, gpu=False, pip_rc=[1, 0])
+    dev.ensure_torch()
+    assert [t[0] for t in tried] == ["torch==2.13.0", "torch==2.13.0"] and tried[1] == ("torch==2.13.0",)
+    assert len(said) == 2 and said[1].startswith("https://download.pytorch.org/whl/cpu could not be reached: "
+                                                "installing torch==2.13.0 from PyPI instead")
+
+
+def test_a_gpu_gets_the_cuda_build_from_pypi(monkeypatch):
+    dev = _load("dev", ROOT / "dev.py")
+    tried, said = _torch_setup(dev, monkeypatch, gpu=True)
+    dev.ensure_torch()
+    assert tried == [("torch==2.13.0",)] and "NVIDIA GPU" in said[0]
+    assert dev.torch_plan("torch==2.13.0", gpu=True, platform="linux")[0][1].endswith(
+        "installing the CUDA build of torch 2.13.0 from PyPI")
+
+
+def test_torch_already_there_in_the_pinned_version_is_kept(monkeypatch):
+    dev = _load("dev", ROOT / "dev.py")
+    for have in ("2.13.0+cpu", "2.13.0+cu126", "2.13.0"):
+        tried, _ = _torch_setup(dev, monkeypatch, gpu=False, have=have)
+        dev.ensure_torch()
+        assert tried == []
+    tried, _ = _torch_setup(dev, monkeypatch, gpu=False, have="2.14.1")
+    dev.ensure_torch()
+    assert tried  # another version: the pin is installed
+
+
+def test_the_pin_comes_from_requirements_lab_and_other_systems_take_pypi():
+    dev = _load("dev", ROOT / "dev.py")
+    assert dev.torch_pin() == "torch==2.13.0"
+    for platform in ("darwin", "win32"):
+        assert [args for args, _ in dev.torch_plan("torch==2.13.0", gpu=False, platform=platform)] == [("torch==2.13.0",)]
+
+
+def test_the_gpu_probe_is_false_without_nvidia_smi_or_when_it_fails(monkeypatch):
+    dev = _load("dev", ROOT / "dev.py")
+    monkeypatch.setattr(dev.shutil, "which", lambda name: None)
+    assert dev.has_nvidia_gpu() is False
+    monkeypatch.setattr(dev.shutil, "which", lambda name: "/usr/bin/nvidia-smi")
+    answers = iter([SimpleNamespace(returncode=9, stdout=""),
+                    SimpleNamespace(returncode=0, stdout="GPU 0: NVIDIA H200 (UUID: GPU-x)\n")])
+    monkeypatch.setattr(dev.subprocess, "run", lambda *a, **k: next(answers))
+    assert dev.has_nvidia_gpu() is False  # the driver is not loaded
+    assert dev.has_nvidia_gpu() is True
+
+
 def _lanes(dev, monkeypatch, tmp_path):
     """dev with its stamps in tmp_path and pip calls recorded instead of run: the list of them."""
     monkeypatch.setattr(dev, "LAB", (*dev.LAB[:2], tmp_path / "lab-stamp"))
     monkeypatch.setattr(dev, "FULL", (*dev.FULL[:2], tmp_path / "full-stamp"))
     monkeypatch.setattr(dev, "log", lambda msg: None)
+    monkeypatch.setattr(dev, "ensure_torch", lambda: None)  # tested apart, below
     installs = []
     monkeypatch.setattr(dev, "run", lambda *cmd: installs.append(cmd[cmd.index("install") + 1:]))
     return installs

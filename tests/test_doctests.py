@@ -8,7 +8,7 @@ import pytest
 from dynagraph import _dot, _roll, course
 
 EXAMPLES = [_roll._split_index, _roll._range_label, _roll._inherited, _dot._edge_norms, _dot._edge_label,
-            course.exercise_minutes]
+            course.exercise_minutes, course.placed_name, course.placed_links]
 
 
 @pytest.mark.parametrize("function", EXAMPLES, ids=lambda f: f"{f.__module__}.{f.__name__}")
