@@ -15,8 +15,11 @@ A view displays as up to four outputs (:class:`Output`), in this order:
   output of its own because viewers show one mime type per output, a script first, and
   nbconvert shows a script as an empty ``<div>`` when it sanitizes;
 - **the steps** (a recording or a backward trace): ``text/html`` of plain tags that
-  every sanitizer keeps: a caption, a line that says how to make the picture step
-  (which the script hides), and the first :data:`LISTED_STEPS` steps.
+  every sanitizer keeps: a caption and, for the reader where no script runs, a line
+  that says where the picture steps (in Jupyter, once the cell has run or the
+  notebook is trusted: it asks for nothing that cannot be done where it shows) and
+  the first :data:`LISTED_STEPS` steps. Where the script runs, it hides that part,
+  so that the steps do not show twice beside the live stepper.
 
 No output needs a tag, style or image that a sanitizer drops, so none shows junk.
 
@@ -471,24 +474,32 @@ _CARD = ("color:#212529;background:#ffffff;padding:2px 6px;font:12px/1.4 system-
 def _listing(steps: Sequence[tuple[StepText, list[int]]], totals: Sequence[int], gap: list[int] | None,
              caption: str, hint: str) -> tuple[str, str]:
     """The step list that needs no script, as HTML of tags every sanitizer keeps and as
-    plain text: ``caption``, the line (id ``hint``) that says how to make the picture
-    step, and the first :data:`LISTED_STEPS` steps, each with the bytes the graph keeps
-    after it when ``totals`` are given."""
+    plain text: ``caption``; with a ``gap``, a line that says which steps the output
+    holds; then what only a reader without the live stepper needs, which the script
+    hides (the element with id ``hint`` and all after it): a line that says where the
+    picture steps (this one cannot: no request to run or trust what cannot be run or
+    trusted here), the first :data:`LISTED_STEPS` steps, each with the bytes the graph
+    keeps after it when ``totals`` are given, and how many more there are."""
     kept = [" \u00b7 " + tr("the graph keeps {bytes} for backward", bytes=memory.fmt_bytes(t))
             for t in totals[:LISTED_STEPS]]
     lines = [_filled(text) + (kept[i] if kept else "") for i, (text, _) in enumerate(steps[:LISTED_STEPS])]
-    more = len(steps) - LISTED_STEPS
-    plays = (tr("the stepper plays them all") if not gap else
-             tr("the stepper plays the first {first} and the last {last}, so that the output stays small",
-                first=f"{gap[0]:,}", last=f"{len(steps) - gap[0] - gap[1]:,}"))
-    tail = tr("\u2026 and {more} more steps ({plays})", more=f"{more:,}", plays=plays) if more > 0 else ""
-    how = tr("To step through the {n} steps in the picture, run the cell, or trust the notebook.",
-             n=f"{len(steps):,}")
+    n, more = f"{len(steps):,}", len(steps) - LISTED_STEPS
+    tail = ("" if more <= 0 else tr("\u2026 and 1 more step") if more == 1 else
+            tr("\u2026 and {more} more steps", more=f"{more:,}"))
+    held = "" if not gap else tr(
+        "The output holds the first {first} and the last {last} of the {n} steps, so that it stays small.",
+        first=f"{gap[0]:,}", last=f"{len(steps) - gap[0] - gap[1]:,}", n=n)
+    where = (tr("The picture cannot step here. In Jupyter, once this cell has run or the notebook is "
+                "trusted, it plays its 1 step.") if len(steps) == 1 else
+             tr("The picture cannot step here. In Jupyter, once this cell has run or the notebook is "
+                "trusted, it plays its {n} steps.", n=n))
     html = (f'<div class="dg-steps" style="{_CARD}">' + (f"<b>{escape(caption)}</b>" if caption else "")
-            + f'<div id="{hint}"><i>{how}</i></div><ol>' + "".join(f"<li>{escape(t)}</li>" for t in lines)
-            + "</ol>" + (f"<div>{tail}</div>" if tail else "") + "</div>")
-    plain = "\n".join([*([caption] if caption else []), *(f"{i}. {t}" for i, t in enumerate(lines, 1)),
-                        *([tail] if tail else [])])
+            + (f"<div>{escape(held)}</div>" if held else "")
+            + f'<div id="{hint}"><i>{escape(where)}</i></div>'
+            + "<ol>" + "".join(f"<li>{escape(t)}</li>" for t in lines) + "</ol>"
+            + (f"<div>{escape(tail)}</div>" if tail else "") + "</div>")
+    plain = "\n".join([*([caption] if caption else []), *([held] if held else []),
+                        *(f"{i}. {t}" for i, t in enumerate(lines, 1)), *([tail] if tail else [])])
     return html, plain
 
 

@@ -12,14 +12,16 @@ Chinese around them.
 
 MESSAGES: dict[str, str] = {
     # _page.py: the step list that needs no script
-    "To step through the {n} steps in the picture, run the cell, or trust the notebook.":
-        "要在图中逐步查看这 {n} 步，请运行本单元格，或者信任此笔记本。",
-    "the stepper plays them all":
-        "步进器会播放全部步骤",
-    "the stepper plays the first {first} and the last {last}, so that the output stays small":
-        "步进器只播放前 {first} 步和最后 {last} 步，以免输出过大",
-    "\u2026 and {more} more steps ({plays})":
-        "……还有 {more} 步（{plays}）",
+    "The picture cannot step here. In Jupyter, once this cell has run or the notebook is trusted, it plays its {n} steps.":
+        "这里的图不能逐步播放。在 Jupyter 中，运行本单元格或信任此笔记本之后，图会逐步播放这 {n} 步。",
+    "The picture cannot step here. In Jupyter, once this cell has run or the notebook is trusted, it plays its 1 step.":
+        "这里的图不能逐步播放。在 Jupyter 中，运行本单元格或信任此笔记本之后，图会播放这 1 步。",
+    "The output holds the first {first} and the last {last} of the {n} steps, so that it stays small.":
+        "为了不让输出过大，这 {n} 步中输出只保存了前 {first} 步和最后 {last} 步。",
+    "\u2026 and {more} more steps":
+        "……还有 {more} 步",
+    "\u2026 and 1 more step":
+        "……还有 1 步",
     "the graph keeps {bytes} for backward":
         "计算图为反向传播保留了 {bytes}",
     # _page.py: a node's details on hover

@@ -108,7 +108,8 @@ def check_stepper(stepper) -> dict:
     """
     assert stepper.locator(".dg-bar").is_visible(), "stepper controls hidden: its script did not run"
     hint = stepper.evaluate("r => r.dgData.hint")
-    assert stepper.page.locator(f"#{hint}:visible").count() == 0, "the 'run the cell, or trust the notebook' hint stayed"
+    assert stepper.page.locator(f"#{hint}:visible").count() == 0, "the 'picture cannot step here' line stayed"
+    assert stepper.page.locator(f"#{hint} ~ ol li:visible").count() == 0, "the plain step list shows beside the stepper"
     data = stepper.evaluate("r => ({s: r.dgData.s, kinds: r.dgData.kinds})")
     n = len(data["s"])
     state = lambda: stepper.evaluate(_STATE_JS)  # noqa: E731 (text, hidden nodes, slider)

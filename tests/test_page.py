@@ -4,6 +4,7 @@ counter, renderer errors."""
 
 import base64
 import io
+import itertools
 import os
 import re
 import stat
@@ -441,9 +442,46 @@ def test_static_html_holds_no_controls_only_the_hint_and_the_steps():
     rec, _ = recording()
     static = outputs_of(rec)["steps"]["text/html"]
     assert "<button" not in static and "<input" not in static and "<script" not in static  # the script builds them
-    assert f"To step through the {len(rec.steps):,} steps in the picture, run the cell, or trust the notebook." \
-        in static
+    assert (f"The picture cannot step here. In Jupyter, once this cell has run or the notebook is trusted, "
+            f"it plays its {len(rec.steps):,} steps.") in static
     assert list(outputs_of(rec.graph())) == ["picture", "script"]  # a picture without steps has nothing to step
+
+
+# Words in the step list that ask a reader to do what cannot be done where it shows
+# (GitHub's preview, nbconvert --sanitize-html: no cell to run, no notebook to trust),
+# or that speak of a stepper where there is none.
+ASKS = re.compile(r"\b(run the cell|trust the notebook|the stepper plays|请运行|或者信任)", re.I)
+
+
+@pytest.mark.parametrize("n, tail", [(1, ""), (20, ""), (21, "\u2026 and 1 more step"),
+                                     (22, "\u2026 and 2 more steps"), (1021, "\u2026 and 1,001 more steps")])
+def test_the_static_step_list_says_where_it_steps_and_counts_the_rest(n, tail):
+    """The list shows where no script runs: it says where the picture steps, asks for
+    nothing, and counts what it leaves out in the right number."""
+    rec = _long_recording(n)
+    out = outputs_of(rec)["steps"]
+    where = ("The picture cannot step here. In Jupyter, once this cell has run or the notebook is trusted, "
+             + ("it plays its 1 step." if n == 1 else f"it plays its {n:,} steps."))
+    page = Page(out["text/html"])
+    assert len(page.li) == min(n, _page.LISTED_STEPS)
+    assert where in out["text/html"] and not ASKS.search(out["text/html"] + out["text/plain"])
+    lines = out["text/plain"].splitlines()  # the caption, then each step (two lines: op and shapes)
+    assert [int(line.split(".")[0]) for line in lines if re.match(r"\d+\. ", line)] == list(range(1, len(page.li) + 1))
+    assert (lines[-1] == tail) if tail else not lines[-1].startswith("\u2026")
+    html = out["text/html"]
+    assert html.endswith(f"</ol><div>{tail}</div></div>" if tail else "</ol></div>")
+    # The script hides the element with the hint's id and all after it: the line, the list, the count.
+    (hint,) = page.ids
+    assert re.search(f'<div id="{hint}"><i>[^<]*</i></div><ol>', html)
+
+
+def test_in_chinese_the_static_step_list_says_where_it_steps_and_counts_the_rest(chinese):
+    for n, where, tail in [(1, "图会播放这 1 步。", None), (21, "图会逐步播放这 21 步。", "……还有 1 步"),
+                           (22, "图会逐步播放这 22 步。", "……还有 2 步")]:
+        out = outputs_of(_long_recording(n))["steps"]
+        assert f"这里的图不能逐步播放。在 Jupyter 中，运行本单元格或信任此笔记本之后，{where}" in out["text/html"]
+        assert not ASKS.search(out["text/html"] + out["text/plain"])
+        assert tail is None or out["text/plain"].splitlines()[-1] == tail
 
 
 def _long_recording(n):
@@ -468,13 +506,16 @@ def test_a_recording_over_the_step_budget_keeps_its_first_and_last_steps_and_say
     names = [n.name for n in rec.nodes]
     want = [s.text(names) for s in rec.steps]
     assert texts == want[:5] + want[-5:]
-    assert "the stepper plays the first 5 and the last 5, so that the output stays small" in html
+    steps = outputs_of(rec)["steps"]
+    held = "The output holds the first 5 and the last 5 of the 50 steps, so that it stays small."
+    assert f"<b>50 steps</b><div>{held}</div><div id=" in steps["text/html"]  # before the part the script hides
+    assert steps["text/plain"].splitlines()[:2] == ["50 steps", held]
 
 
 def test_an_output_whose_step_data_is_over_the_budget_plays_fewer_steps_and_says_so(monkeypatch):
     """Thousands of steps with texts all different (a backward's norms): the stepper
     keeps its first and last steps, the picture is not folded, the whole output fits."""
-    monkeypatch.setattr(_page, "MAX_BYTES", 25_000)  # all 602 steps: a 30 KB script output
+    monkeypatch.setattr(_page, "MAX_BYTES", 30_000)  # all 602 steps: a 34 KB script output; 2 steps, 26 KB
     torch.manual_seed(0)
     x = torch.randn(4, requires_grad=True)
     y = x
@@ -485,10 +526,11 @@ def test_an_output_whose_step_data_is_over_the_budget_plays_fewer_steps_and_says
         loss.backward()
     html = html_of(bt)
     data = page_data(html)
-    assert stored(bt) <= 25_000
+    assert stored(bt) <= 30_000
     head, left_out = data["gap"]
     assert left_out > 0 and len(data["s"]) == len(bt.order) - left_out
-    assert f"the stepper plays the first {head:,} and the last {len(bt.order) - head - left_out:,}" in html
+    assert (f"The output holds the first {head:,} and the last {len(bt.order) - head - left_out:,} of the "
+            f"{len(bt.order):,} steps") in outputs_of(bt)["steps"]["text/html"]
     (svg,) = pictures(html)
     assert not any("nodes folded" in t for t in svg_texts(svg))  # the steps shrank, not the picture
 
@@ -503,9 +545,22 @@ def test_an_80k_step_recording_stays_under_the_output_budget():
     assert 10_000 <= played <= _page.MAX_STEPS and data["gap"] == [played // 2, 80_000 - played]
 
 
+# What of a step list shows: its caption, the line on what the output holds, the line on
+# where the picture steps, the listed steps and the count of the rest.
+_LIST_SHOWN_JS = """() => [...document.querySelectorAll('.dg-steps')].map(d => {
+  const shown = e => !!e && e.checkVisibility();
+  const divs = [...d.children].filter(e => e.tagName === 'DIV');
+  return {caption: shown(d.querySelector('b')), held: shown(divs[0]), where: shown(d.querySelector('i')),
+          steps: [...d.querySelectorAll('li')].filter(shown).length, rest: shown(divs[divs.length - 1])};
+})"""
+
+
 @pytest.mark.browser
 def test_the_script_builds_the_controls_removes_the_hint_and_numbers_steps_across_a_gap(monkeypatch, tmp_path):
-    from _chromium import Watch, chromium
+    """Where the script runs, the steps show once: in the stepper. It hides the plain
+    list (and the line on where the picture steps, and the count of the rest), not the
+    caption nor what the output holds; with JavaScript off, the page shows them all."""
+    from _chromium import VIEWPORT, Watch, chromium
     monkeypatch.setattr(_page, "MAX_STEPS", 10)
     rec = _long_recording(50)
     path = page_file(tmp_path / "gap.html", html_of(rec))
@@ -514,13 +569,21 @@ def test_the_script_builds_the_controls_removes_the_hint_and_numbers_steps_acros
         page = watch.new_page()
         page.goto(path.as_uri())
         hints = page.locator("[id^=dg-hint-]:visible").count()
+        live = page.evaluate(_LIST_SHOWN_JS)
         acts = page.evaluate("() => [...document.querySelectorAll('button[data-act]')].map(b => b.dataset.act)")
         infos = []
         for k in (4, 5, 9):
             step_to(page, k)
             infos.append(page.locator(".dg-info").text_content())
         watch.close()
+        context = browser.new_context(viewport=VIEWPORT, java_script_enabled=False)
+        still = context.new_page()
+        still.goto(path.as_uri())
+        without = still.evaluate(_LIST_SHOWN_JS)
+        context.close()
     assert hints == 0
+    assert live == [{"caption": True, "held": True, "where": False, "steps": 0, "rest": False}]
+    assert without == [{"caption": True, "held": True, "where": True, "steps": _page.LISTED_STEPS, "rest": True}]
     assert acts == ["first", "prev", "play", "next", "last", "zout", "fit", "one", "zin"]
     assert [i.split(" \u00b7 ")[0] for i in infos] == ["step 5 / 50", "step 46 / 50", "step 50 / 50"]
     assert watch.errors == []
@@ -604,9 +667,9 @@ def test_in_chinese_the_stepper_data_carries_the_words_and_the_step_list_reads_i
     assert (words["step"], words["iteration"]) == ("第 {k} / {n} 步", "第 {k} 次迭代（共 {n} 次）")
     assert words["keeps"] == "计算图为反向传播保留了 {bytes}"
     steps = outputs_of(rec)["steps"]
-    assert "要在图中逐步查看这 6 步，请运行本单元格，或者信任此笔记本。" in steps["text/html"]
+    assert "这里的图不能逐步播放。在 Jupyter 中，运行本单元格或信任此笔记本之后，图会逐步播放这 6 步。" in steps["text/html"]
     lines = steps["text/plain"].splitlines()  # a heading, then two lines a step
-    assert lines[0] == "6 步" and lines[-1] == "……还有 2 步（步进器会播放全部步骤）"
+    assert lines[0] == "6 步" and lines[-1] == "……还有 2 步"
     assert lines[1].startswith("1. mul  [test_page.py:") and lines[2].endswith(" · 计算图为反向传播保留了 8 B")
     assert set(page_data(html_of(rec.graph()))["words"]) == {"label", "title"}  # no stepper: the zoom's
     check(rec)
@@ -741,3 +804,140 @@ def test_a_chinese_stepper_shows_its_words_and_title_in_the_page(tmp_path, chine
     assert buttons[6] == ["适应宽度", "按宽度缩放图片"]
     assert caption[:3] == (1, "循环", True) and caption[3] == "13.3333px"  # 10 pt, as Graphviz's title
     assert data["title"] == "循环" and watch.errors == []
+
+
+# -- a tall stepper keeps what it lights in view ----------------------------------------
+
+def lesson07_replay():
+    """Lesson 07's backward replay (notebooks/07_vanishing_gradients.ipynb, the cell with
+    `tiny`): four Linear + Sigmoid layers, 21 steps, a picture taller than its canvas."""
+    tiny = nn.Sequential(*[m for _ in range(4) for m in (nn.Linear(3, 3), nn.Sigmoid())])
+    W = torch.tensor([[1.0, -1.0, 0.0], [0.0, 1.0, -1.0], [1.0, 0.0, -1.0]]) / 2
+    with torch.no_grad():
+        for layer in tiny[::2]:
+            layer.weight.copy_(W)
+            layer.bias.zero_()
+    loss = tiny(torch.ones(1, 3)).sum()
+    with dg.trace_backward(loss, params=tiny) as bt:
+        loss.backward()
+    return bt
+
+
+# Where each lit node of a stepper is, and whether a reader sees all of it: its box is
+# inside the canvas's inside (no scroll bars) and the window, and the point at each of
+# its corners (2 px in) and at its centre hits the canvas, not something over it (the
+# bar and the step's line stick over the canvas when the page scrolls); its centre hits
+# the node. Measured by hit tests, not by view.js's own sums.
+_LIT_SEEN_JS = """root => {
+  const canvas = root.querySelector('.dg-canvas'), c = canvas.getBoundingClientRect();
+  const inside = {left: c.left + canvas.clientLeft, top: c.top + canvas.clientTop};
+  inside.right = inside.left + canvas.clientWidth; inside.bottom = inside.top + canvas.clientHeight;
+  const W = document.documentElement.clientWidth, H = document.documentElement.clientHeight;
+  return [...root.querySelectorAll('g.node.dg-lit')].map(g => {
+    const b = g.getBoundingClientRect();
+    const within = b.left >= Math.max(inside.left, 0) && b.right <= Math.min(inside.right, W)
+                   && b.top >= Math.max(inside.top, 0) && b.bottom <= Math.min(inside.bottom, H);
+    const hits = [[b.left + 2, b.top + 2], [b.right - 2, b.top + 2], [b.left + 2, b.bottom - 2],
+                  [b.right - 2, b.bottom - 2]].map(([x, y]) => document.elementFromPoint(x, y));
+    const centre = document.elementFromPoint((b.left + b.right) / 2, (b.top + b.bottom) / 2);
+    return {node: (g.getAttribute('class').match(/dg-n\\d+/) || ['?'])[0],
+            box: [b.left, b.top, b.right, b.bottom].map(Math.round),
+            canvas: [inside.left, inside.top, inside.right, inside.bottom].map(Math.round),
+            seen: within && hits.every(h => h && canvas.contains(h)) && !!centre && g.contains(centre)};
+  });
+}"""
+
+
+def _lit_problems(stepper, where: str) -> list[str]:
+    """What a reader cannot see of the stepper's lit nodes now (empty: all of it)."""
+    lit = stepper.evaluate(_LIT_SEEN_JS)
+    at = stepper.locator(".dg-info").text_content()
+    if not lit:
+        return [f"{where}, {at}: no node lit"]
+    return [f"{where}, {at}: lit node {n['node']} at {n['box']} is not all in view (canvas {n['canvas']})"
+            for n in lit if not n["seen"]]
+
+
+# Two layouts: the page scrolls (nbconvert's HTML, the docs), or a box inside it does
+# (JupyterLab's notebook), scrolled so that the stepper's bar and step line stick over
+# the top of its canvas.
+_LAYOUTS = {
+    "page": "<p style='height:300px'>prose</p>{outputs}<p style='height:1500px'>more prose</p>",
+    "scroller": ("<div class='scroller' style='height:100vh;overflow:auto'><p style='height:300px'>prose</p>"
+                 "{outputs}<p style='height:1500px'>more prose</p></div>"),
+}
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("layout", list(_LAYOUTS))
+def test_a_tall_stepper_keeps_what_it_lights_in_view(tmp_path, layout):
+    """Lesson 07's replay draws a picture taller than its canvas (70% of the window):
+    at every step, going forward from the first and back from the last, every lit node
+    is all in view, on load too; a drag still pans and a zoom still zooms, and a step
+    whose node is in view does not move the picture."""
+    from _chromium import ARTIFACTS, Watch, chromium
+    bt = lesson07_replay()
+    assert len(bt.order) == 21
+    path = tmp_path / "tall.html"
+    path.write_text("<!doctype html><html><head><meta charset='utf-8'></head><body style='margin:0'>"
+                    + _LAYOUTS[layout].format(outputs=html_of(bt)) + "</body></html>")
+    problems = []
+    with chromium() as browser:
+        watch = Watch(browser)
+        page = watch.new_page()
+        page.goto(path.as_uri(), wait_until="load")
+        stepper = page.locator("div.dg-stepper")
+        canvas = stepper.locator(".dg-canvas")
+        sizes = canvas.evaluate("c => [c.scrollHeight, c.clientHeight]")
+        assert sizes[0] > 1.4 * sizes[1], f"the picture ({sizes[0]} px) is not much taller than its canvas ({sizes[1]})"
+        page.wait_for_timeout(100)
+        problems += _lit_problems(stepper, "on load")
+        if layout == "page":
+            stepper.evaluate("r => r.scrollIntoView({block: 'start'})")
+        else:  # the output's top 250 px above the box's: the bar and step line stick over the canvas
+            page.evaluate("() => { const s = document.querySelector('.scroller'), r = document.querySelector('.dg-out');"
+                          " s.scrollTop += r.getBoundingClientRect().top + 250; }")
+            stuck = page.evaluate("() => document.querySelector('.dg-now').getBoundingClientRect().bottom"
+                                  " > document.querySelector('.dg-canvas').getBoundingClientRect().top")
+            assert stuck, "the step line does not stick over the canvas: the layout tests nothing"
+        stepper.locator('button[data-act="first"]').click()
+        problems += _lit_problems(stepper, "first")
+        for _ in range(20):
+            stepper.locator('button[data-act="next"]').click()
+            problems += _lit_problems(stepper, "next")
+        for _ in range(20):
+            stepper.locator('button[data-act="prev"]').click()
+            problems += _lit_problems(stepper, "prev")
+        # A step whose lit node is in view moves nothing: stepping on from the first
+        # step, the picture moves fewer times than there are steps.
+        tops = []
+        stepper.locator('button[data-act="first"]').click()
+        for _ in range(20):
+            tops.append(canvas.evaluate("c => c.scrollTop"))
+            stepper.locator('button[data-act="next"]').click()
+        moves = sum(a != b for a, b in itertools.pairwise(tops))
+        # The reader's own pan (a drag) and zoom still work, and stay until a step needs another place.
+        stepper.locator('button[data-act="first"]').click()
+        before = canvas.evaluate("c => c.scrollTop")
+        box = canvas.bounding_box()
+        up = 1 if before > 200 else -1  # (drag the picture down: it scrolls up)
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        page.mouse.move(x, y)
+        page.mouse.down()
+        page.mouse.move(x, y + up * 120, steps=5)
+        page.mouse.up()
+        dragged = canvas.evaluate("c => c.scrollTop")
+        page.wait_for_timeout(300)
+        kept = canvas.evaluate("c => c.scrollTop")
+        stepper.locator('button[data-act="zin"]').click()
+        zoom = stepper.locator(".dg-zoom").text_content()
+        stepper.locator('button[data-act="next"]').click()
+        problems += _lit_problems(stepper, "next after a drag and a zoom")
+        errors = watch.errors
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"tall-stepper-{layout}.png"))
+        watch.close()
+    assert not problems, f"{len(problems)} steps light nodes out of view:\n" + "\n".join(problems)
+    assert 0 < moves < 19, f"the picture moved at {moves} of 19 steps: it should move only when the lit node is out of view"
+    assert abs(dragged - before) > 100 and kept == dragged, (before, dragged, kept)
+    assert zoom == "125%" and errors == []

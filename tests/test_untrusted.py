@@ -4,8 +4,9 @@ where it can.
 A dynagraph view displays as up to four outputs (see dynagraph/_page.py): a diff's
 table, the picture (``image/png`` + ``text/plain``), its script (``application/javascript``
 alone) and a stepper's plain step list (``text/html``). Where scripts run, the script
-draws a live SVG with zoom and a stepper, hides the PNG's output and the list's "run the
-cell, or trust the notebook" line. Where they do not, the PNG shows. Here:
+draws a live SVG with zoom and a stepper, hides the PNG's output and the plain list (from
+its line "The picture cannot step here. In Jupyter, ... it plays its N steps." on, so the
+steps do not show twice). Where they do not, the PNG shows, with that line and the list. Here:
 
 * every stored picture is a picture output (PNG and text) followed by its script, each
   of at most 300 KB;
@@ -57,8 +58,8 @@ PLAIN_TAGS = {"b", "div", "i", "li", "ol", "span", "table", "td", "tr"}
 # The root classes of the older formats (a text/html picture with an <img> or inline
 # <svg>): a notebook still holding one must be re-run.
 _OLD_CLASS = re.compile(r'class="(?:[^"]*\s)?(dg-out|dynagraph-graph|dg-stepper|dynagraph-diff)(?=[\s"])')
-_HINT = re.compile(r'<div id="(dg-hint-[0-9a-f]{12})"><i>(To step through the ([\d,]+) steps in the picture, '
-                   r'run the cell, or trust the notebook\.)</i></div>')
+_HINT = re.compile(r'<div id="(dg-hint-[0-9a-f]{12})"><i>(The picture cannot step here\. In Jupyter, once this cell '
+                   r'has run or the notebook is trusted, it plays its ([\d,]+) steps?\.)</i></div>')
 # What the script's controls would show: button labels, the step counter, the zoom level.
 _CONTROL_TEXT = re.compile(r"\bprev\b|\bplay\b|\bnext\b|\bfit\b|1:1|[\u00ab\u00bb\u2039\u203a\u2212]"
                            r"|\bstep [\d,]+ / [\d,]+|\b\d+%")
@@ -353,7 +354,7 @@ _MEASURE_JS = """() => {
     if (img) o.img = {complete: img.complete, natural: [img.naturalWidth, img.naturalHeight],
                       src: (img.getAttribute('src') || '').slice(0, 30), ...seen(img)};
     const hint = child.querySelector('[id^="dg-hint-"]') ||
-                 [...child.querySelectorAll('div')].find(d => d.textContent.startsWith('To step through'));
+                 [...child.querySelectorAll('div')].find(d => d.textContent.startsWith('The picture cannot step'));
     if (hint) o.hint = {id: hint.id, text: hint.textContent, ...seen(hint)};
     const list = child.querySelector('ol');
     if (list) o.list = {items: [...list.querySelectorAll('li')].map(li => li.textContent), ...seen(list)};
@@ -598,7 +599,7 @@ def _check_untrusted_steps(where: str, out: dict, shown: dict) -> list[str]:
     hint, listed = shown.get("hint"), shown.get("list")
     problems = []
     if hint is None:
-        problems.append(f"{where}: no hint line 'To step through ...' (shown: {shown['text'][:120]!r})")
+        problems.append(f"{where}: no hint line 'The picture cannot step here ...' (shown: {shown['text'][:120]!r})")
     else:
         if _words(hint["text"]) != _words(want["hint"] or ""):
             problems.append(f"{where}: the hint line reads {hint['text']!r}, stored {want['hint']!r}")
@@ -650,8 +651,9 @@ _CONTRAST_JS = """e => {
 @pytest.mark.slow
 def test_dark_theme_step_text_is_readable(lab_page, lab):
     """In JupyterLab's Dark theme, a run (so trusted) stepper's step text, counter,
-    buttons and zoom level, and its step list's caption and steps, have a contrast of
-    at least 4.5:1 (WCAG AA) against what is behind them."""
+    buttons and zoom level, and its step list's caption, have a contrast of at least
+    4.5:1 (WCAG AA) against what is behind them; the list's steps are hidden (the
+    stepper shows them)."""
     page, watch = lab_page
     name = "dark_theme_stepper.ipynb"
     _new_notebook(lab.folder, name, STEPPER_SOURCE)
@@ -672,7 +674,9 @@ def test_dark_theme_step_text_is_readable(lab_page, lab):
                 ".dg-now", ".dg-info", 'button[data-act="next"]', 'button[data-act="zin"]', ".dg-zoom")}
             steps = panel.locator(".dg-steps")
             assert steps.count() == 1, f"{steps.count()} step lists (div.dg-steps) shown, expected 1"
-            measured |= {f".dg-steps {sel}": steps.locator(sel).first.evaluate(_CONTRAST_JS) for sel in ("b", "li")}
+            measured[".dg-steps b"] = steps.locator("b").first.evaluate(_CONTRAST_JS)
+            assert steps.locator("li").count() and not steps.locator("li:visible").count(), \
+                "the plain step list shows beside the live stepper"
             print("contrast in JupyterLab Dark:", {k: round(m["ratio"], 2) for k, m in measured.items()})
             _shot(page, out, ARTIFACTS / "dark.png")
             hidden = [k for k, m in measured.items() if not m["visible"]]

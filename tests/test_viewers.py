@@ -96,11 +96,24 @@ def control_text(texts: list[str]) -> list[str]:
     return bad
 
 
+# What a viewer without scripts cannot do, asked for or spoken of as there: no cell runs
+# and no notebook can be trusted on GitHub or in sanitized HTML, and no stepper plays.
+_ASKS = re.compile(r"run the cell|trust the notebook|the stepper plays|请运行|或者信任|步进器会播放", re.I)
+
+
+def asking_text(texts: list[str]) -> list[str]:
+    """The lines of ``texts`` (outputs' visible text) that ask a reader to run or trust
+    what cannot be run or trusted where no script runs, or speak of a stepper there."""
+    return [f"asks for what cannot be done here: {line.strip()[:100]!r}"
+            for text in texts for line in text.splitlines() if _ASKS.search(line)]
+
+
 def shown_problems(page, nb: dict, out_sel: str) -> list[str]:
     """What is wrong on ``page``, a notebook ``nb`` as a viewer shows it (each cell an
     element with id ``cell-id=<id>``, each output in it an element matching ``out_sel``):
     a picture output that shows no loaded image as wide as its PNG's header says, and any
-    control text in any output. Empty: nothing."""
+    control text, or text that asks for what cannot be done there, in any output. Empty:
+    nothing."""
     cells = {cell["id"]: cell for cell in nb["cells"]}
     problems = []
     for cell_id, j in picture_outputs(nb):
@@ -116,7 +129,8 @@ def shown_problems(page, nb: dict, out_sel: str) -> list[str]:
         if not loaded:
             problems.append(f"cell {cell_id} output {j}: no loaded image {width or 'any'} px wide; "
                             f"images: {found['images']}")
-    return problems + control_text(page.evaluate(_TEXTS_JS, out_sel))
+    texts = page.evaluate(_TEXTS_JS, out_sel)
+    return problems + control_text(texts) + asking_text(texts)
 
 
 def _screenshot_first_picture(page, nb: dict, out_sel: str, path: Path) -> None:
@@ -250,6 +264,62 @@ def test_control_text_finds_labels_and_code():
     assert control_text(["play", "1:1"]) == ["button labels: 'play'", "button labels: '1:1'"]
     assert control_text(["mul [this cell, line 3] y = next(it)", "fit the model"]) == []
     assert len(control_text(['<div class="dg-steps">', ".dg-out { color: red }"])) == 3
+
+
+def test_asking_text_finds_requests_a_static_viewer_cannot_meet():
+    assert asking_text(["To step through the 4 steps in the picture, run the cell, or trust the notebook.",
+                        "\u2026 and 1 more steps (the stepper plays them all)", "要在图中逐步查看这 6 步，请运行本单元格"]) \
+        == ["asks for what cannot be done here: 'To step through the 4 steps in the picture, run the cell, or trust "
+            "the notebook.'", "asks for what cannot be done here: '\u2026 and 1 more steps (the stepper plays them all)'",
+            "asks for what cannot be done here: '要在图中逐步查看这 6 步，请运行本单元格'"]
+    assert asking_text(["The picture cannot step here. In Jupyter, once this cell has run or the notebook is "
+                        "trusted, it plays its 21 steps.", "\u2026 and 1 more step"]) == []
+
+
+def _fresh_notebook(path: Path) -> dict:
+    """A notebook whose outputs this code makes now (not the stored lessons'): lesson 07's
+    backward replay (21 steps: the list leaves 1 out), a 22-step recording, both in
+    English and in Chinese. Written to ``path``; its JSON."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+    from test_page import _long_recording, lesson07_replay
+
+    cells = []
+    for language in ("en", "zh"):
+        dg.set_language(language)
+        try:
+            for view in (lesson07_replay(), _long_recording(22)):
+                outs = [new_output("display_data", data=o.data, metadata=o.metadata) for o in view._outputs()]
+                cells.append(new_code_cell("view", outputs=outs))
+        finally:
+            dg.set_language("en")
+    nb = new_notebook(cells=cells)
+    nbformat.write(nb, path)
+    return json.loads(path.read_text())
+
+
+@pytest.mark.browser
+def test_a_step_list_without_scripts_asks_for_nothing_it_cannot_do_and_counts_right(browser, tmp_path):
+    """Through an nh3 viewer and ``nbconvert --sanitize-html``, the step lists of outputs
+    made now say where the picture steps, ask for nothing that cannot be done there, and
+    count what they leave out ("1 more step", "2 more steps")."""
+    nb = _fresh_notebook(tmp_path / "fresh.ipynb")
+    (tmp_path / "nh3.html").write_text(viewer_page(nb))
+    proc = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--sanitize-html",
+                           "fresh.ipynb"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for page_name, out_sel in (("nh3.html", "div.out"), ("fresh.html", ".jp-OutputArea-child")):
+        watch, page = _open(browser, tmp_path / page_name)
+        try:
+            problems = shown_problems(page, nb, out_sel)
+            text = "\n".join(page.evaluate(_TEXTS_JS, out_sel))
+        finally:
+            watch.close()
+        assert not problems, f"{page_name}:\n" + "\n".join(problems)
+        for line in ("The picture cannot step here. In Jupyter, once this cell has run or the notebook is trusted, "
+                     "it plays its 21 steps.", "it plays its 22 steps.", "\u2026 and 1 more step\n",
+                     "\u2026 and 2 more steps\n", "图会逐步播放这 21 步。", "……还有 1 步\n", "……还有 2 步\n"):
+            assert line in text + "\n", f"{page_name}: {line!r} not shown"
 
 
 def test_png_width_reads_the_header():

@@ -3,7 +3,8 @@
 // of dynagraphView and the picture's data into an `application/javascript` output of
 // its own (data format: DATA.md beside this file), after the picture's `image/png`
 // output, which every viewer shows; here the live picture takes the PNG's place. The
-// steps are a plain list in an output after them.
+// steps are a plain list in an output after them, for viewers where this script does
+// not run; here it hides that list (not its caption), so the steps do not show twice.
 // It uses no element ids of its own, so the same output shown twice in one page (two
 // copies of a notebook) works twice. Its words are English; in another language the
 // data brings them (`words`), and a title Graphviz cannot draw (Chinese) as text (`title`).
@@ -25,8 +26,9 @@ function dynagraphView(host, data, css) {
   const root = el("div", "dg-out" + (data.s ? " dg-stepper" : ""));
   root.dgData = data;  // (for tests and the browser's console)
   const style = el("style");
-  // The plain step list's line that says how to make the picture step: now it does.
-  style.textContent = css + (data.hint ? "\n#" + data.hint + " { display: none; }" : "");
+  // The plain step list from its line that says where the picture steps (here) on: the
+  // stepper shows the steps.
+  style.textContent = css + (data.hint ? "\n#" + data.hint + ", #" + data.hint + " ~ * { display: none; }" : "");
   const bar = el("div", "dg-bar"), now = data.s ? el("div", "dg-now") : null, canvas = el("div", "dg-canvas");
   const text = new TextDecoder().decode(Uint8Array.from(atob(data.svg), (c) => c.charCodeAt(0)));  // base64 UTF-8
   const svg = document.importNode(new DOMParser().parseFromString(text, "image/svg+xml").documentElement, true);
@@ -48,6 +50,12 @@ function dynagraphView(host, data, css) {
     root.querySelector(".dg-zoom").textContent = Math.round(zoom * 100) + "%";
   };
   const fit = () => setZoom(Math.min(1, (canvas.clientWidth - 4) / (W * 4 / 3) || 1));
+  // A zoom keeps the lit nodes in view if they were.
+  const zoomed = (z) => () => {
+    const keep = lit.length && !away(lit);
+    z();
+    if (keep) follow(lit);
+  };
   let drag = null;
   canvas.classList.add("dg-grab");
   canvas.addEventListener("mousedown", (e) => {
@@ -59,6 +67,52 @@ function dynagraphView(host, data, css) {
     canvas.scrollLeft = drag[2] - (e.clientX - drag[0]);
     canvas.scrollTop = drag[3] - (e.clientY - drag[1]);
   });
+
+  // A step's lit nodes are kept in view (a tall picture shows only part of itself): when
+  // they are out of what a reader sees of the canvas, the canvas scrolls them to its
+  // middle, and the page the least it can where the canvas cannot. Nodes in view move
+  // nothing, so the reader's pan and zoom stay; nothing moves during a drag.
+  let lit = [];  // the lit nodes' <g>s
+  const seen = () => {  // what shows of the canvas: {left, top, right, bottom} in the window
+    const c = canvas.getBoundingClientRect(), left = c.left + canvas.clientLeft, top = c.top + canvas.clientTop;
+    const own = { left, top, right: left + canvas.clientWidth, bottom: top + canvas.clientHeight }, v = { ...own };
+    const cut = (b, s) => {  // by a box that clips (JupyterLab's notebook), and the window
+      if (s.overflowX !== "visible") { v.left = Math.max(v.left, b.left); v.right = Math.min(v.right, b.right); }
+      if (s.overflowY !== "visible") { v.top = Math.max(v.top, b.top); v.bottom = Math.min(v.bottom, b.bottom); }
+    };
+    for (let p = canvas.parentElement; p && p !== document.documentElement; p = p.parentElement) {
+      cut(p.getBoundingClientRect(), getComputedStyle(p));
+    }
+    const d = document.documentElement;
+    cut({ left: 0, top: 0, right: d.clientWidth, bottom: d.clientHeight }, {});
+    for (const e of [bar, now]) if (e) v.top = Math.max(v.top, e.getBoundingClientRect().bottom);  // stuck over it
+    return v.right - v.left < 40 || v.bottom - v.top < 40 ? { ...own, away: 1 } : v;  // (scrolled out of sight)
+  };
+  const M = 6;  // px: a lit node's outline is drawn over its edge
+  // How far to scroll to bring the lit nodes into view between sides a and z (0: they are
+  // in it): their middle to its middle, or the least; their start to its start if they are bigger.
+  const shift = (gs, a, z, least) => {
+    const bs = gs.map((g) => g.getBoundingClientRect()), v = seen();
+    const lo = Math.min(...bs.map((b) => b[a])), hi = Math.max(...bs.map((b) => b[z]));
+    if (lo >= v[a] + M && hi <= v[z] - M) return 0;
+    if (hi - lo > v[z] - v[a] - 2 * M || (least && lo < v[a] + M)) return lo - v[a] - M;
+    return least ? hi - v[z] + M : (lo + hi - v[a] - v[z]) / 2;
+  };
+  const away = (gs) => shift(gs, "left", "right") || shift(gs, "top", "bottom");
+  function follow(gs) {
+    if (drag || !gs.length || !canvas.clientHeight) return;  // (not on the page yet, or hidden)
+    canvas.scrollLeft += shift(gs, "left", "right");
+    canvas.scrollTop += shift(gs, "top", "bottom");
+    const rest = seen().away ? 0 : shift(gs, "top", "bottom", true);  // what the canvas could not scroll
+    if (!rest) return;
+    let p = root.parentElement;  // the page: the first box around that scrolls, or the window
+    while (p && !(/auto|scroll/.test(getComputedStyle(p).overflowY) && p.scrollHeight > p.clientHeight)) p = p.parentElement;
+    (p || document.scrollingElement).scrollTop += rest;
+  }
+  if (data.s && window.ResizeObserver) {  // on the page (again): JupyterLab adds outputs late, and may take them off
+    let was = 0;
+    new ResizeObserver(() => { if (canvas.clientHeight && !was) follow(lit); was = canvas.clientHeight; }).observe(canvas);
+  }
 
   // Node details: shown at once on hover, and on a tap (a touch screen has no hover).
   // (Not an SVG <title>: browsers show those after a delay, and never on touch.)
@@ -113,7 +167,8 @@ function dynagraphView(host, data, css) {
   }
   bar.append(el("span", "dg-zoom"));
 
-  const act = { zin: () => setZoom(zoom * 1.25), zout: () => setZoom(zoom / 1.25), fit: fit, one: () => setZoom(1) };
+  const act = { zin: zoomed(() => setZoom(zoom * 1.25)), zout: zoomed(() => setZoom(zoom / 1.25)), fit: zoomed(fit),
+                one: zoomed(() => setZoom(1)) };
   if (data.s) stepper(act);
   root.querySelectorAll("button[data-act]").forEach((b) => b.addEventListener("click", () => act[b.dataset.act]()));
   setZoom(1);
@@ -140,10 +195,12 @@ function dynagraphView(host, data, css) {
     function show(k) {
       cur = Math.max(0, Math.min(S - 1, k));
       slider.value = cur;
-      const lit = new Set(data.n[cur]), b = data.b[cur], it = data.k[cur];
+      const ids = new Set(data.n[cur]), b = data.b[cur], it = data.k[cur];
+      lit = [];
       for (const [g, id] of nodes) {
         g.classList.toggle(off, stepOf(id) > cur);
-        g.classList.toggle("dg-lit", lit.has(id));
+        g.classList.toggle("dg-lit", ids.has(id));
+        if (ids.has(id)) lit.push(g);
       }
       for (const [g, a, z, label] of edges) {
         g.classList.toggle(off, Math.max(stepOf(a), stepOf(z)) > cur);
@@ -158,6 +215,7 @@ function dynagraphView(host, data, css) {
       const text = data.texts[data.t[cur]], f = data.f ? data.f[cur] : -1, kept = data.mem ? bytes(data.mem[cur]) : "";
       now.textContent = (f >= 0 ? text.replace("\u0000", data.fills[f]) : text) +
         (data.mem ? "  \u00b7 " + fill("keeps", "the graph keeps " + kept + " for backward", { bytes: kept }) : "");
+      follow(lit);
     }
     const bytes = (n) => {  // as memory.fmt_bytes: powers of 1000
       for (const [u, k] of [["GB", 1e9], ["MB", 1e6], ["KB", 1e3]]) if (n >= k) return (n / k).toFixed(1) + " " + u;
