@@ -10,7 +10,10 @@ paths: an interrupt can land on its last line, just before it exits (:func:`guar
 
 from __future__ import annotations
 
+import collections
 import gc
+import itertools
+import operator
 import sys
 import threading
 from collections.abc import Callable, Collection, Sequence
@@ -29,9 +32,11 @@ from . import _source, _torch
 if TYPE_CHECKING:
     from .live import Recording
 
-__all__ = ["close_block", "guarded", "open_block", "paused_gc", "remove_hooks"]
+__all__ = ["close_block", "grad_on", "guarded", "open_block", "paused_gc", "remove_hooks"]
 
 T = TypeVar("T")
+
+_Entered = list[tuple[AbstractContextManager[Any], Any]]  # (context, its enter's result), while entered
 
 _RENAME = {"rmul": "mul", "radd": "add"}  # 2 * x is a mul, as the node says
 
@@ -188,9 +193,13 @@ def _sync() -> None:
         # an apply some other library patched is left to it
         if current is not _PATCH and _torch.has_patchable_apply() and current is _TORCH_APPLY:
             Function.apply = _PATCH  # type: ignore[method-assign,assignment]  # the patch itself
+        # (a hook whose handle an interrupt lost inside torch's register function is found
+        # by identity and removed first: else every module would be entered twice)
         if "pre" not in _hooks:
+            _torch.remove_global_module_hooks([_pre_hook])
             _hooks["pre"] = nn.modules.module.register_module_forward_pre_hook(_pre_hook)
         if "post" not in _hooks:
+            _torch.remove_global_module_hooks([_post_hook])
             _hooks["post"] = nn.modules.module.register_module_forward_hook(_post_hook, always_call=True)
         return
     if Function.__dict__.get("apply") is _PATCH:
@@ -198,6 +207,7 @@ def _sync() -> None:
     for name in list(_hooks):
         _hooks[name].remove()  # (removing twice is harmless: an interrupt may fall before the del)
         del _hooks[name]
+    _torch.remove_global_module_hooks([_pre_hook, _post_hook])  # any whose handle was lost
 
 
 def open_block(rec: Recording) -> None:
@@ -254,14 +264,39 @@ def guarded(context: AbstractContextManager[Any], f: Callable[..., T], *args: An
     (leaving a lock held, or torch function off in this thread), and so can the first
     line of a ``finally``, or a ``try`` nested in another. So the exit runs in the
     ``finally`` of :func:`_then` and once more in this one, and ``context`` is entered
-    and noted in one statement.
+    and noted in one C call (:func:`_enter`), taken out and exited in another
+    (:func:`_exit`): CPython delivers a signal between two bytecodes, even between
+    ``__enter__`` returning and the append that notes it, never inside one C call.
+    ``context`` must be one whose ``__enter__`` and ``__exit__`` are C (a lock, torch's
+    ``DisableTorchFunction``); for grad mode see :func:`grad_on`.
     """
-    entered: list[AbstractContextManager[Any]] = []  # context, while entered and not exited
+    entered: _Entered = []
     try:
-        entered.append((context.__enter__(), context)[1])
+        _enter(context, entered)
         return _then(f, args, entered)
     finally:
         _exit(entered)
+
+
+_ENTER = operator.methodcaller("__enter__")
+_EXIT = operator.methodcaller("__exit__", None, None, None)
+_CONTEXT = operator.itemgetter(0)
+
+
+def _enter(context: AbstractContextManager[Any], entered: _Entered) -> None:
+    """Enter ``context`` and note it in ``entered``, in one C call: ``extend`` runs
+    ``zip`` and ``map`` in C, so no bytecode (where an interrupt lands) falls between
+    ``__enter__`` returning and the note. An enter that raises (a lock's wait cut short
+    by Ctrl-C) notes nothing."""
+    entered.extend(zip([context], map(_ENTER, [context])))
+
+
+def _exit(entered: _Entered) -> None:
+    """Take each noted context out of ``entered`` and exit it, innermost first, each in one
+    C call (``pop``, then ``__exit__``, inside ``deque``): an interrupt finds a context
+    either noted and entered, or out of the list and exited (safe to repeat)."""
+    collections.deque(map(_EXIT, map(_CONTEXT, itertools.islice(iter(entered.pop, None), len(entered)))),
+                      maxlen=0)
 
 
 def paused_gc(f: Callable[..., T], *args: Any) -> T:
@@ -288,16 +323,27 @@ def paused_gc(f: Callable[..., T], *args: Any) -> T:
             gc.enable()  # (enabling twice is harmless)
 
 
-def _then(f: Callable[..., T], args: tuple[Any, ...], entered: list[AbstractContextManager[Any]]) -> T:
+def grad_on(f: Callable[..., T], *args: Any) -> T:
+    """``f(*args)`` with grad mode on, and grad mode as it was afterwards, whatever instant
+    an interrupt lands (``torch.enable_grad()``'s ``__enter__`` is Python: an interrupt can
+    land after it turned grad on and before a ``with`` notes it). The mode before is read
+    first, and putting it back is safe to repeat."""
+    was = torch.is_grad_enabled()
+    try:
+        try:
+            torch.set_grad_enabled(True)
+            return f(*args)
+        finally:
+            torch.set_grad_enabled(was)
+    finally:  # again: an interrupt can land on the first line of a finally
+        torch.set_grad_enabled(was)
+
+
+def _then(f: Callable[..., T], args: tuple[Any, ...], entered: _Entered) -> T:
     try:
         return f(*args)
     finally:
         _exit(entered)
-
-
-def _exit(entered: list[AbstractContextManager[Any]]) -> None:
-    while entered:
-        entered.pop().__exit__(None, None, None)  # taken out and exited in one statement
 
 
 def _remove_mode(mode: TorchFunctionMode) -> None:

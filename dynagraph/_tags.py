@@ -109,6 +109,7 @@ def track_modules(model: nn.Module, prefix: str = "") -> Iterator[nn.Module]:
     use()
     starts: list[int | None] = []
     handles: list[RemovableHandle] = []
+    made: list[Callable[..., None]] = []  # every hook, noted before torch stores it (see _unhook)
 
     def pre(module: nn.Module, args: tuple[Any, ...]) -> None:
         starts.append(current_seq())
@@ -120,17 +121,28 @@ def track_modules(model: nn.Module, prefix: str = "") -> Iterator[nn.Module]:
                 tag_new_nodes(output, name, start)
         return post
 
+    made.append(pre)
     try:
         try:
             for name, module in model.named_modules():
                 full = ".".join(p for p in (prefix, name) if p)
                 if not full:  # ops of the top-level forward belong to no submodule
                     continue
-                handles.append(module.register_forward_pre_hook(pre))  # noted as made: no interrupt between
+                handles.append(module.register_forward_pre_hook(pre))
+                made.append(post := post_for(full))
                 # always_call: a forward that raises still ends, so a caller that catches it keeps its start
-                handles.append(module.register_forward_hook(post_for(full), always_call=True))
+                handles.append(module.register_forward_hook(post, always_call=True))
             yield model
         finally:
-            _patch.remove_hooks(handles)
+            _unhook(model, handles, made)
     finally:
-        _patch.remove_hooks(handles)  # again: it finishes a first run that an interrupt cut short
+        _unhook(model, handles, made)  # again: it finishes a first run that an interrupt cut short
+
+
+def _unhook(model: nn.Module, handles: list[RemovableHandle], made: list[Callable[..., None]]) -> None:
+    """Remove the hooks of ``handles``, then any of ``made`` still on a module of ``model``:
+    torch's ``register_forward_(pre_)hook`` stores the hook before it returns the handle,
+    so an interrupt between the two leaves a hook no handle names. Safe to repeat."""
+    _patch.remove_hooks(handles)
+    for module in model.modules():
+        _torch.remove_module_hooks(module, made)

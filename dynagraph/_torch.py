@@ -8,7 +8,7 @@ import os
 import sys
 import warnings
 import weakref
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from types import FrameType
 from typing import Any, TypeGuard
@@ -43,6 +43,8 @@ __all__ = [
     "push_mode",
     "raw_saved_values",
     "release_pending",
+    "remove_global_module_hooks",
+    "remove_module_hooks",
     "saved_values",
     "sequence_nr",
     "shape_of",
@@ -255,6 +257,45 @@ def push_mode(mode: TorchFunctionMode) -> None:
 def pop_mode() -> TorchFunctionMode | None:
     """Take the top mode off this thread's torch function mode stack, or ``None``."""
     return torch._C._pop_torch_function_stack() if torch._C._len_torch_function_stack() else None
+
+
+# Hooks by identity: torch's register functions store the hook, then return its handle;
+# an interrupt between the two loses the handle and leaves the hook for good. These find
+# such hooks in torch's hook dicts by what they are, and delete them with their flags.
+_GLOBAL_HOOK_DICTS = ("_global_forward_pre_hooks", "_global_forward_hooks")  # in torch.nn.modules.module
+_GLOBAL_FLAG_DICTS = ("_global_forward_hooks_always_called", "_global_forward_hooks_with_kwargs")
+_MODULE_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks")  # on each nn.Module
+_MODULE_FLAG_DICTS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs",
+                      "_forward_hooks_always_called")
+
+
+def _remove_by_identity(owner: Any, hook_dicts: Sequence[str], flag_dicts: Sequence[str],
+                        hooks: Collection[object]) -> int:
+    """Delete from ``owner``'s hook dicts each entry whose hook is one of ``hooks`` (by
+    identity), and its flags; return how many. Safe to repeat after an interrupt."""
+    removed, ours = 0, {id(h) for h in hooks}  # (alive: the caller holds them)
+    for name in hook_dicts:
+        found = getattr(owner, name, None)
+        if not isinstance(found, dict):
+            continue
+        for key in [k for k, v in list(found.items()) if id(v) in ours]:
+            for flags in flag_dicts:  # flags first: a key whose hook is gone is found no more
+                getattr(owner, flags, {}).pop(key, None)
+            found.pop(key, None)
+            removed += 1
+    return removed
+
+
+def remove_global_module_hooks(hooks: Collection[object]) -> int:
+    """Remove ``hooks`` from torch's global module hooks (``register_module_forward_pre_hook``
+    and ``register_module_forward_hook``), whether or not their handles were returned."""
+    return _remove_by_identity(torch.nn.modules.module, _GLOBAL_HOOK_DICTS, _GLOBAL_FLAG_DICTS, hooks)
+
+
+def remove_module_hooks(module: torch.nn.Module, hooks: Collection[object]) -> int:
+    """Remove ``hooks`` from ``module``'s forward (pre-)hooks, whether or not their handles
+    were returned."""
+    return _remove_by_identity(module, _MODULE_HOOK_DICTS, _MODULE_FLAG_DICTS, hooks)
 
 
 def has_patchable_apply() -> bool:

@@ -639,9 +639,8 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
         rec.memory = SavedMemory()
     if model is not None:
         _tags.use()  # capture (dg.draw) reads the module tags this recording writes
-    # a user's mode sees no probe, and grad is on for it (guarded: a `with` can be interrupted as it exits)
-    rec._start = _patch.guarded(_torch.no_torch_function(), _patch.guarded, torch.enable_grad(),
-                                _tags.current_seq)
+    # a user's mode sees no probe, and grad is on for it (guarded, grad_on: a `with` can be interrupted)
+    rec._start = _patch.guarded(_torch.no_torch_function(), _patch.grad_on, _tags.current_seq)
     if view:
         rec._view = _View(interval)
     try:

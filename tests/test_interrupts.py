@@ -7,10 +7,12 @@ no torch function mode is left, torch function and grad mode are as they were, a
 the next block records as a clean one does.
 """
 
+import contextlib
 import gc
 import importlib
 import os
 import sys
+import threading
 
 import pytest
 import torch
@@ -39,21 +41,47 @@ def tiny():
     return nn.Sequential(nn.Linear(2, 2), Squares())
 
 
+TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+# torch's and contextlib's code on the paths dynagraph calls into: file -> the functions traced
+CALLED = {os.path.join(TORCH_DIR, "nn", "modules", "module.py"): {
+              "register_module_forward_pre_hook", "register_module_forward_hook",
+              "register_forward_pre_hook", "register_forward_hook"},
+          os.path.join(TORCH_DIR, "utils", "hooks.py"): {"__init__", "remove"},
+          os.path.join(TORCH_DIR, "autograd", "grad_mode.py"): {"__init__", "__enter__", "__exit__"},
+          contextlib.__file__: {"__enter__", "__exit__", "helper", "__init__"}}
+BY_OPCODE = (os.path.join(PACKAGE, "_patch.py"),)  # where a guard is entered and noted: every bytecode
+
+
+def in_reach(code):
+    """Whether an interrupt may be injected in ``code``: dynagraph's own, or torch's and
+    contextlib's functions that dynagraph calls (register a hook, enter grad mode, a
+    ``contextmanager``'s enter and exit)."""
+    names = CALLED.get(code.co_filename)
+    return code.co_filename.startswith(PACKAGE) or (names is not None and code.co_name in names)
+
+
 class Interrupt:
-    """A trace function that raises KeyboardInterrupt at the ``n``-th 'line' event in
-    dynagraph's files (then torch unsets it, as it does any tracer that raises)."""
+    """A trace function that raises KeyboardInterrupt at the ``n``-th 'line' event in the
+    code :func:`in_reach` names, and at the ``n``-th bytecode in :data:`BY_OPCODE`'s files
+    (where CPython may deliver a signal between two bytecodes of one line); then torch
+    unsets it, as it does any tracer that raises."""
 
     def __init__(self, n):
         self.n, self.seen, self.where = n, 0, None
 
     def __call__(self, frame, event, arg):
-        return self.line if frame.f_code.co_filename.startswith(PACKAGE) else None
+        if not in_reach(frame.f_code):
+            return None
+        frame.f_trace_opcodes = frame.f_code.co_filename in BY_OPCODE
+        return self.line
 
     def line(self, frame, event, arg):
-        if event == "line":
+        if event == ("opcode" if frame.f_trace_opcodes else "line"):
             self.seen += 1
             if self.seen == self.n:
                 self.where = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+                if frame.f_trace_opcodes:
+                    self.where += f" (bytecode {frame.f_lasti})"
                 raise KeyboardInterrupt(f"injected at {self.where}")
         return self.line
 
@@ -252,3 +280,46 @@ def test_an_interrupt_anywhere_in_paused_gc_leaves_the_collector_on():
     while (where := traced(n := n + 1, lambda on: on(_patch.paused_gc, lambda: None))) is not None:
         assert gc.isenabled(), f"an interrupt at {where} left the garbage collector off"
     assert n > 3  # it did land inside
+
+
+@pytest.mark.parametrize("guard", ["lock", "torch function off", "grad on"])
+def test_an_interrupt_at_any_bytecode_of_a_guard_leaves_it_exited(guard):
+    """CPython delivers a signal between two bytecodes, even between ``__enter__``
+    returning and the append that notes it: a guard noted a bytecode late stayed entered
+    (a lock held, so every later live() hung; torch function off on the thread)."""
+    from dynagraph import _patch, _torch
+    lock = threading.Lock()
+    run = {"lock": lambda on: on(_patch.guarded, lock, lambda: None),
+           "torch function off": lambda on: on(_patch.guarded, _torch.no_torch_function(), lambda: None),
+           "grad on": lambda on: on(_patch.grad_on, lambda: None)}[guard]
+    n = 0
+    with torch.no_grad():
+        while (where := traced(n := n + 1, run)) is not None:
+            assert not lock.locked(), f"an interrupt at {where} left the lock held"
+            assert torch._C._is_torch_function_enabled(), f"an interrupt at {where} left torch function off"
+            assert not torch.is_grad_enabled(), f"an interrupt at {where} left grad mode on"
+    assert n > 10  # it landed on every bytecode
+
+
+def test_a_live_hook_whose_handle_torch_lost_is_found_and_removed():
+    """torch's register_module_forward_pre_hook stores the hook, then returns its handle:
+    an interrupt between the two lost the handle, and every later live(model) entered
+    each module twice and left once."""
+    from dynagraph import _patch
+    model = tiny()
+    pre_hooks = nn.modules.module._global_forward_pre_hooks
+
+    def record():
+        with dg.live(model) as rec:
+            model(torch.ones(1, 2)).sum()
+        return [(s.op, s.module) for s in rec.steps]
+
+    clean = record()
+    assert clean == [("ones", None), ("linear", "0"), ("Square.apply", "1"), ("sum", None)]
+    nn.modules.module.register_module_forward_pre_hook(_patch._pre_hook)  # a handle lost
+    try:
+        assert record() == clean
+        assert not any(h is _patch._pre_hook for h in pre_hooks.values())  # removed with live's own
+    finally:
+        for key in [k for k, h in pre_hooks.items() if h is _patch._pre_hook]:
+            del pre_hooks[key]

@@ -445,3 +445,30 @@ def test_held_orders_of_two_roots_merge_into_one_release_order():
     merged = _torch._merged_order([first, second])
     assert merged == [fns[1], fns[0], s.grad_fn]
     assert _torch._merged_order([first]) is first
+
+
+def test_internal_hook_dicts_let_a_hook_be_removed_by_identity():
+    """torch keeps module hooks in dicts keyed by handle id (and flags such as always_call
+    in dicts beside them): a hook whose handle was lost is found there by identity."""
+    def pre(module, args):
+        calls.append("pre")
+
+    def post(module, args, *out):  # (module, args, out), or (module, args, kwargs, out) with_kwargs
+        calls.append("post")
+
+    calls = []
+    lin = torch.nn.Linear(2, 2)
+    torch.nn.modules.module.register_module_forward_pre_hook(pre)  # handles dropped
+    torch.nn.modules.module.register_module_forward_hook(post, always_call=True)
+    lin.register_forward_pre_hook(pre)
+    lin.register_forward_hook(post, always_call=True, with_kwargs=True)
+    lin(torch.ones(1, 2))
+    assert calls == ["pre", "pre", "post", "post"]
+    assert _torch.remove_global_module_hooks([pre, post]) == 2
+    assert _torch.remove_module_hooks(lin, [pre, post]) == 2
+    assert _torch.remove_module_hooks(lin, [pre, post]) == 0  # safe to repeat
+    calls.clear()
+    lin(torch.ones(1, 2))
+    assert calls == []
+    assert not lin._forward_hooks_always_called and not lin._forward_hooks_with_kwargs  # flags gone too
+    assert not any(h in (pre, post) for h in torch.nn.modules.module._global_forward_hooks.values())
