@@ -21,7 +21,7 @@ def _missing_dot():
 def _missing_gpu():
     if not torch.cuda.is_available():
         return ("needs a CUDA device and a CUDA build of torch: pip install torch==2.13.0 "
-                "--index-url https://download.pytorch.org/whl/cu126 (README, 'CUDA')")
+                "--index-url https://download.pytorch.org/whl/cu126 (CONTRIBUTING.md, 'CUDA')")
     return None
 
 

@@ -1,4 +1,4 @@
-"""Regenerate the SVG pictures shown in README.md (docs/images/*.svg).
+"""Regenerate the SVG pictures in docs/images/ (README.md shows live_mlp.svg).
 
     .venv/bin/python tools/readme_images.py
 """
