@@ -147,8 +147,8 @@ def torch_plan(pin, gpu, platform=sys.platform):
     return [((pin, "--index-url", TORCH_CPU_INDEX, *INDEX_TRY),
              f"no NVIDIA GPU found (nvidia-smi): installing the CPU build of torch {version} "
              f"from {TORCH_CPU_INDEX}"),
-            ((pin,), f"{TORCH_CPU_INDEX} could not be reached: installing {pin} from PyPI instead "
-                     "(on Linux that is the CUDA build, several GB larger)")]
+            ((pin,), f"no {pin} from {TORCH_CPU_INDEX} (cannot be reached?): installing it from PyPI "
+                     "instead (on Linux that is the CUDA build, with NVIDIA's libraries)")]
 
 
 def installed_torch():
