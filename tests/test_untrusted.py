@@ -688,6 +688,65 @@ def test_dark_theme_step_text_is_readable(lab_page, lab):
         page.evaluate(_THEME_JS, "JupyterLab Light")  # the server's settings outlive the test
 
 
+# Lesson 07's backward replay (notebooks/07_vanishing_gradients.ipynb, on the CPU): 21
+# steps in a picture taller than its canvas.
+TALL_SOURCE = """import torch, dynagraph as dg
+from torch import nn
+tiny = nn.Sequential(*[m for _ in range(4) for m in (nn.Linear(3, 3), nn.Sigmoid())])
+W = torch.tensor([[1.0, -1.0, 0.0], [0.0, 1.0, -1.0], [1.0, 0.0, -1.0]]) / 2
+with torch.no_grad():
+    for layer in tiny[::2]:
+        layer.weight.copy_(W)
+        layer.bias.zero_()
+loss = tiny(torch.ones(1, 3)).sum()
+with dg.trace_backward(loss, params=tiny) as bt:
+    loss.backward()
+bt"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_tall_stepper_keeps_what_it_lights_in_view_in_jupyterlab(lab_page, lab):
+    """Run in JupyterLab (so trusted), lesson 07's replay lights every step's node in
+    view, whether the notebook shows the output's top or its own top, with the canvas's
+    foot below the notebook's (measured as in test_page: the node's box inside the canvas
+    and the window, hit tests at its corners and centre); its plain step list does not show."""
+    from test_page import _lit_problems
+
+    page, watch = lab_page
+    name = "tall_stepper.ipynb"
+    _new_notebook(lab.folder, name, TALL_SOURCE)
+    problems = []
+    with _shot_on_failure(page, "tall-lab"):
+        _open(page, name)
+        page.evaluate(_RUN_JS, name)
+        if not _wait(page, _RUN_DONE_JS, name, RUN_TIMEOUT):
+            pytest.fail(f"{name}: no live stepper within {RUN_TIMEOUT // 1000} s; "
+                        f"cell errors {page.evaluate(_CELL_ERRORS_JS, name)}, console {watch.errors}")
+        panel = page.locator(f"#{_css_id(page, name)}")
+        stepper = panel.locator("div.dg-stepper")
+        canvas = stepper.locator(".dg-canvas")
+        sizes = canvas.evaluate("c => [c.scrollHeight, c.clientHeight]")
+        assert sizes[0] > 1.4 * sizes[1], f"the picture ({sizes[0]} px) is not much taller than its canvas"
+        page.wait_for_timeout(300)
+        problems += _lit_problems(stepper, "on run")
+        for where, scroll in (("the output's top in view", "r => r.scrollIntoView({block: 'start'})"),
+                              ("the notebook scrolled to its top, the canvas's foot below it",
+                               "r => { r.closest('.jp-WindowedPanel-outer').scrollTop = 0; }")):
+            stepper.evaluate(scroll)
+            page.wait_for_timeout(300)
+            stepper.locator('button[data-act="first"]').click()
+            problems += _lit_problems(stepper, f"{where}: first")
+            for _ in range(20):
+                stepper.locator('button[data-act="next"]').click()
+                problems += _lit_problems(stepper, f"{where}: next")
+        listed = panel.locator(".dg-steps li:visible").count()
+        _shot(page, stepper, ARTIFACTS / "tall-lab.png")
+        assert not problems, f"{len(problems)} steps light nodes out of view in JupyterLab:\n" + "\n".join(problems)
+        assert listed == 0, f"{listed} steps of the plain list show beside the live stepper"
+        assert not watch.errors, f"errors in the browser console: {watch.errors}"
+
+
 # -- 3. One output shown twice ------------------------------------------------------------
 
 _INFO_JS = "d => [d.querySelector('.dg-info').textContent, d.querySelector('.dg-now').textContent]"

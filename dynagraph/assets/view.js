@@ -70,13 +70,15 @@ function dynagraphView(host, data, css) {
 
   // A step's lit nodes are kept in view (a tall picture shows only part of itself): when
   // they are out of what a reader sees of the canvas, the canvas scrolls them to its
-  // middle, and the page the least it can where the canvas cannot. Nodes in view move
-  // nothing, so the reader's pan and zoom stay; nothing moves during a drag.
+  // middle, and on a reader's step the page the least it can where the canvas cannot
+  // (never on load). Nodes in view move nothing, so the reader's pan and zoom stay;
+  // nothing moves during a drag.
   let lit = [];  // the lit nodes' <g>s
   const seen = () => {  // what shows of the canvas: {left, top, right, bottom} in the window
     const c = canvas.getBoundingClientRect(), left = c.left + canvas.clientLeft, top = c.top + canvas.clientTop;
     const own = { left, top, right: left + canvas.clientWidth, bottom: top + canvas.clientHeight }, v = { ...own };
     const cut = (b, s) => {  // by a box that clips (JupyterLab's notebook), and the window
+      if (!b.width || !b.height) return;  // (JupyterLab's 0-high wrapper: what it holds is placed outside it)
       if (s.overflowX !== "visible") { v.left = Math.max(v.left, b.left); v.right = Math.min(v.right, b.right); }
       if (s.overflowY !== "visible") { v.top = Math.max(v.top, b.top); v.bottom = Math.min(v.bottom, b.bottom); }
     };
@@ -84,7 +86,7 @@ function dynagraphView(host, data, css) {
       cut(p.getBoundingClientRect(), getComputedStyle(p));
     }
     const d = document.documentElement;
-    cut({ left: 0, top: 0, right: d.clientWidth, bottom: d.clientHeight }, {});
+    cut({ left: 0, top: 0, right: d.clientWidth, bottom: d.clientHeight, width: 1, height: 1 }, {});
     for (const e of [bar, now]) if (e) v.top = Math.max(v.top, e.getBoundingClientRect().bottom);  // stuck over it
     return v.right - v.left < 40 || v.bottom - v.top < 40 ? { ...own, away: 1 } : v;  // (scrolled out of sight)
   };
@@ -99,15 +101,17 @@ function dynagraphView(host, data, css) {
     return least ? hi - v[z] + M : (lo + hi - v[a] - v[z]) / 2;
   };
   const away = (gs) => shift(gs, "left", "right") || shift(gs, "top", "bottom");
-  function follow(gs) {
+  function follow(gs, page) {
     if (drag || !gs.length || !canvas.clientHeight) return;  // (not on the page yet, or hidden)
     canvas.scrollLeft += shift(gs, "left", "right");
     canvas.scrollTop += shift(gs, "top", "bottom");
-    const rest = seen().away ? 0 : shift(gs, "top", "bottom", true);  // what the canvas could not scroll
-    if (!rest) return;
-    let p = root.parentElement;  // the page: the first box around that scrolls, or the window
-    while (p && !(/auto|scroll/.test(getComputedStyle(p).overflowY) && p.scrollHeight > p.clientHeight)) p = p.parentElement;
-    (p || document.scrollingElement).scrollTop += rest;
+    let rest = !page || seen().away ? 0 : Math.round(shift(gs, "top", "bottom", true));  // (the canvas could not)
+    for (let p = root.parentElement; p && rest; p = p.parentElement) {  // the boxes around that scroll, the window last
+      if (p !== document.scrollingElement && !/auto|scroll/.test(getComputedStyle(p).overflowY)) continue;
+      const was = p.scrollTop;
+      p.scrollTop += rest;
+      rest -= Math.round(p.scrollTop - was);
+    }
   }
   if (data.s && window.ResizeObserver) {  // on the page (again): JupyterLab adds outputs late, and may take them off
     let was = 0;
@@ -191,7 +195,7 @@ function dynagraphView(host, data, css) {
       const k = +idOf(g, /dg-f(\d+)/)[1];
       return [g, Math.min(...(data.frames[k] || [-1]).map(stepOf))];
     });
-    let cur = S - 1, timer = null;
+    let cur = S - 1, timer = null, stepped = false;
     function show(k) {
       cur = Math.max(0, Math.min(S - 1, k));
       slider.value = cur;
@@ -215,7 +219,8 @@ function dynagraphView(host, data, css) {
       const text = data.texts[data.t[cur]], f = data.f ? data.f[cur] : -1, kept = data.mem ? bytes(data.mem[cur]) : "";
       now.textContent = (f >= 0 ? text.replace("\u0000", data.fills[f]) : text) +
         (data.mem ? "  \u00b7 " + fill("keeps", "the graph keeps " + kept + " for backward", { bytes: kept }) : "");
-      follow(lit);
+      follow(lit, stepped);
+      stepped = true;  // (after the step shown on load: the reader's)
     }
     const bytes = (n) => {  // as memory.fmt_bytes: powers of 1000
       for (const [u, k] of [["GB", 1e9], ["MB", 1e6], ["KB", 1e3]]) if (n >= k) return (n / k).toFixed(1) + " " + u;
