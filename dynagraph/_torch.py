@@ -17,6 +17,8 @@ import torch
 from torch.autograd.graph import GradientEdge
 from torch.overrides import TorchFunctionMode
 
+from . import _signals
+
 __all__ = [
     "FEATURES",
     "FREED",
@@ -32,6 +34,7 @@ __all__ = [
     "hold_deep_graph",
     "is_custom",
     "is_saved_output",
+    "keep_wrappers",
     "lifted_saved",
     "longest_chain",
     "metadata",
@@ -88,6 +91,8 @@ FEATURES = {
 MISSING: set[str] = set()  # features this torch lacks, found so far (each warned about once)
 FREED = object()  # a saved tensor that backward() released
 SAFE_DEPTH = 1_000  # deeper graphs are freed by dynagraph, node by node (hold_deep_graph)
+_holds: dict[int, tuple[weakref.ref, list[GradFn]]] = {}  # id(ref) -> (ref to a live root, what it holds)
+_dead: list[weakref.ref] = []  # refs whose root died: appended by the ref's callback, in C (no bytecode runs)
 _pending: list[list[GradFn]] = []  # held wrappers of deep graphs whose roots died, to free
 _owned: list[list[GradFn]] = []  # held wrappers something else owned at the last try
 
@@ -348,14 +353,29 @@ def hold_deep_graph(roots: list[tuple[torch.Tensor, int]], fns: Sequence[GradFn 
     that the next garbage collection or capture empties (:func:`release_pending`).
     Graphs whose longest chain is under :data:`SAFE_DEPTH` are left alone.
 
+    A root's death is noted by its weak reference's callback, ``list.append`` (C: no
+    Python code runs inside the dying tensor's dealloc, where an interrupt would drop
+    the hand-over). A Ctrl-C that lands while a graph is held or freed is delivered
+    after it (:mod:`dynagraph._signals`), never lost in a garbage-collector callback.
+
     Args:
-        roots: ``(tensor, record id of its node)`` for each root.
+        roots: ``(tensor, record id of its node)`` for each root. A root must not be a
+            tensor that the graph itself saved (an input of one of its ops): its death
+            would wait for the graph's.
         fns: The autograd node of each record (``None`` for outputs).
         edges: ``(producer, consumer)`` record ids.
 
     Returns:
         Whether the graph was deep enough to be held.
     """
+    held = _signals.protected(_hold, roots, fns, edges)
+    if not (_holds or _dead or _pending or _owned):
+        _signals.release()  # nothing left to protect: the SIGINT handler found is put back
+    return held
+
+
+def _hold(roots: list[tuple[torch.Tensor, int]], fns: Sequence[GradFn | None],
+          edges: list[tuple[int, int]]) -> bool:
     release_pending()
     if len(fns) < SAFE_DEPTH:  # fewer nodes: no deep chain
         return False
@@ -371,8 +391,9 @@ def hold_deep_graph(roots: list[tuple[torch.Tensor, int]], fns: Sequence[GradFn 
         reach = set(_reachable(start, producers))
         # in release order, so that freeing them needs no walk; outputs (None) are never reached
         held = _InOrder(fn for i in order if i in reach and (fn := fns[i]) is not None)
-        # not at exit: the root may still own its node then (and the process frees neither)
-        weakref.finalize(tensor, _pending.append, held).atexit = False
+        _signals.defer_in(_after_collection)  # from now on a Ctrl-C waits for a release to end
+        ref = weakref.ref(tensor, _dead.append)  # kept alive by _holds: else no callback
+        _holds[id(ref)] = (ref, held)
         _watch_collections()
     return True
 
@@ -381,13 +402,19 @@ def release_pending(retry: bool = True) -> None:
     """Free the held graphs whose roots have died, one node at a time, consumers first.
 
     Nodes that something else still owns (a tensor the user kept, another root drawn
-    while it lives) stay held; ``retry`` tries those again too.
+    while it lives) stay held; ``retry`` tries those again too. A Ctrl-C meanwhile is
+    delivered after it (:func:`_signals.protected`).
     """
+    _signals.protected(_release, retry)
+
+
+def _release(retry: bool) -> None:
     global _releasing
-    if _releasing or not (_pending or (retry and _owned)):
+    if _releasing or not (_dead or _pending or (retry and _owned)):
         return
     _releasing = True
     try:
+        _bury()
         kept: list[GradFn] = []
         if _pending and all(isinstance(held, _InOrder) for held in _pending):
             stack = _merged_order(_pending)  # roots died: their orders are known
@@ -401,6 +428,27 @@ def release_pending(retry: bool = True) -> None:
             _owned.append(kept)
     finally:
         _releasing = False
+
+
+def _bury() -> None:
+    """Move what the dead roots held from :data:`_holds` to :data:`_pending` (each step
+    safe to repeat: a list queued twice is freed once)."""
+    while _dead:
+        key = id(_dead[-1])
+        if key in _holds:
+            _pending.append(_holds[key][1])
+            del _holds[key]
+        _dead.pop()
+
+
+def keep_wrappers(fns: list[GradFn | None]) -> None:  # (None: an output's record)
+    """Hold the node wrappers of a walk that an interrupt cut short before it could hand
+    a deep graph to :func:`hold_deep_graph`: they are freed in order, like the held
+    nodes something else owned, once nothing else owns them (dropped at once, they were
+    freed by torch's recursion when their root died)."""
+    if len(fns) >= SAFE_DEPTH:
+        _owned.append(fns)  # type: ignore[arg-type]  # the list itself, in one step (_take skips None)
+        _watch_collections()
 
 
 def _merged_order(orders: list[list[GradFn]]) -> list[GradFn]:
@@ -426,7 +474,7 @@ def _take(retry: bool) -> dict[int, GradFn]:
     """Empty the queues into one dict ``id -> wrapper`` (each wrapper once)."""
     held: dict[int, GradFn] = {}
     for batch in _pending + (_owned if retry else []):
-        held.update((id(fn), fn) for fn in batch)
+        held.update((id(fn), fn) for fn in batch if fn is not None)
     _pending.clear()
     if retry:
         _owned.clear()
@@ -481,8 +529,9 @@ _releasing = False  # a collection during a release must not start another
 
 def _after_collection(phase: str, info: dict[str, Any]) -> None:
     """A ``gc.callbacks`` hook: free held graphs after each collection (all of them,
-    owned ones too, after a full one)."""
-    if phase == "stop":
+    owned ones too, after a full one). Its own frame is protected too (an interrupt at
+    its first bytecode would be lost in the collector)."""
+    if phase == "stop" and (_dead or _pending or _owned):
         release_pending(retry=info["generation"] == 2)
 
 

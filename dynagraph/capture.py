@@ -61,16 +61,20 @@ def walk(roots: list[tuple[str, torch.Tensor]], param_names: Mapping[int, str], 
     input needs no gradient. ``on_record(node, fn)`` is called as each op or leaf
     record is made (the memory measure, in the same pass).
     """
-    return _patch.paused_gc(_walk, roots, param_names, show_saved, slots, on_record)
+    fns: list[_torch.GradFn | None] = []
+    try:
+        return _patch.paused_gc(_walk, roots, param_names, show_saved, slots, on_record, fns)
+    except BaseException:  # an interrupt before a deep graph was held: its wrappers wait to be freed in order
+        _torch.keep_wrappers(fns)
+        raise
 
 
 def _walk(roots: list[tuple[str, torch.Tensor]], param_names: Mapping[int, str], show_saved: bool,
           slots: dict[int, list[tuple[int, int] | None]] | None,
-          on_record: Callable[[Node, _torch.GradFn], None] | None,
+          on_record: Callable[[Node, _torch.GradFn], None] | None, fns: list[_torch.GradFn | None],
           ) -> tuple[list[Node], list[tuple[int, int]], list[_torch.GradFn | None]]:
     nodes: list[Node] = []
     edges: list[tuple[int, int]] = []
-    fns: list[_torch.GradFn | None] = []
     ids: dict[_torch.GradFn, int] = {}  # autograd node -> record id, given when first met
 
     def visit(fn: _torch.GradFn) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import _page, _patch, _source, _tags, _torch, memory, render
+from . import _page, _patch, _signals, _source, _tags, _torch, memory, render
 from ._dot import Overlay, StepText
 from ._language import N_, tr, translated
 from ._records import Node, owner, upstream
@@ -440,8 +440,10 @@ class Recording(_page.View):
     def _finish(self) -> None:
         """The block ended: walk what is left, let the graph go, and if it is deep
         enough to crash torch when freed, hand it to :func:`_torch.hold_deep_graph`."""
+        if len(self._steps) >= _torch.SAFE_DEPTH or len(self._held) >= _torch.SAFE_DEPTH:
+            _signals.defer_in()  # maybe deep: from now on a Ctrl-C in a protected call waits for its end
         self._flush()
-        held, self._held = self._held, []
+        held = self._held  # (emptied in place: what an interrupt leaves, live() hands on)
         if len(held) >= _torch.SAFE_DEPTH:
             _patch.paused_gc(_patch.guarded, _torch.no_torch_function(), self._hold, held)
         self._roots = []
@@ -450,13 +452,17 @@ class Recording(_page.View):
 
     def _hold(self, held: list[_torch.GradFn]) -> None:
         """Give a deep graph to :func:`_torch.hold_deep_graph`, rooted at the newest
-        steps' outputs that are still alive (``held[i]`` is the node of record ``i``)."""
+        steps' outputs that are still alive and that no op of the block consumed
+        (``held[i]`` is the node of record ``i``). A consumed output may be alive only
+        because its consumer saved it for backward: rooted there, a recording with no
+        backward (a forward, an evaluation) held its graph for good."""
         roots = []
+        consumed = {src for src, _ in self._edges}
         for refs in self._roots:
             for ref in refs:
                 t = ref()
                 nid = None if t is None or t.grad_fn is None else _torch.metadata(t.grad_fn).get(self._key)
-                if nid is not None:
+                if nid is not None and nid not in consumed:
                     roots.append((t, nid))
         if roots:
             _torch.hold_deep_graph(roots, held, self._edges)
@@ -652,10 +658,11 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
     finally:
         _patch.close_block(rec)  # again: it finishes a first close that an interrupt cut short
         try:
-            rec._finish()
+            _signals.protected(rec._finish)  # a Ctrl-C meanwhile waits for the deep graph's hand-over
             if rec._view is not None:
                 rec._view.maybe_update(rec, force=True)
         finally:  # whatever the last walk or redraw did, nothing torch made stays here
+            _torch.keep_wrappers(rec._held)  # (what a finish cut short left: freed in order later)
             rec._todo, rec._held, rec._roots = [], [], []
             rec._view = None
             rec._module_names = {}

@@ -14,6 +14,7 @@ from torch import nn
 from torch.autograd.function import Function
 
 import dynagraph as dg
+from dynagraph import _torch
 
 from _helpers import html_of, outputs_of, page_data, page_steps, pictures, svg_texts
 
@@ -805,3 +806,23 @@ def test_feeding_a_tensor_not_made_in_the_block_raises():
         rec.feeding(loss * 2)
     with pytest.raises(TypeError, match="feeding\\(\\) takes a tensor made inside the block; got list"):
         rec.feeding([loss])
+
+
+def test_deep_forward_only_recordings_are_freed_when_dropped():
+    """A deep recording that runs no backward (a forward, an evaluation) was held for good:
+    its hold was rooted at the newest outputs, alive only because later ops saved them."""
+    torch.manual_seed(0)
+    cell = nn.LSTMCell(8, 16)
+    states = []  # weak references to every hidden state: each one an op of the next step saved
+    for k in range(20):
+        h = c = torch.zeros(1, 16)
+        with dg.live(cell) as rec:
+            for _ in range(300):
+                h, c = cell(torch.ones(1, 8), (h, c))
+                states.append(weakref.ref(h))
+        if k == 0:
+            assert _torch.longest_chain(len(rec.nodes), rec.edges) >= _torch.SAFE_DEPTH  # deep: held
+        del h, c, rec
+        gc.collect()
+    assert sum(ref() is not None for ref in states) == 0, "hidden states kept alive by a held graph"
+    assert _torch._holds == {} and _torch._pending == [] and _torch._owned == []
