@@ -36,7 +36,7 @@ MAX_NODES = 400
 # model zoo's Transformers and CNNs then fit in about three screens.
 TALL = 30
 # Per-iteration gradient norms sent to the page, at most (the rest is summarised).
-MAX_SERIES_VALUES = 20_000
+MAX_SERIES_VALUES = 5_000
 _SPARK = "\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588"
 Series = dict[str, list[float | None]]  # "src-dst" (drawn ids) -> norm per iteration
 
@@ -202,11 +202,28 @@ def _mapped(pic: Picture, overlay: Overlay) -> tuple[Overlay, Series]:
         out.edge_norms[edge] = max(finite) if finite else math.inf
         if len(values) > 1:
             series[edge] = [values.get(k) for k in range(max(values) + 1)]
-    out.block_notes = _sparklines(pic, series)
-    if sum(map(len, series.values())) > MAX_SERIES_VALUES:
-        loops = {e for b in pic.graph.blocks for e in b.loops}
-        series = {e: s for e, s in series.items() if e in loops}
-    return out, {f"{a}-{b}": [_round(v) for v in s] for (a, b), s in series.items()}
+    out.block_notes = _sparklines(pic, series)  # (from every iteration)
+    return out, {f"{a}-{b}": [_round(v) for v in s] for (a, b), s in _capped(pic, series).items()}
+
+
+def _capped(pic: Picture, series: dict[tuple[int, int], list[float | None]]
+            ) -> dict[tuple[int, int], list[float | None]]:
+    """At most :data:`MAX_SERIES_VALUES` values in all: the loop edges' series first, then
+    the others while they fit, each cut to the first iterations where even the loop edges
+    alone hold too many (a 40,000-step loop). The page shows an edge's norm per iteration
+    while its series lasts; the frame's sparkline covers every iteration."""
+    if sum(map(len, series.values())) <= MAX_SERIES_VALUES:
+        return series
+    loops = {e for b in pic.graph.blocks for e in b.loops}
+    kept = {e: s for e, s in series.items() if e in loops}
+    total = sum(map(len, kept.values()))
+    if total > MAX_SERIES_VALUES:
+        cap = max(1, MAX_SERIES_VALUES // len(kept))
+        return {e: s[:cap] for e, s in kept.items()}
+    for e, s in series.items():  # then the other edges, while they fit
+        if e not in kept and total + len(s) <= MAX_SERIES_VALUES:
+            kept[e], total = s, total + len(s)
+    return kept
 
 
 def _is_loop(pic: Picture, edge: tuple[int, int]) -> bool:

@@ -91,6 +91,8 @@ MESSAGES: dict[str, str] = {
         "{n} 个节点",
     "{first}, \u2026 ({n} nodes)":
         "{first}, …（共 {n} 个节点）",
+    "\u2026({n} characters)":
+        "…（共 {n} 个字符）",
     "no node ({note})":
         "没有节点（{note}）",
     " in {module}":

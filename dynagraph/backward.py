@@ -101,11 +101,24 @@ class BackwardTrace(_page.View):
                                         n=f"{len(self.order):,}"))
 
 
+LISTED_NORMS = 6  # gradient norms a step's text lists; more are cut to the first ones and the last
+
+
+def _listed(norms: list[float]) -> str:
+    """The norms of the gradients a node was sent, for its step's text: at most
+    :data:`LISTED_NORMS`, the first ones and the last (a weight read by each of 40,000
+    iterations was sent 40,000: its step's text alone took 280 KB of the output)."""
+    if len(norms) <= LISTED_NORMS:
+        return ", ".join(f"{v:.2g}" for v in norms)
+    first = ", ".join(f"{v:.2g}" for v in norms[:LISTED_NORMS - 1])
+    return f"{first}, \u2026, {norms[-1]:.2g}"
+
+
 def _ran(node: Node, arriving: list[float]) -> str:
     """A backward step's text, in the current language: what ran, and the norm of the
     gradient it was sent (a leaf's AccumulateGrad adds the gradient into the leaf's
     ``.grad``). Names and numbers stay as they are."""
-    norms = ", ".join(f"{v:.2g}" for v in arriving)
+    norms = _listed(arriving)
     if node.kind in ("parameter", "input"):
         added = (tr("{leaf}.grad += the gradient from {n} uses", leaf=node.label, n=len(arriving))
                  if len(arriving) > 1 else tr("{leaf}.grad += the gradient", leaf=node.label))

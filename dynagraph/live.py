@@ -31,6 +31,7 @@ _serial = [0]  # each recording tags nodes under its own metadata key
 _ROOTS = 64  # weak references kept to the newest steps' outputs (a deep graph's roots)
 REPR_STEPS = 30  # steps listed by repr(); longer recordings show the first and last ones
 STEP_NODES = 6  # nodes a step's text names; an op that made more (nn.GRU: thousands) says how many
+CODE_CHARS = 200  # characters of a step's source line its texts show; a longer line says its length
 
 
 @dataclass(slots=True)  # one per recorded op
@@ -45,7 +46,8 @@ class Step:
         where: ``"this cell, line 3"`` or ``"cell defining Net, line 10"`` (a Jupyter cell),
             or ``"file.py:12"``: English in every language (:meth:`text` shows it in the
             learner's).
-        code: That line's source text.
+        code: That line's source text (whole; the step's texts show its first
+            :data:`CODE_CHARS` characters and the line's length).
         module: The module whose forward ran the op (dotted name when ``live`` was
             given the model, else its class name), or ``None`` (outside any module,
             or in the given model's own ``forward``).
@@ -80,7 +82,7 @@ class Step:
         made = f"+ {made}" if self.nodes else tr("no node ({note})", note=translated(self.note))
         kind = (module_types or {}).get(self.module) if self.module else None
         inside = _inside(self.module) + (tr(" ({kind})", kind=kind) if kind else "") if self.module else ""
-        return f"{self.op}{inside}  [{_source.shown(self.where)}] {self.code}\n  {shapes}  {made}"
+        return f"{self.op}{inside}  [{_source.shown(self.where)}] {_cut(self.code)}\n  {shapes}  {made}"
 
 
 def _step_number(upto: object) -> int:
@@ -92,6 +94,15 @@ def _step_number(upto: object) -> int:
     except TypeError:
         raise TypeError(f"upto must be a step number, an int such as 0 or -1 (the last step); "
                         f"got {upto!r} ({type(upto).__name__})") from None
+
+
+def _cut(code: str) -> str:
+    """A step's source line as its texts show it: at most :data:`CODE_CHARS` characters,
+    and how long the line is where it is cut (a model called on a pasted 5,000-number
+    literal made each step's text 38 KB, and outputs of 250-530 KB)."""
+    if len(code) <= CODE_CHARS:
+        return code
+    return code[:CODE_CHARS] + tr("\u2026({n} characters)", n=f"{len(code):,}")
 
 
 def _inside(module: str) -> str:
@@ -479,7 +490,7 @@ class _StepInfo(Mapping[int, str]):
 
     def __getitem__(self, nid: int) -> str:
         s = self._steps[nid]
-        return self._template.format(k=s.index + 1, op=s.op, where=_source.shown(s.where), code=s.code)
+        return self._template.format(k=s.index + 1, op=s.op, where=_source.shown(s.where), code=_cut(s.code))
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._steps)

@@ -10,9 +10,9 @@ import torch
 from torch import nn
 
 import dynagraph as dg
-from dynagraph import _dot, _picture, backward
+from dynagraph import _dot, _page, _picture, backward
 
-from _helpers import Square, check_edge_norms, outputs_of, sent_norms
+from _helpers import Square, check_edge_norms, html_of, outputs_of, page_data, sent_norms, stored
 
 
 def traced(loss, params=None, **backward_args):
@@ -562,3 +562,27 @@ def test_an_inference_mode_gradient_gets_norms():
     bt = traced(loss, params={"x": x})
     assert not bt.notes
     assert len(bt.edge_norms) == len(bt.edges)
+
+
+def test_a_replay_of_a_long_loop_stays_under_the_output_budget():
+    """12,000 iterations of a tiny loop: the weight's step listed the 12,000 norms it was
+    sent, and each loop edge's norm per iteration went to the page in full: a 313 KB
+    output (40,000 iterations: 546 KB)."""
+    w = torch.tensor([0.9], requires_grad=True)
+    y = torch.ones(1, requires_grad=True)
+    for _ in range(12_000):
+        y = torch.tanh(y * w) + 0.1
+    loss = y.sum()
+    with dg.trace_backward(loss, params={"w": w}) as bt:
+        loss.backward()
+    assert stored(bt) < _page.MAX_BYTES
+    data = page_data(html_of(bt))
+    assert 0 < sum(map(len, data["norms"].values())) <= _picture.MAX_SERIES_VALUES
+    (w_step,) = [text for text in data["texts"] if text.startswith("w.grad")]
+    assert w_step.split(" = ")[1].count(", ") == backward.LISTED_NORMS and "\u2026" in w_step, w_step
+    assert w_step.startswith("w.grad += the gradient from 12000 uses")
+
+
+def test_listed_norms_keep_the_first_ones_and_the_last():
+    assert backward._listed([1.0, 0.5]) == "1, 0.5"
+    assert backward._listed([float(k) for k in range(1, 11)]) == "1, 2, 3, 4, 5, \u2026, 10"

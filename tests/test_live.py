@@ -14,9 +14,9 @@ from torch import nn
 from torch.autograd.function import Function
 
 import dynagraph as dg
-from dynagraph import _torch
+from dynagraph import _page, _torch
 
-from _helpers import html_of, outputs_of, page_data, page_steps, pictures, svg_texts
+from _helpers import html_of, outputs_of, page_data, page_steps, pictures, stored, svg_texts
 
 live_module = importlib.import_module("dynagraph.live")  # dg.live is the function
 patch_module = importlib.import_module("dynagraph._patch")
@@ -826,3 +826,24 @@ def test_deep_forward_only_recordings_are_freed_when_dropped():
         gc.collect()
     assert sum(ref() is not None for ref in states) == 0, "hidden states kept alive by a held graph"
     assert _torch._holds == {} and _torch._pending == [] and _torch._owned == []
+
+
+def test_a_long_source_line_is_cut_in_step_texts_saying_how_long_it_is(tmp_path, monkeypatch):
+    """A model called on a pasted 5,000-number literal: each step's text carried the 38 KB
+    line, and the recording's outputs were 244-528 KB."""
+    numbers = ", ".join(f"{k % 97 / 7:.6f}" for k in range(5_000))
+    line = f"    return model(torch.tensor([[{numbers}]])[:, :4]).relu().sum()"
+    (tmp_path / "pasted.py").write_text(f"import torch\n\n\ndef run(model):\n{line}\n")
+    monkeypatch.syspath_prepend(tmp_path)
+    pasted = importlib.import_module("pasted")
+    torch.manual_seed(0)
+    model = nn.Linear(4, 2)
+    with dg.live(model) as rec:
+        pasted.run(model)
+    code = line.strip()
+    assert len(rec.steps) >= 4 and all(s.code == code for s in rec.steps)  # the step keeps the whole line
+    cut = f"{code[:live_module.CODE_CHARS]}\u2026({len(code):,} characters)"
+    assert all(cut in s.text() and code not in s.text() for s in rec.steps)
+    assert cut in repr(rec) and len(code) > 38_000
+    assert stored(rec) < _page.MAX_BYTES
+    assert all(cut in text for text, _ in page_steps(html_of(rec)))
