@@ -10,9 +10,7 @@ paths: an interrupt can land on its last line, just before it exits (:func:`guar
 
 from __future__ import annotations
 
-import collections
 import gc
-import itertools
 import operator
 import sys
 import threading
@@ -281,6 +279,7 @@ def guarded(context: AbstractContextManager[Any], f: Callable[..., T], *args: An
 _ENTER = operator.methodcaller("__enter__")
 _EXIT = operator.methodcaller("__exit__", None, None, None)
 _CONTEXT = operator.itemgetter(0)
+_POP = operator.methodcaller("pop")
 
 
 def _enter(context: AbstractContextManager[Any], entered: _Entered) -> None:
@@ -288,15 +287,16 @@ def _enter(context: AbstractContextManager[Any], entered: _Entered) -> None:
     ``zip`` and ``map`` in C, so no bytecode (where an interrupt lands) falls between
     ``__enter__`` returning and the note. An enter that raises (a lock's wait cut short
     by Ctrl-C) notes nothing."""
-    entered.extend(zip([context], map(_ENTER, [context])))
+    entered.extend(zip((context,), map(_ENTER, (context,))))
 
 
 def _exit(entered: _Entered) -> None:
-    """Take each noted context out of ``entered`` and exit it, innermost first, each in one
-    C call (``pop``, then ``__exit__``, inside ``deque``): an interrupt finds a context
-    either noted and entered, or out of the list and exited (safe to repeat)."""
-    collections.deque(map(_EXIT, map(_CONTEXT, itertools.islice(iter(entered.pop, None), len(entered)))),
-                      maxlen=0)
+    """Take the last noted context out of ``entered`` and exit it, in one C call (``any``
+    runs the maps: ``pop``, then ``__exit__``): an interrupt finds the context
+    either noted and entered, or out of the list and exited (safe to repeat). ``guarded``
+    notes one context per list."""
+    if entered:
+        any(map(_EXIT, map(_CONTEXT, map(_POP, (entered,)))))
 
 
 def paused_gc(f: Callable[..., T], *args: Any) -> T:
