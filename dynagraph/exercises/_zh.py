@@ -255,8 +255,8 @@ MESSAGES: dict[str, str] = {
     "the values are right but the parameter gradients are not. A kept state must carry its gradient back to the steps that made it, and a step the mask discards must give no gradient.":
         "值是对的，但参数的梯度不对。保持下来的状态必须把梯度传回生成它的时间步，而被掩码丢弃的时间步不能产生梯度。",
     # nb03.py
-    "the debugger quit and stopped the program (`BdbQuit`): when the commands run out, pdb reads end-of-file, which means quit. The last command must let the program go on (section 1).":
-        "调试器退出并终止了程序（`BdbQuit`）：命令用完后，pdb 会读到文件结尾，这表示退出。最后一条命令必须让程序继续运行（第 1 节）。",
+    "the debugger quit and stopped the program (`BdbQuit`): when the commands run out, pdb reads end-of-file, which means quit. The last command must let the program go on (section 4).":
+        "调试器退出并终止了程序（`BdbQuit`）：命令用完后，pdb 会读到文件结尾，这表示退出。最后一条命令必须让程序继续运行（第 4 节）。",
     "end the string with `c\\n` (continue)":
         "在字符串末尾加上 `c\\n`（continue，继续运行）",
     "the function returned a {type}, not a tensor: your commands replaced `a` with something that is not a tensor.":
@@ -271,22 +271,22 @@ MESSAGES: dict[str, str] = {
         "输出中显示的是一个张量（`tensor([{a}], ...)`），而不是其中的数值。请打印一个 Python 浮点数：有一个张量方法可以把单元素张量转换成浮点数。",
     "`t.item()` is the Python number held by a one-element tensor `t`":
         "`t.item()` 是单元素张量 `t` 中的 Python 数值",
-    "for x = {x}, `a` holds {a}, but no line your commands printed is that number. Use pdb's print command on the number held by `a` (section 1). Your commands printed:\n":
-        "当 x = {x} 时，`a` 中的值是 {a}，但你的命令打印的每一行都不是这个数。请用 pdb 的打印命令输出 `a` 中的数值（第 1 节）。你的命令打印了：\n",
+    "for x = {x}, `a` holds {a}, but no line your commands printed is that number. Use pdb's print command on the number held by `a` (section 4). Your commands printed:\n":
+        "当 x = {x} 时，`a` 中的值是 {a}，但你的命令打印的每一行都不是这个数。请用 pdb 的打印命令输出 `a` 中的数值（第 4 节）。你的命令打印了：\n",
     "`p expression` prints the value of a Python expression in the stopped function":
         "`p expression` 会在暂停的函数中打印一个 Python 表达式的值",
     "a pdb script that doubles `a` at the breakpoint, changing result and gradient":
         "在断点处把 `a` 加倍、从而改变结果和梯度的 pdb 脚本",
-    "for x = {x} the result is still 3x + 1 = {got}: `a` was not changed. At the pdb prompt, a line that starts with `a` is pdb's `args` command, not Python. Mark the line as a Python statement (section 2).":
-        "当 x = {x} 时，结果仍是 3x + 1 = {got}：`a` 没有被修改。在 pdb 提示符下，以 `a` 开头的一行是 pdb 的 `args` 命令，而不是 Python 代码。请把这一行标记为 Python 语句（第 2 节）。",
+    "for x = {x} the result is still 3x + 1 = {got}: `a` was not changed. At the pdb prompt, a line that starts with `a` is pdb's `args` command, not Python. Mark the line as a Python statement (section 5).":
+        "当 x = {x} 时，结果仍是 3x + 1 = {got}：`a` 没有被修改。在 pdb 提示符下，以 `a` 开头的一行是 pdb 的 `args` 命令，而不是 Python 代码。请把这一行标记为 Python 语句（第 5 节）。",
     "`!` in front of a line runs it as Python: `!name = ...`":
         "在一行前面加 `!`，就会把它当作 Python 代码运行：`!name = ...`",
     "for x = {x} the result should be 2·3x + 1 = {want}, got {got}.":
         "当 x = {x} 时，结果应为 2·3x + 1 = {want}，得到的却是 {got}。",
     "the result no longer requires grad: your new `a` was cut from the graph (`.detach()`, `.data`, `.item()`); compute it from `a` itself.":
         "结果不再需要梯度：你的新 `a` 被从计算图中切断了（`.detach()`、`.data`、`.item()`）；请由 `a` 本身计算它。",
-    "for x = {x} the result is right, but it no longer uses the `a` that the debugger stopped at: your commands computed a new `a` from `x` again. The question asks you to double the `a` that is already there (section 2).":
-        "当 x = {x} 时，结果是对的，但它不再使用调试器暂停时的那个 `a`：你的命令又从 `x` 重新计算了一个新的 `a`。题目要求把已有的 `a` 加倍（第 2 节）。",
+    "for x = {x} the result is right, but it no longer uses the `a` that the debugger stopped at: your commands computed a new `a` from `x` again. The question asks you to double the `a` that is already there (section 5).":
+        "当 x = {x} 时，结果是对的，但它不再使用调试器暂停时的那个 `a`：你的命令又从 `x` 重新计算了一个新的 `a`。题目要求把已有的 `a` 加倍（第 5 节）。",
     "the result is not connected to x: compute the new `a` from `a`.":
         "结果与 `x` 没有连接：请由 `a` 计算新的 `a`。",
     "the result is right, but x.grad = {grad} instead of 6: the doubled `a` must be computed from `a` (a recorded op), so the gradient follows.":
@@ -295,8 +295,8 @@ MESSAGES: dict[str, str] = {
         "记录流入张量的梯度而不改变它的钩子",
     "return the list the hook fills, got {type}.":
         "请返回钩子填充的那个列表，得到的却是 {type}。",
-    "after one backward() the list holds {seen!r}, not one gradient. Register a hook on `h`: a function that autograd calls with the gradient of `h` during backward. Let it add that gradient to the list (section 4).":
-        "一次 `backward()` 之后，列表中是 {seen!r}，而不是一个梯度。请在 `h` 上注册一个钩子：这是一个函数，自动微分会在反向传播时用 `h` 的梯度调用它。让它把这个梯度添加到列表中（第 4 节）。",
+    "after one backward() the list holds {seen!r}, not one gradient. Register a hook on `h`: a function that autograd calls with the gradient of `h` during backward. Let it add that gradient to the list (section 1).":
+        "一次 `backward()` 之后，列表中是 {seen!r}，而不是一个梯度。请在 `h` 上注册一个钩子：这是一个函数，自动微分会在反向传播时用 `h` 的梯度调用它。让它把这个梯度添加到列表中（第 1 节）。",
     "`h.register_hook(fn)` makes autograd call `fn(grad)`":
         "`h.register_hook(fn)` 会让自动微分调用 `fn(grad)`",
     "record the gradient itself, shaped like h {shape}.":
@@ -321,8 +321,8 @@ MESSAGES: dict[str, str] = {
         "结果不需要梯度：请让它保持为 `x` 的函数（不要用 `.detach()`、`.data` 或 `.item()`）。",
     "the result is not connected to x: keep it a function of x.":
         "结果与 `x` 没有连接：请让它保持为 `x` 的函数。",
-    "at x = {x} the gradient has NaN ({grad}): `torch.where` sends 0 to the branch it discards, and log's backward makes 0 · (1/0) = NaN there. Make the discarded branch safe: take the log of a harmless value where x <= 0 (section 5).":
-        "在 x = {x} 处，梯度中有 NaN（{grad}）：`torch.where` 会把 0 传给被舍弃的分支，而 log 的反向传播在那里算出 0 · (1/0) = NaN。请让被舍弃的分支变得安全：在 x <= 0 处对一个无害的值取 log（第 5 节）。",
+    "at x = {x} the gradient has NaN ({grad}): `torch.where` sends 0 to the branch it discards, and log's backward makes 0 · (1/0) = NaN there. Make the discarded branch safe: take the log of a harmless value where x <= 0 (section 2).":
+        "在 x = {x} 处，梯度中有 NaN（{grad}）：`torch.where` 会把 0 传给被舍弃的分支，而 log 的反向传播在那里算出 0 · (1/0) = NaN。请让被舍弃的分支变得安全：在 x <= 0 处对一个无害的值取 log（第 2 节）。",
     "a safe input is `torch.where(x > 0, x, c)`, with a constant c where log is smooth":
         "安全的输入是 `torch.where(x > 0, x, c)`，其中常数 c 取在 log 光滑的地方",
     "at x = {x} the gradient should be 1/x where x > 0 and 0 elsewhere, {want}; got {got}.":

@@ -79,7 +79,7 @@ def _session(commands: str, x: torch.Tensor) -> tuple[torch.Tensor, str, Any]:
     except bdb.BdbQuit as e:
         raise Wrong(tr("the debugger quit and stopped the program (`BdbQuit`): when the commands run "
                        "out, pdb reads end-of-file, which means quit. The last command must let the "
-                       "program go on (section 1)."),
+                       "program go on (section 4)."),
                     code=tr("end the string with `c\\n` (continue)")) from e
     expect(isinstance(b, torch.Tensor),
            tr("the function returned a {type}, not a tensor: your commands replaced `a` "
@@ -142,7 +142,7 @@ def _commands1(commands1: Any) -> None:
                code=tr("`t.item()` is the Python number held by a one-element tensor `t`"))
         expect(3 * value in numbers,
                tr("for x = {x}, `a` holds {a}, but no line your commands printed is that number. Use "
-                  "pdb's print command on the number held by `a` (section 1). Your commands printed:\n",
+                  "pdb's print command on the number held by `a` (section 4). Your commands printed:\n",
                   x=value, a=3 * value) + _shown(printed),
                code=tr("`p expression` prints the value of a Python expression in the stopped function"))
 
@@ -156,7 +156,7 @@ def _commands2(commands2: Any) -> None:
         expect(b.item() != 3 * value + 1,
                tr("for x = {x} the result is still 3x + 1 = {got}: `a` was not changed. At the pdb "
                   "prompt, a line that starts with `a` is pdb's `args` command, not Python. Mark the "
-                  "line as a Python statement (section 2).", x=value, got=b.item()),
+                  "line as a Python statement (section 5).", x=value, got=b.item()),
                code=tr("`!` in front of a line runs it as Python: `!name = ...`"))
         expect(b.item() == 6 * value + 1,
                tr("for x = {x} the result should be 2·3x + 1 = {want}, got {got}.",
@@ -167,7 +167,7 @@ def _commands2(commands2: Any) -> None:
         expect(_reaches(b.grad_fn, original),
                tr("for x = {x} the result is right, but it no longer uses the `a` that the debugger "
                   "stopped at: your commands computed a new `a` from `x` again. The question asks you "
-                  "to double the `a` that is already there (section 2).", x=value))
+                  "to double the `a` that is already there (section 5).", x=value))
         b.backward()
         x_grad = _filled(x.grad, tr("the result is not connected to x: compute the new `a` from `a`."))
         expect(x_grad.item() == 6.0,
@@ -195,7 +195,7 @@ def _watch(watch: Any) -> None:
         expect(len(seen) == 1 and seen[0] is not None,
                tr("after one backward() the list holds {seen!r}, not one gradient. Register a hook "
                   "on `h`: a function that autograd calls with the gradient of `h` during backward. "
-                  "Let it add that gradient to the list (section 4).", seen=seen),
+                  "Let it add that gradient to the list (section 1).", seen=seen),
                code=tr("`h.register_hook(fn)` makes autograd call `fn(grad)`"))
         expect(isinstance(seen[0], torch.Tensor) and seen[0].shape == h.shape,
                tr("record the gradient itself, shaped like h {shape}.", shape=tuple(h.shape)))
@@ -236,7 +236,7 @@ def _safe_log(safe_log: Any) -> None:
         expect(not torch.isnan(x_grad).any(),
                tr("at x = {x} the gradient has NaN ({grad}): `torch.where` sends 0 to the branch it "
                   "discards, and log's backward makes 0 · (1/0) = NaN there. Make the discarded branch "
-                  "safe: take the log of a harmless value where x <= 0 (section 5).",
+                  "safe: take the log of a harmless value where x <= 0 (section 2).",
                   x=start, grad=x_grad.tolist()),
                code=tr("a safe input is `torch.where(x > 0, x, c)`, with a constant c where log is smooth"))
         want_grad = torch.where(x > 0, 1 / x.detach(), 0.0)
