@@ -160,7 +160,8 @@ def test_compared_text_skips_cells_nbval_ignores():
 # 16 counted each in the lessons); say the plain thing instead.
 IDIOMS = ["backfire", "bill", "lever", "cure-all", "baked in", "circulat", "oracle", "silver bullet",
           "under the hood", "out of the box", "rule of thumb", "boils down", "in a nutshell", "for free",
-          "make up for", "makes up for", "way out", "without a word", "up front", "mirror image"]  # issue 31, N5
+          "make up for", "makes up for", "way out", "without a word", "up front", "mirror image",
+          "ranges honest"]  # issue 31, N5
 MAX_SENTENCE_WORDS = 40
 
 
