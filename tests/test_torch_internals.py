@@ -507,9 +507,11 @@ def test_an_interrupt_during_a_release_is_delivered_after_it(monkeypatch, where)
         time.sleep(10)  # the interrupt is sent again once the release has returned: it ends this sleep
     monkeypatch.undo()
     assert released >= _torch.SAFE_DEPTH + 500  # the release went on to the end
-    assert saved() is None and _torch._pending == [] and _torch._owned == [] and _torch._holds == {}
     frames = [entry.frame.code.name for entry in caught.traceback]  # in this sleep, by the handler
     assert frames[-2:] == [test_an_interrupt_during_a_release_is_delivered_after_it.__name__, "_handler"]
+    del caught
+    gc.collect()
+    assert saved() is None and _torch._pending == [] and _torch._owned == [] and _torch._holds == {}
 
 
 CTRL_C = """
