@@ -412,6 +412,7 @@ def _release(retry: bool) -> None:
     global _releasing
     if _releasing or not (_dead or _pending or (retry and _owned)):
         return
+    _signals.defer_in()  # (again: Jupyter's kernel puts its own SIGINT handler back after each cell)
     _releasing = True
     try:
         _bury()
