@@ -67,8 +67,12 @@ def _send_soon() -> None:
 def _send(main: int) -> None:
     time.sleep(RETRY_S)
     _sending.clear()
-    if _noted:  # (not delivered meanwhile by a Ctrl-C of its own)
+    if not _noted:  # (delivered meanwhile by a Ctrl-C of its own)
+        return
+    if hasattr(signal, "pthread_kill"):
         signal.pthread_kill(main, signal.SIGINT)  # a real signal: it also wakes a main thread asleep
+    else:  # (Windows: no signal to one thread; the main thread gets it at its next bytecode)
+        _thread.interrupt_main()
 
 
 def defer_in(*functions: Callable[..., Any]) -> None:
