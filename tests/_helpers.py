@@ -135,6 +135,35 @@ def sent_norms(root, params):
     return sent, handles
 
 
+def replayed(root, params):
+    """``root.backward()`` under ``trace_backward`` with the oracle's hooks beside the
+    tracer's: ``(trace, what the oracle took)`` (:func:`sent_norms`), the hooks removed."""
+    import dynagraph as dg
+
+    with dg.trace_backward(root, params=params) as bt:
+        sent, handles = sent_norms(root, params)
+        root.backward()
+    for handle in handles:
+        handle.remove()
+    return bt, sent
+
+
+# Lesson 07's backward replay (notebooks/07_vanishing_gradients.ipynb, the cell with
+# `tiny`): four Linear + Sigmoid layers, 21 steps, a picture taller than its canvas.
+LESSON07_REPLAY = """import torch, dynagraph as dg
+from torch import nn
+tiny = nn.Sequential(*[m for _ in range(4) for m in (nn.Linear(3, 3), nn.Sigmoid())])
+W = torch.tensor([[1.0, -1.0, 0.0], [0.0, 1.0, -1.0], [1.0, 0.0, -1.0]]) / 2
+with torch.no_grad():
+    for layer in tiny[::2]:
+        layer.weight.copy_(W)
+        layer.bias.zero_()
+loss = tiny(torch.ones(1, 3)).sum()
+with dg.trace_backward(loss, params=tiny) as bt:
+    loss.backward()
+bt"""
+
+
 def check_edge_norms(bt, sent, rel, abs=1e-12):
     """Every edge between two nodes of ``bt`` has the norm the oracle took, within
     ``rel``, one per input slot, and each pair of nodes the norm of all it carries

@@ -12,7 +12,7 @@ from torch import nn
 import dynagraph as dg
 from dynagraph import _dot, _page, _picture, backward
 
-from _helpers import Square, check_edge_norms, html_of, outputs_of, page_data, sent_norms, stored
+from _helpers import Square, check_edge_norms, html_of, outputs_of, page_data, replayed, stored
 
 
 def traced(loss, params=None, **backward_args):
@@ -453,11 +453,7 @@ def test_every_edge_norm_equals_the_norm_of_what_was_sent(factory):
     """Every edge's norm equals the norm PyTorch's own hooks take of the gradient sent
     along it (views, a transpose, a slice, a select between matmuls; an MLP)."""
     params, loss = factory()
-    with dg.trace_backward(loss, params=params) as bt:
-        sent, handles = sent_norms(loss, params)
-        loss.backward()
-    for h in handles:
-        h.remove()
+    bt, sent = replayed(loss, params)
     check_edge_norms(bt, sent, rel=1e-5)
 
 

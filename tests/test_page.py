@@ -24,6 +24,7 @@ from dynagraph import _dot, _page, _picture, render
 from dynagraph._page import stored_bytes
 
 from _helpers import (
+    LESSON07_REPLAY,
     expand_steps,
     html_of,
     outputs_of,
@@ -809,18 +810,11 @@ def test_a_chinese_stepper_shows_its_words_and_title_in_the_page(tmp_path, chine
 # -- a tall stepper keeps what it lights in view ----------------------------------------
 
 def lesson07_replay():
-    """Lesson 07's backward replay (notebooks/07_vanishing_gradients.ipynb, the cell with
-    `tiny`): four Linear + Sigmoid layers, 21 steps, a picture taller than its canvas."""
-    tiny = nn.Sequential(*[m for _ in range(4) for m in (nn.Linear(3, 3), nn.Sigmoid())])
-    W = torch.tensor([[1.0, -1.0, 0.0], [0.0, 1.0, -1.0], [1.0, 0.0, -1.0]]) / 2
-    with torch.no_grad():
-        for layer in tiny[::2]:
-            layer.weight.copy_(W)
-            layer.bias.zero_()
-    loss = tiny(torch.ones(1, 3)).sum()
-    with dg.trace_backward(loss, params=tiny) as bt:
-        loss.backward()
-    return bt
+    """Lesson 07's backward replay (_helpers.LESSON07_REPLAY): 21 steps, a picture taller
+    than its canvas."""
+    names = {}
+    exec(LESSON07_REPLAY, names)  # the test's own source text
+    return names["bt"]
 
 
 # Where each lit node of a stepper is, and whether a reader sees all of it: its box is

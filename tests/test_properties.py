@@ -32,7 +32,7 @@ import dynagraph as dg
 from dynagraph._roll import roll
 from dynagraph.capture import capture
 
-from _helpers import check_edge_norms, sent_norms
+from _helpers import check_edge_norms, replayed
 
 EXAMPLES = int(os.environ.get("DYNAGRAPH_PROPERTY_EXAMPLES", "20"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
@@ -131,11 +131,7 @@ def check_program(program):
     assert sum(len(s.nodes) for s in rec.steps) == len(rec.nodes)  # every node credited once
 
     params = {f"x{i}": t for i, t in enumerate(leaves)}
-    with dg.trace_backward(y, params=params) as bt:
-        sent, handles = sent_norms(y, params)
-        y.backward()
-    for handle in handles:
-        handle.remove()
+    bt, sent = replayed(y, params)
     check_leaf_norms(bt, leaves)
     check_edge_norms(bt, sent, rel=1e-4, abs=1e-8)  # float32 models: rounding
     assert torch_state() == before
@@ -190,11 +186,7 @@ def check_parallel_edges(program):
     leaves = make_leaves(program)
     y = run(program, leaves)
     params = {f"x{i}": t for i, t in enumerate(leaves)}
-    with dg.trace_backward(y, params=params) as bt:
-        sent, handles = sent_norms(y, params)
-        y.backward()
-    for handle in handles:
-        handle.remove()
+    bt, sent = replayed(y, params)
     parallel = Counter((src, dst) for src, dst, _ in bt.edge_norms)
     assert any(n > 1 for n in parallel.values())  # the program has parallel edges
     assert parallel == Counter(bt.edges)  # one norm per drawn edge
@@ -245,11 +237,7 @@ def check_model(spec):
         loss2 = model(x).pow(2).mean()
     assert rec.graph().counts() == oracle(loss2)[0]
 
-    with dg.trace_backward(loss, params=model) as bt:
-        sent, handles = sent_norms(loss, model)
-        loss.backward()
-    for handle in handles:
-        handle.remove()
+    bt, sent = replayed(loss, model)
     by_label = {n.label: n.id for n in bt.nodes if n.kind == "parameter"}
     for name, p in model.named_parameters():
         into = [v for (src, _, _), v in bt.edge_norms.items() if src == by_label[name]]

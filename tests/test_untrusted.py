@@ -45,7 +45,7 @@ from pathlib import Path
 import pytest
 
 from _chromium import ARTIFACTS, ROOT, VIEWPORT, Watch, check_stepper, chromium
-from _helpers import scripts_data
+from _helpers import LESSON07_REPLAY, scripts_data
 from _lab import serve
 
 NOTEBOOK_DIR = Path(os.environ.get("DYNAGRAPH_DOCS_NOTEBOOKS", ROOT / "notebooks"))
@@ -688,20 +688,7 @@ def test_dark_theme_step_text_is_readable(lab_page, lab):
         page.evaluate(_THEME_JS, "JupyterLab Light")  # the server's settings outlive the test
 
 
-# Lesson 07's backward replay (notebooks/07_vanishing_gradients.ipynb, on the CPU): 21
-# steps in a picture taller than its canvas.
-TALL_SOURCE = """import torch, dynagraph as dg
-from torch import nn
-tiny = nn.Sequential(*[m for _ in range(4) for m in (nn.Linear(3, 3), nn.Sigmoid())])
-W = torch.tensor([[1.0, -1.0, 0.0], [0.0, 1.0, -1.0], [1.0, 0.0, -1.0]]) / 2
-with torch.no_grad():
-    for layer in tiny[::2]:
-        layer.weight.copy_(W)
-        layer.bias.zero_()
-loss = tiny(torch.ones(1, 3)).sum()
-with dg.trace_backward(loss, params=tiny) as bt:
-    loss.backward()
-bt"""
+TALL_SOURCE = LESSON07_REPLAY  # lesson 07's backward replay: 21 steps, taller than its canvas
 
 
 @pytest.mark.browser
