@@ -548,9 +548,9 @@ span, delivered = 0.0, 0
 for k in range(runs + 1):
     start = time.perf_counter()
     timer = threading.Timer(random.uniform(0, span), signal.pthread_kill, (main, signal.SIGINT))
-    if k:  # the first run, without a signal, measures how long one takes
-        timer.start()
     try:
+        if k:  # the first run, without a signal, measures how long one takes
+            timer.start()  # (in the try: under load the signal can land before start() returns)
         try:
             y = deep(k)
             del y
