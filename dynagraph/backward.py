@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 
 import torch
@@ -239,7 +240,7 @@ def _read(pending: _Norms, trace: BackwardTrace) -> None:
         else:
             trace.edge_norms[edge] = value
             trace.notes.pop(edge, None)
-        merged.setdefault((edge[0], edge[1]), value)
+        merged[edge[0], edge[1]] = value  # a pair's own merged norm, queued after its edges, replaces it
     for pair, value in merged.items():
         if value is None:
             trace.merged_norms.pop(pair, None)
@@ -263,7 +264,8 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
     post-hooks fire in the order the nodes ran.
     """
     sent = [(k, (s[0], nid, k)) for k, s in enumerate(slots) if s is not None]  # (input number, its edge)
-    shared = len(sent) > 1 and len({edge[0] for _, edge in sent}) < len(sent)
+    feeds = Counter(edge[0] for _, edge in sent)
+    parallel = frozenset(child for child, n in feeds.items() if n > 1)  # children fed by several edges
     out_edge = (nid, output_id, 0) if output_id is not None else None
 
     def hook(grad_inputs: _Grads, grad_outputs: _Grads) -> None:
@@ -281,9 +283,9 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
                     if grad is not last:
                         last, norm = grad, norm_of(grad)
                     pending.append((edge, norm))
-            if shared:  # x * x: one child, several edges; also the norm of their sum
-                pending.extend(((child, nid), norm) for child, norm in _merged(slots, grad_inputs).items()
-                               if sum(s is not None and s[0] == child for s in slots) > 1)
+            if parallel:  # x * x: one child, several edges; also the norm of their sum
+                merged = _merged(slots, grad_inputs, parallel)
+                pending.extend(((child, nid), norm) for child, norm in merged.items())
         except Exception as e:  # noqa: BLE001 - never abort the user's backward()
             note = f"no norm: {type(e).__name__}: {str(e)[:120]}"
             edges = [edge for _, edge in sent] + ([out_edge] if out_edge else [])
@@ -291,8 +293,9 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
     return hook
 
 
-def _merged(slots: list[_Slot], grads: _Grads) -> dict[int, torch.Tensor | str]:
-    """Norm of all the gradient a node sends each child, when some child gets several.
+def _merged(slots: list[_Slot], grads: _Grads, children: frozenset[int]) -> dict[int, torch.Tensor | str]:
+    """Norm of all the gradient a node sends each of ``children`` (the children it sends
+    several gradients).
 
     Gradients for the same tensor add up (``x * x`` sends ``x`` two, and ``x.grad``
     is their sum); different tensors of one child (two outputs of ``unbind``) are
@@ -300,7 +303,7 @@ def _merged(slots: list[_Slot], grads: _Grads) -> dict[int, torch.Tensor | str]:
     """
     summed: dict[tuple[int, int], torch.Tensor] = {}
     for slot, grad in zip(slots, grads):
-        if slot is not None and grad is not None:
+        if slot is not None and grad is not None and slot[0] in children:
             summed[slot] = summed[slot] + grad if slot in summed else grad
     norms: dict[int, list[torch.Tensor | str]] = {}
     for (child, _), grad in summed.items():

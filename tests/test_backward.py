@@ -582,3 +582,22 @@ def test_a_replay_of_a_long_loop_stays_under_the_output_budget():
 def test_listed_norms_keep_the_first_ones_and_the_last():
     assert backward._listed([1.0, 0.5]) == "1, 0.5"
     assert backward._listed([float(k) for k in range(1, 11)]) == "1, 2, 3, 4, 5, \u2026, 10"
+
+
+def test_merged_norms_follow_the_last_pass_as_edge_norms_do():
+    """Two passes over one graph (``retain_graph``) with different seeds: every norm, per
+    edge and merged, is the last pass's (a single edge's merged norm kept the first)."""
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = x * x + 3 * x
+    with dg.trace_backward(y, params={"x": x}) as bt:
+        y.backward(torch.ones(2), retain_graph=True)
+        y.backward(torch.full((2,), 10.0))
+    for (src, dst), v in bt.merged_norms.items():
+        each = [n for (a, b, _), n in bt.edge_norms.items() if (a, b) == (src, dst)]
+        if len(each) == 1:
+            assert v == each[0]
+    (out,) = [n.id for n in bt.nodes if n.kind == "output"]
+    (add,) = [src for src, dst in bt.edges if dst == out]
+    assert bt.merged_norms[(add, out)] == pytest.approx(torch.full((2,), 10.0).norm().item())
+    (square,) = [dst for (src, dst), n in Counter(bt.edges).items() if src == leaf(bt, "x") and n == 2]
+    assert bt.merged_norms[(leaf(bt, "x"), square)] == pytest.approx((10 * 2 * x.detach()).norm().item())
