@@ -842,6 +842,12 @@ _LIT_SEEN_JS = """root => {
 }"""
 
 
+def _check_taller_than_canvas(stepper) -> None:
+    """The stepper's picture is much taller than its canvas (what the follow tests need)."""
+    sizes = stepper.locator(".dg-canvas").evaluate("c => [c.scrollHeight, c.clientHeight]")
+    assert sizes[0] > 1.4 * sizes[1], f"the picture ({sizes[0]} px) is not much taller than its canvas ({sizes[1]})"
+
+
 def _lit_problems(stepper, where: str) -> list[str]:
     """What a reader cannot see of the stepper's lit nodes now (empty: all of it)."""
     lit = stepper.evaluate(_LIT_SEEN_JS)
@@ -903,8 +909,7 @@ def test_a_tall_stepper_keeps_what_it_lights_in_view(tmp_path, layout):
         page.goto(path.as_uri(), wait_until="load")
         stepper = page.locator("div.dg-stepper")
         canvas = stepper.locator(".dg-canvas")
-        sizes = canvas.evaluate("c => [c.scrollHeight, c.clientHeight]")
-        assert sizes[0] > 1.4 * sizes[1], f"the picture ({sizes[0]} px) is not much taller than its canvas ({sizes[1]})"
+        _check_taller_than_canvas(stepper)
         page.wait_for_timeout(100)
         problems += _lit_problems(stepper, "on load")
         moved = page.evaluate("() => [scrollY, (document.querySelector('.scroller') || {}).scrollTop || 0]")

@@ -698,7 +698,7 @@ def test_a_tall_stepper_keeps_what_it_lights_in_view_in_jupyterlab(lab_page, lab
     view, whether the notebook shows the output's top or its own top, with the canvas's
     foot below the notebook's (measured as in test_page: the node's box inside the canvas
     and the window, hit tests at its corners and centre); its plain step list does not show."""
-    from test_page import _lit_problems
+    from test_page import _check_taller_than_canvas, _lit_problems
 
     page, watch = lab_page
     name = "tall_stepper.ipynb"
@@ -712,9 +712,7 @@ def test_a_tall_stepper_keeps_what_it_lights_in_view_in_jupyterlab(lab_page, lab
                         f"cell errors {page.evaluate(_CELL_ERRORS_JS, name)}, console {watch.errors}")
         panel = page.locator(f"#{_css_id(page, name)}")
         stepper = panel.locator("div.dg-stepper")
-        canvas = stepper.locator(".dg-canvas")
-        sizes = canvas.evaluate("c => [c.scrollHeight, c.clientHeight]")
-        assert sizes[0] > 1.4 * sizes[1], f"the picture ({sizes[0]} px) is not much taller than its canvas"
+        _check_taller_than_canvas(stepper)
         page.wait_for_timeout(300)
         problems += _lit_problems(stepper, "on run")
         for where, scroll in (("the output's top in view", "r => r.scrollIntoView({block: 'start'})"),
