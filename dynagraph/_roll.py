@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import functools
 import itertools
 import math
 import operator
@@ -197,7 +196,7 @@ def roll(
     if not seq.bridges and _unequal_batches(seq):  # a loop over batches of unequal size
         other = _sequence(nodes, edges, first=ahead, batchless=True)
         other_runs = _find_runs(other, min_repeats)
-        if _score(other_runs) > _score(runs) and all(map(functools.partial(_looping, other), other_runs)):
+        if _score(other_runs) > _score(runs) and all(_looping(other, run) for run in other_runs):
             seq, runs = other, other_runs
     if not runs:
         return Rolled(list(nodes), list(edges), [], {n.id: n.id for n in nodes}, {}, dict(module_types or {}))
@@ -1171,14 +1170,12 @@ def _split_index(names: Sequence[str]) -> _Range | None:
     if len(differ) != 1:
         return None
     i = differ[0]
-    found = [_NUMBERED.fullmatch(p[i]) for p in parts]
-    if not all(found) or len({(m["pre"], m["post"]) for m in found if m}) != 1:
+    found = [m for p in parts if (m := _NUMBERED.fullmatch(p[i]))]
+    if len(found) != len(parts) or len({(m["pre"], m["post"]) for m in found}) != 1:
         return None
-    first = found[0]
-    assert first is not None  # (for mypy: all found)
-    before = "".join(f"{part}." for part in parts[0][:i]) + first["pre"]
-    after = first["post"] + "".join(f".{part}" for part in parts[0][i + 1:])
-    return before, after, [int(m["num"]) for m in found if m]
+    before = "".join(f"{part}." for part in parts[0][:i]) + found[0]["pre"]
+    after = found[0]["post"] + "".join(f".{part}" for part in parts[0][i + 1:])
+    return before, after, [int(m["num"]) for m in found]
 
 
 def _range_label(before: str, after: str, indices: list[int]) -> str:
