@@ -19,8 +19,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
-LESSONS = sorted(NOTEBOOK_DIR.glob("0[1-9]_*.ipynb"))
-DEEP_DIVES = sorted(NOTEBOOK_DIR.glob("0[1-9]b_deep_dive_*.ipynb"))
+LESSONS = sorted(p for p in NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb") if not p.name.startswith("00_"))
+DEEP_DIVES = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]b_deep_dive_*.ipynb"))
 ALL = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 LESSON_CELLS = 45
 LESSON_WORDS = 1500
