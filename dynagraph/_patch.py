@@ -211,8 +211,9 @@ def _sync() -> None:
 def open_block(rec: Recording) -> None:
     """Start feeding ``rec`` this thread's ops (the thread's first block pushes the mode).
 
-    An interrupt at any point leaves only what :func:`close_block` undoes: open it
-    inside :func:`undo_on_exit` with ``close_block(rec)``.
+    An interrupt at any point leaves only what :func:`close_block` undoes: call it
+    inside a ``try`` whose ``finally`` calls ``close_block(rec)`` (twice, as ``live()``
+    does, so that a close an interrupt cut short is finished).
     """
     thread = _local.thread
     block = _Block(rec, thread)

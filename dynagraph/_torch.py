@@ -695,7 +695,7 @@ def lifted_saved(fn: object) -> list[torch.Tensor] | None:
     if not ends:
         return None
     seeds = [torch.empty_strided(m.shape, [0] * len(m.shape), dtype=m.dtype, device=m.device)
-             for m in fn._input_metadata]  # type: ignore[attr-defined]  # one element each
+             for m in getattr(fn, _INPUT_METADATA)]  # one element each
     lifter = _Lifter()
     previous = compiled.set_autograd_compiler(lambda: lifter, False)
     try:
