@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import overload
 
 __all__ = ["KINDS", "Node", "owner", "shape_text", "upstream"]
 
@@ -11,6 +12,11 @@ __all__ = ["KINDS", "Node", "owner", "shape_text", "upstream"]
 KINDS = ("op", "custom", "parameter", "input", "output", "module", "fold")
 
 
+@overload
+def upstream(starts: Iterable[int], producers: Callable[[int], Iterable[int] | None]) -> set[int]: ...
+@overload
+def upstream(starts: Iterable[int], producers: Callable[[int], Iterable[int] | None],
+             most: int | None) -> set[int] | None: ...
 def upstream(starts: Iterable[int], producers: Callable[[int], Iterable[int] | None],
              most: int | None = None) -> set[int] | None:
     """``starts`` and every node they are computed from, following ``producers(i)`` (the

@@ -18,6 +18,7 @@ from torch.autograd.graph import GradientEdge
 from torch.overrides import TorchFunctionMode
 
 from . import _signals
+from ._records import upstream
 
 __all__ = [
     "FEATURES",
@@ -388,7 +389,7 @@ def _hold(roots: list[tuple[torch.Tensor, int]], fns: Sequence[GradFn | None],
     for tensor, start in roots:
         if depth[start] < SAFE_DEPTH:  # its own chains are short (a leaf root, say): torch frees it safely
             continue
-        reach = set(_reachable(start, producers))
+        reach = upstream([start], producers.__getitem__)  # the records `start` depends on
         # in release order, so that freeing them needs no walk; outputs (None) are never reached
         held = _InOrder(fn for i in order if i in reach and (fn := fns[i]) is not None)
         _signals.defer_in(_after_collection)  # from now on a Ctrl-C waits for a release to end
@@ -512,17 +513,6 @@ def _free_unowned(stack: list[GradFn]) -> list[GradFn]:
             kept.append(fn)
         del fn  # its producers are still on the stack, so the free stops at this node
     return kept
-
-
-def _reachable(start: int, producers: list[list[int]]) -> list[int]:
-    """Records ``start`` depends on, itself included."""
-    seen, stack = {start}, [start]
-    while stack:
-        for p in producers[stack.pop()]:
-            if p not in seen:
-                seen.add(p)
-                stack.append(p)
-    return list(seen)
 
 
 _releasing = False  # a collection during a release must not start another
