@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import json
 import re
-import tokenize
 from pathlib import Path
 
 import pytest
@@ -39,13 +37,14 @@ NAMES = frozenset("""
     adam sgd jit script trace compile dynamo inductor eager aot oneDNN onednn mkldnn vmap
     layernorm batchnorm kaiming glorot xavier
     output input parameter parameters module fold custom op ops node nodes
-    checkpoint hooks iter getitem
+    checkpoint hooks iter function
+    zeros unbind getitem
 """.split())
 # Latin-letter units and tokens that are not words (a size, a ratio, "A/A noise")
 _UNITS = re.compile(r"\b(?:\d+(?:\.\d+)?\s*(?:[KMGT]?B|ms|µs|us|ns|s|x)\b)")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.'/-]*")
 _QUOTED = re.compile(r"`[^`]*`|\"[^\"\n]*\"|'[^'\n]*'|“[^”]*”|‘[^’]*’"
-                     r"|(?:Error|Warning|报错)[：: ].*")  # after an error's name: PyTorch's message
+                     r"|(?:(?<=Error)|(?<=Warning)|(?<=报错)|(?<=警告))[：: ].*")  # after an error's name: PyTorch's
 _SVG_TEXT = re.compile(r"<text[^>]*>([^<]*)</text>")
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _CODE = re.compile(r"\w+(?:[._]\w+)+|\{\w*\}")  # dotted or snake_case names, {fields}
