@@ -178,7 +178,7 @@ def _stored_views(stem: str) -> dict[str, int]:
 def test_every_page_links_its_twin_in_the_other_language(site):
     """English pages link their Chinese twin and back; a page with no twin (the API
     reference, Sphinx's own pages) links the other language's home page."""
-    twins = {"index": "zh/index", "tutorials": "zh/tutorials",
+    twins = {"index": "zh/index", "tutorials": "zh/tutorials", "notebooks/glossary": "notebooks/zh/glossary",
              **{f"notebooks/{stem}": f"notebooks/zh/{stem}" for stem in CHINESE}}
     twins |= {zh: en for en, zh in twins.items()}
     for page in PAGES + ZH_PAGES:
@@ -190,6 +190,17 @@ def test_every_page_links_its_twin_in_the_other_language(site):
         assert target.resolve() == (site / f"{want}.html").resolve(), f"{page} links {href}, not {want}"
         lang = re.search(r'<html lang="([^"]+)"', html)[1]
         assert lang == ("zh-CN" if page.startswith(("zh/", "notebooks/zh/")) else "en"), page
+
+
+def test_the_chinese_pages_say_previous_and_next_in_chinese(site):
+    """The theme's words are the build's (English): _templates/components/prev-next.html
+    says 上一页 and 下一页 on the Chinese pages."""
+    for page in ZH_PAGES[3:]:  # the notebooks: each has a neighbour
+        html = (site / f"{page}.html").read_text()
+        words = re.findall(r'<p class="prev-next-subtitle">([^<]*)</p>', html)
+        assert words and set(words) <= {"上一页", "下一页"}, f"{page}: {words}"
+    html = (site / "notebooks" / f"{NOTEBOOKS[1]}.html").read_text()
+    assert set(re.findall(r'<p class="prev-next-subtitle">([^<]*)</p>', html)) <= {"previous", "next"}
 
 
 def test_the_chinese_tutorials_list_every_chinese_notebook_in_order(site):
