@@ -39,7 +39,7 @@ NAMES = frozenset("""
     output input parameter parameters module fold custom op ops node nodes
     checkpoint hooks iter function
     zeros unbind getitem
-""".split())
+""".split())  # noqa: SIM905 - a list of words, read as a list
 # Latin-letter units and tokens that are not words (a size, a ratio, "A/A noise")
 _UNITS = re.compile(r"\b(?:\d+(?:\.\d+)?\s*(?:[KMGT]?B|ms|µs|us|ns|s|x)\b)")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.'/-]*")
