@@ -73,9 +73,10 @@ def _use_cjk_font() -> None:
     if path is None:
         if not _warned[0]:
             _warned[0] = True
-            warnings.warn(f"Chinese text in plots and picture titles needs a font that has its glyphs: "
-                          f"{INSTALL} (Noto Sans SC), then restart the kernel. Until then it shows "
-                          "as boxes.", stacklevel=3)
+            from ._language import tr  # here: _language imports this module
+            warnings.warn(tr("Chinese text in plots and picture titles needs a font that has its glyphs: "
+                             "{install} (Noto Sans SC), then restart the kernel. Until then it shows "
+                             "as boxes.", install=INSTALL), stacklevel=3)
         return
     import matplotlib
     from matplotlib import font_manager

@@ -7,7 +7,7 @@ A view displays as up to four outputs (:class:`Output`), in this order:
   notebook opened without running it, a viewer that sanitizes HTML such as GitHub's or
   ``nbconvert --sanitize-html``). A title with Chinese in it, which Graphviz's renderer
   would draw as boxes, is drawn above the PNG by Pillow and above the SVG by the script
-  instead (:func:`_own_title`);
+  instead (:func:`dynagraph._picture.drawing`'s ``own_title``);
 - **its script**: ``application/javascript`` alone. Where scripts run (a trusted
   notebook, nbconvert's HTML, the docs) it (``assets/view.js``, data format
   ``assets/DATA.md``) draws the picture as inline SVG with zoom, hover and a stepper, and
@@ -31,7 +31,6 @@ words in its data (``words``), so an English output's data is as it always was.
 from __future__ import annotations
 
 import base64
-import copy
 import hashlib
 import io
 import json
@@ -44,7 +43,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _dot, _fonts, _patch, _picture, memory, render
 from ._dot import Overlay, StepText
-from ._language import language, tr
+from ._language import N_, language, tr, translated
 from ._records import Node, shape_text
 
 if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle at run time)
@@ -69,7 +68,7 @@ PNG_DPI = 72
 PNG_COLOURS = 64
 PNG_MIN_DPI = 36
 PNG_PIXELS = 4_000_000
-# A title drawn outside Graphviz (see _own_title) as Graphviz draws one: _dot's graph
+# A title drawn outside Graphviz (see _picture.drawing's own_title) as Graphviz draws one: _dot's graph
 # font size in points, centred above the picture with this margin in points.
 TITLE_PT = 10
 TITLE_MARGIN_PT = 4
@@ -173,31 +172,21 @@ class _Drawn(NamedTuple):
     dot: str
     png: str = ""  # base64; empty: not made (yet)
     png_size: tuple[int, int] = (0, 0)
-    title: str = ""  # drawn outside Graphviz (see _own_title); empty: none, or in the DOT
+    title: str = ""  # drawn outside Graphviz (see _picture.drawing's own_title); empty: none, or in the DOT
 
 
 def _drawn(graph: Graph, overlay: Overlay) -> _Drawn:
     """``graph`` drawn with ``overlay``: its SVG, hover texts and frames (no PNG yet)."""
-    title = _own_title(graph)
-    if title:  # drawn by the script and by Pillow instead (a memory line stays in the DOT)
-        graph = copy.copy(graph)
-        graph.title = None
-    pic, dot, series = _picture.drawing(graph, overlay)
+    # A title with Chinese (and a Chinese memory line) is drawn by the script and by Pillow
+    # instead: see _picture.drawing
+    pic, dot, series = _picture.drawing(graph, overlay, own_title=True)
+    title = pic.own_title
     drawn = pic.graph
     data: dict[str, Any] = {"frames": _dot.frames(drawn.nodes, drawn.edges, drawn.blocks, prune=pic.compact),
                             "info": _info(graph, pic, overlay.info)}
     if title:
         data["title"] = title
     return _Drawn(pic, render.compact_svg(render.pipe(dot, "svg")), data, series, dot, title=title)
-
-
-def _own_title(graph: Graph) -> str:
-    """The title a view draws outside Graphviz: ``graph.title`` when it holds Chinese,
-    which Graphviz's renderer draws as boxes, and the font that draws it is installed
-    (``pylopdf-fonts-zh-cn``); else ``""``: Graphviz draws the title, as in
-    ``Graph.to_dot()``, ``.svg()`` and ``.save()``."""
-    title = graph.title or ""
-    return title if _fonts.needs_cjk_font(title) and _fonts.cjk_font() is not None else ""
 
 
 def _with_png(drawn: _Drawn) -> _Drawn:
@@ -307,6 +296,9 @@ def _compose(drawn: _Drawn, overlay: Overlay, text: str, caption: str, table: st
 
 # Iterations a rolled node's hover details list by name and shape (then "... and N more").
 LISTED_ITERATIONS = 12
+# A node's kind in its hover details, in the current language (the kinds of _records.KINDS)
+_KINDS = {"op": N_("op"), "custom": N_("custom"), "parameter": N_("parameter"), "input": N_("input"),
+          "output": N_("output"), "module": N_("module"), "fold": N_("fold")}
 
 
 def _info(graph: Graph, pic: _picture.Picture, extra: Mapping[int, str]) -> dict[int, str]:
@@ -344,7 +336,7 @@ def _iterations(nodes: Sequence[Node]) -> list[str]:
 
 def _describe(node: Node, repeats: int | None, note: str | None, stands: Sequence[Node] = ()) -> str:
     """A node's hover details (names, kinds, shapes and numbers as they are)."""
-    lines = [f"{node.name} ({node.kind})"]
+    lines = [tr("{name} ({kind})", name=node.name, kind=translated(_KINDS.get(node.kind, node.kind)))]
     if node.label != node.name:
         lines.append(node.label)
     if node.module:

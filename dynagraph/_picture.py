@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
-from . import _dot, _patch, _roll, _torch, _transform, memory
+from . import _dot, _fonts, _patch, _roll, _torch, _transform, memory
 from ._dot import Overlay
 from ._records import Node
 
@@ -63,6 +63,7 @@ class Picture:
     iteration: dict[int, tuple[int, int]] = field(default_factory=dict)
     compact: bool = False
     through: dict[int, tuple[int, int]] = field(default_factory=dict)
+    own_title: str = ""  # drawn outside Graphviz (Chinese): see drawing(own_title=True)
 
     def edge(self, edge: tuple[int, int]) -> tuple[int, int]:
         return self.mapping[edge[0]], self.mapping[edge[1]]
@@ -151,25 +152,36 @@ def variant(graph: Graph, nodes: list[Node], edges: list[tuple[int, int]], *, bl
 
 
 def drawing(graph: Graph, overlay: Overlay | None = None, *,
-            full: bool = False) -> tuple[Picture, str, Series]:
+            full: bool = False, own_title: bool = False) -> tuple[Picture, str, Series]:
     """The picture of ``graph`` under its size policy (``full=True``: every node), its
     DOT with ``overlay`` (in ``graph``'s ids), and the per-iteration gradient norms of
     rolled edges (for the page's script).
 
     Saved bytes are drawn on nodes and title when ``graph`` was drawn with ``memory=True``.
+    ``own_title``: the title lines with Chinese in them, which Graphviz's renderer draws as
+    boxes, are left out of the DOT and kept in the picture's ``own_title`` for the caller
+    to draw (a view: ``_page``), when the font that draws them is installed.
     """
-    return _patch.paused_gc(_drawing, graph, overlay, full)  # one record per node: see paused_gc
+    return _patch.paused_gc(_drawing, graph, overlay, full, own_title)  # one record per node: see paused_gc
 
 
-def _drawing(graph: Graph, overlay: Overlay | None, full: bool) -> tuple[Picture, str, Series]:
+def _drawing(graph: Graph, overlay: Overlay | None, full: bool,
+             own_title: bool = False) -> tuple[Picture, str, Series]:
     pic = picture(graph, roll=False if full else graph.roll, max_nodes=None if full else graph.max_nodes)
     drawn, series = _mapped(pic, overlay or Overlay())
     g = pic.graph
     title = g.title
+    outside = own_title and _fonts.cjk_font() is not None
+    if outside and title and _fonts.needs_cjk_font(title):
+        pic.own_title, title = title, None
     saved = getattr(graph, "memory", None)
     if saved is not None:
         repeats = {nid: block.repeats for block in g.blocks for nid in block.nodes}
-        title = memory.decorate(drawn, saved, pic.mapping, repeats, title)
+        line = memory.decorate(drawn, saved, pic.mapping, repeats, None)
+        if outside and _fonts.needs_cjk_font(line):  # (a Chinese summary: with the title, outside)
+            pic.own_title = f"{pic.own_title}\n{line}" if pic.own_title else line
+        else:
+            title = f"{title}\n{line}" if title else line
     dot = _dot.to_dot(g.nodes, g.edges, g.module_types, title=title, overlay=drawn, blocks=g.blocks,
                       prune=pic.compact)
     return pic, dot, series

@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from ._language import tr
 from ._records import Node, owner, upstream
 
 __all__ = ["Block", "Rolled", "roll"]
@@ -1038,7 +1039,8 @@ def _label(rep: Sequence[Node], repeats: int, iters: Iterable[Sequence[Node]], h
     owners = [owner(name) for name in shared]
     one = heads[0] if heads[0] is not None and len(set(heads)) == 1 else None
     home = one or (_common(owners) if owners and None not in owners else None)
-    steps = f"step {first_step:,}\u2013{first_step + repeats - 1:,}" if shared else None
+    steps = (tr("step {first}\u2013{last}", first=f"{first_step:,}", last=f"{first_step + repeats - 1:,}")
+             if shared else None)
     layer = _layer(shared) if shared else None
     if layer is not None:
         steps = f"{layer}, {steps}"

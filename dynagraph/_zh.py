@@ -24,7 +24,57 @@ MESSAGES: dict[str, str] = {
         "……还有 1 步",
     "the graph keeps {bytes} for backward":
         "计算图为反向传播保留了 {bytes}",
+    # _fonts.py: set_language("zh") without the font's wheel
+    "Chinese text in plots and picture titles needs a font that has its glyphs: {install} (Noto Sans SC), then restart the kernel. Until then it shows as boxes.":
+        "图表和图片标题里的中文需要有中文字形的字体：请运行 {install}（Noto Sans SC），然后重启内核。在此之前，中文会显示成方框。",
     # _page.py: a node's details on hover
+    "{name} ({kind})":
+        "{name}（{kind}）",
+    "op":
+        "运算",
+    "custom":
+        "自定义",
+    "parameter":
+        "参数",
+    "input":
+        "输入",
+    "output":
+        "输出",
+    "module":
+        "模块",
+    "fold":
+        "折叠",
+    # diff.py: the title of a diff's picture (drawn outside Graphviz when it holds Chinese)
+    "{b}: new vs {a} in red":
+        "{b}：红框标出相对于 {a} 新增的节点",
+    # memory.py: the summary (printed, and drawn above a picture outside Graphviz)
+    "saved tensors freed by backward(): the graph keeps nothing alive":
+        "backward() 已释放保存的张量：计算图不再占用内存",
+    "keeps {total} alive for backward ({act} activations, {leaf} parameters and inputs{more})":
+        "计算图为反向传播保留了 {total}（激活值 {act}，参数和输入 {leaf}{more}）",
+    "; {n} checkpointed nodes recomputed in backward":
+        "；检查点中的 {n} 个节点在反向传播时重算",
+    "; not counted: what {n} in-place ops on views saved under saved_tensors_hooks":
+        "；未计入：{n} 个视图上的原地操作在 saved_tensors_hooks 下保存的张量",
+    "In a node: the bytes it saved for backward (after +: parameters and inputs)":
+        "节点中的数字：该节点为反向传播保存的字节数（+ 之后是参数和输入）",
+    "In a node: the bytes it saved for backward (after +: parameters and inputs; 0 B (checkpoint): recomputed in backward)":
+        "节点中的数字：该节点为反向传播保存的字节数（+ 之后是参数和输入；0 B (checkpoint)：反向传播时重算）",
+    # Drawn by Graphviz, which has no Chinese glyphs: no words (DRAWN_BY_GRAPHVIZ)
+    "saved: freed":
+        "0 B",
+    "keeps nothing: recomputed in backward":
+        "0 B (checkpoint)",
+    "saves {leaf} of params/inputs":
+        "+ {leaf}",
+    "saves {act} + {leaf} params/inputs":
+        "{act} + {leaf}",
+    "saves {act}":
+        "{act}",
+    " (all \u00d7{n} iterations)":
+        " (\u00d7{n})",
+    "step {first}\u2013{last}":
+        "#{first}\u2013{last}",
     "module: {module}":
         "模块：{module}",
     "tensor: {shape} {dtype} {device}":
@@ -131,7 +181,9 @@ MESSAGES: dict[str, str] = {
         "：收到梯度，\u2016g\u2016 = {norms}",
     "backward: {n} node runs. The arrows point the way autograd sends gradients: from the output back to the inputs":
         "反向传播：节点共运行 {n} 次。箭头指向自动微分传递梯度的方向：从输出回到输入",
-    # timing.py: dg.compare's verdict (after "timing: ", which stays)
+    # timing.py: dg.compare's verdict line
+    "timing: ":
+        "计时：",
     "{verdict} ({times}; {how})":
         "{verdict}（{times}；{how}）",
     "{b} is {ratio}x faster than {a}":
@@ -139,7 +191,7 @@ MESSAGES: dict[str, str] = {
     "{b} is {ratio}x slower than {a}":
         "{b} 的耗时是 {a} 的 {ratio} 倍",
     "no clear difference here between {a} and {b} ({ratio}x)":
-        "在这台机器上，{a} 和 {b} 之间没有明显差异（{ratio}x）",
+        "在这台机器上，{a} 和 {b} 之间没有明显差异，比值 {ratio}x",
     "{a} {time_a}, {b} {time_b} per call":
         "每次调用：{a} {time_a}，{b} {time_b}",
     "A/A noise up to {noise}x; {rounds} interleaved rounds, {threads} threads":
@@ -184,3 +236,12 @@ MESSAGES: dict[str, str] = {
     "{n} steps so far":
         "已记录 {n} 步",
 }
+
+# Messages Graphviz draws inside a picture (a node's saved bytes, a rolled block's steps):
+# its renderer has no Chinese glyphs, so their "translations" use none (numbers and
+# symbols), and the Chinese summary above the picture says what they mean.
+DRAWN_BY_GRAPHVIZ = frozenset({
+    "saved: freed", "keeps nothing: recomputed in backward", "saves {leaf} of params/inputs",
+    "saves {act} + {leaf} params/inputs", "saves {act}", " (all \u00d7{n} iterations)",
+    "step {first}\u2013{last}",
+})

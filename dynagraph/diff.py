@@ -76,7 +76,7 @@ class GraphDiff(_page.View):
 
     def _graph(self) -> Graph:
         b = self.b
-        title = f"{self.labels[1]}: new vs {self.labels[0]} in red"
+        title = tr("{b}: new vs {a} in red", a=self.labels[0], b=self.labels[1])
         if self.unplaced:
             title += f"; {sum(u.new for u in self.unplaced)} more new, not placed, among those marked ?"
         return Graph(b.nodes, b.edges, b.module_types, title=title,

@@ -56,6 +56,7 @@ import torch
 
 from . import _torch
 from ._dot import Overlay
+from ._language import language, tr
 from ._records import Node
 from .capture import Params, Roots, named_roots, param_names_of, walk
 
@@ -158,15 +159,15 @@ class SavedMemory:
         """:meth:`summary` from what a scan of every saved tensor found: the split, the
         notes, and whether backward() freed them."""
         if freed:
-            return "saved tensors freed by backward(): the graph keeps nothing alive"
+            return tr("saved tensors freed by backward(): the graph keeps nothing alive")
         act, leaf = split
         again = sum(map(self.recomputed, self.saved)) if RECOMPUTED in notes else 0
         unread = len(self.unread()) if any(n.startswith("packed:") for n in notes) else 0
-        return (f"keeps {fmt_bytes(act + leaf)} alive for backward "
-                f"({fmt_bytes(act)} activations, {fmt_bytes(leaf)} parameters and inputs"
-                + (f"; {again:,} checkpointed nodes recomputed in backward" if again else "")
-                + (f"; not counted: what {unread:,} in-place ops on views saved under "
-                   "saved_tensors_hooks" if unread else "") + ")")
+        more = ((tr("; {n} checkpointed nodes recomputed in backward", n=f"{again:,}") if again else "")
+                + (tr("; not counted: what {n} in-place ops on views saved under saved_tensors_hooks",
+                      n=f"{unread:,}") if unread else ""))
+        return tr("keeps {total} alive for backward ({act} activations, {leaf} parameters and inputs{more})",
+                  total=fmt_bytes(act + leaf), act=fmt_bytes(act), leaf=fmt_bytes(leaf), more=more)
 
     def unread(self) -> list[int]:
         """Ids of the ``CopySlices`` nodes (in-place ops on views) whose saved tensors could
@@ -200,18 +201,22 @@ class SavedMemory:
         entries = self.saved.get(nid, [])
         if not entries:
             return ""
+        # Drawn by Graphviz, which has no Chinese glyphs: in Chinese these are words-free
+        # (dynagraph/_zh.py's DRAWN_BY_GRAPHVIZ), and the summary line explains them.
         if all(s.note == FREED_TEXT for s in entries):
-            return "saved: freed"
+            return tr("saved: freed")
         if self.recomputed(nid):  # inside a non-reentrant checkpoint: its inputs are in the title
-            return "keeps nothing: recomputed in backward"
+            return tr("keeps nothing: recomputed in backward")
         if all(s.note == UNREAD for s in entries):
             return "saved: not readable (hooks)" if nid in self.unread() else ""
         act, leaf = self.bytes_of([nid]) if split is None else split
         if not act:
-            text = f"saves {fmt_bytes(leaf)} of params/inputs"
+            text = tr("saves {leaf} of params/inputs", leaf=fmt_bytes(leaf))
+        elif leaf:
+            text = tr("saves {act} + {leaf} params/inputs", act=fmt_bytes(act), leaf=fmt_bytes(leaf))
         else:
-            text = f"saves {fmt_bytes(act)}" + (f" + {fmt_bytes(leaf)} params/inputs" if leaf else "")
-        return text + (f" (all \u00d7{repeats:,} iterations)" if repeats else "")
+            text = tr("saves {act}", act=fmt_bytes(act))
+        return text + (tr(" (all \u00d7{n} iterations)", n=f"{repeats:,}") if repeats else "")
 
 
 def fmt_bytes(n: int) -> str:
@@ -434,7 +439,15 @@ def decorate(overlay: Overlay, memory: SavedMemory, mapping: Mapping[int, int],
         elif act + leaf:
             overlay.fills[nid] = node_fill((act + leaf) / total)
     freed = FREED_TEXT in notes and not kept
-    line = memory._summary(split, notes, freed).replace(" (", "\n(", 1)  # the split on a second line
+    line = memory._summary(split, notes, freed)
+    if language() == "en":
+        line = line.replace(" (", "\n(", 1)  # the split on a second line
+    else:  # drawn outside Graphviz (_page): the split on a second line, and what the nodes' numbers are
+        legend = ("" if freed else tr("In a node: the bytes it saved for backward (after +: parameters "
+                                      "and inputs; 0 B (checkpoint): recomputed in backward)")
+                  if RECOMPUTED in notes else
+                  tr("In a node: the bytes it saved for backward (after +: parameters and inputs)"))
+        line = line.replace("\uff08", "\n\uff08", 1) + (f"\n{legend}" if legend else "")
     return f"{title}\n{line}" if title else line
 
 

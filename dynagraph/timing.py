@@ -49,9 +49,8 @@ MIN_GAIN = 1.1  # a median ratio below this is not worth calling faster, however
 # Each round runs its three blocks in one of these orders, in turn, so no version is
 # always first (warm caches) or always last.
 _ORDERS = tuple(permutations(range(3)))
-# tests/nbval_sanitize.cfg masks what follows: it differs between runs. The same in every
-# language: the notebooks, Chinese ones too, tell the reader to look for the `timing:` line.
-_PREFIX = "timing: "
+# The verdict line starts with "timing: " (计时： in Chinese): tests/nbval_sanitize.cfg masks
+# the line from there, as it differs between runs.
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,7 @@ class Comparison:
         return statistics.median(self.a), statistics.median(self.b)
 
     def __str__(self) -> str:
-        """The verdict line, in the current language (``timing:`` and the names as they are)."""
+        """The verdict line, in the current language (the names as they are)."""
         (a, b), (sec_a, sec_b) = self.names, self.seconds
         times = tr("{a} {time_a}, {b} {time_b} per call", a=a, time_a=_ms(sec_a), b=b, time_b=_ms(sec_b))
         noise, rounds = f"{self.noise:.2f}", len(self.a)
@@ -114,7 +113,7 @@ class Comparison:
         else:
             head = tr("no clear difference here between {a} and {b} ({ratio}x)", a=a, b=b,
                       ratio=f"{self.ratio:.2f}")
-        return _PREFIX + tr("{verdict} ({times}; {how})", verdict=head, times=times, how=how)
+        return tr("timing: ") + tr("{verdict} ({times}; {how})", verdict=head, times=times, how=how)
 
     __repr__ = __str__
 

@@ -36,7 +36,7 @@ NOTEBOOKS = sorted(p.stem for p in NOTEBOOK_DIR.glob("*.ipynb"))
 CHINESE = sorted(p.stem for p in (NOTEBOOK_DIR / "zh").glob("*.ipynb"))  # the Chinese edition, under zh/
 PAGES = (["index", "tutorials", "api", "genindex", "search", "notebooks/glossary"]
          + [f"notebooks/{stem}" for stem in NOTEBOOKS])
-ZH_PAGES = ["zh/index", "zh/tutorials"] + [f"notebooks/zh/{stem}" for stem in CHINESE]
+ZH_PAGES = ["zh/index", "zh/tutorials", "notebooks/zh/glossary"] + [f"notebooks/zh/{stem}" for stem in CHINESE]
 
 
 # -- The build ---------------------------------------------------------------------
@@ -178,7 +178,7 @@ def _stored_views(stem: str) -> dict[str, int]:
 def test_every_page_links_its_twin_in_the_other_language(site):
     """English pages link their Chinese twin and back; a page with no twin (the API
     reference, Sphinx's own pages) links the other language's home page."""
-    twins = {"index": "zh/index", "tutorials": "zh/tutorials",
+    twins = {"index": "zh/index", "tutorials": "zh/tutorials", "notebooks/glossary": "notebooks/zh/glossary",
              **{f"notebooks/{stem}": f"notebooks/zh/{stem}" for stem in CHINESE}}
     twins |= {zh: en for en, zh in twins.items()}
     for page in PAGES + ZH_PAGES:
@@ -192,10 +192,22 @@ def test_every_page_links_its_twin_in_the_other_language(site):
         assert lang == ("zh-CN" if page.startswith(("zh/", "notebooks/zh/")) else "en"), page
 
 
+def test_the_chinese_pages_say_previous_and_next_in_chinese(site):
+    """The theme's words are the build's (English): _templates/components/prev-next.html
+    says 上一页 and 下一页 on the Chinese pages."""
+    for page in ZH_PAGES[3:]:  # the notebooks: each has a neighbour
+        html = (site / f"{page}.html").read_text()
+        words = re.findall(r'<p class="prev-next-subtitle">([^<]*)</p>', html)
+        assert words and set(words) <= {"上一页", "下一页"}, f"{page}: {words}"
+    html = (site / "notebooks" / f"{NOTEBOOKS[1]}.html").read_text()
+    assert set(re.findall(r'<p class="prev-next-subtitle">([^<]*)</p>', html)) <= {"previous", "next"}
+
+
 def test_the_chinese_tutorials_list_every_chinese_notebook_in_order(site):
     html = (site / "zh" / "tutorials.html").read_text()
     listed = re.findall(r'href="\.\./notebooks/zh/([^".#]+)\.html"', html)
-    assert [stem for stem in dict.fromkeys(listed)] == CHINESE and len(CHINESE) == len(NOTEBOOKS)
+    assert "glossary" in listed, "the Chinese tutorials page links the Chinese glossary"
+    assert [stem for stem in dict.fromkeys(listed) if stem != "glossary"] == CHINESE and len(CHINESE) == len(NOTEBOOKS)
 
 
 def test_the_site_serves_a_chinese_font_with_every_character_its_pages_use(site):
@@ -280,7 +292,7 @@ def test_page_works_offline(browser, site, http_root, page_name, scheme):
         bad_math = [m["tex"] for m in report["math"] if not m["ok"]]
         assert not bad_math, f"formulas MathJax did not typeset (mathjax loaded: {report['mathjax']}): {bad_math}"
 
-        if page_name.startswith("notebooks/") and page_name != "notebooks/glossary":
+        if page_name.startswith("notebooks/") and not page_name.endswith("/glossary"):
             # Each stored picture is drawn once, live (its script runs; its PNG is not shown).
             want = _stored_views(page_name.split("/", 1)[1])  # (a Chinese page: zh/NAME)
             shown = {"pictures": len(report["live"]), "steppers": report["steppers"],

@@ -43,8 +43,9 @@ def test_without_the_font_chinese_works_and_says_once_how_to_install_it(monkeypa
     monkeypatch.setattr(_fonts, "cjk_font", lambda: None)
     monkeypatch.setattr(_fonts, "_warned", [False])
     family = list(matplotlib.rcParams["font.family"])
-    with pytest.warns(UserWarning, match=r"pip install pylopdf-fonts-zh-cn"):
+    with pytest.warns(UserWarning, match=r"pip install pylopdf-fonts-zh-cn") as said:
         dg.set_language("zh")
+    assert "方框" in str(said[0].message)  # in Chinese: only a learner of the Chinese edition sees it
     assert dg.language() == "zh" and list(matplotlib.rcParams["font.family"]) == family
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -84,7 +84,7 @@ def test_placed_lessons_opened_and_closed_without_running_stay_unchanged(tmp_pat
         problems.append("the control (a notebook as stored) was not marked modified: the check sees nothing")
     if after.pop(CONTROL)[0] == before.pop(CONTROL)[0]:
         problems.append("autosave did not write the control")
-    if len(seen) != len(course.course_files()) - 3:  # every placed notebook (not the glossary, run times)
+    if len(seen) != len(course.course_files()) - 4:  # every placed notebook (not the two glossaries, run times)
         problems.append(f"{len(seen)} notebooks opened")
     problems += [f"{name}: marked modified on opening (Lab's language_info: {s['info']})"
                  for name, s in seen.items() if s["dirty"]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -66,8 +67,7 @@ def test_each_round_runs_the_three_blocks_in_a_rotating_order():
 
 
 def test_the_stored_output_sanitizer_masks_a_timing_line():
-    from pathlib import Path
-    cfg = (Path(__file__).parent / "nbval_sanitize.cfg").read_text()
+    cfg = (Path(__file__).parent / "nbval_sanitize.cfg").read_text(encoding="utf-8")
     m = re.search(r"\[timing\]\nregex: (.*)\nreplace: (.*)", cfg)
     assert m, "tests/nbval_sanitize.cfg needs a [timing] section"
     fn = _work(100)
@@ -82,22 +82,25 @@ def chinese():
     dg.set_language("en")
 
 
-def test_the_verdict_reads_in_chinese_after_the_same_timing_tag(chinese):
-    """``timing:`` stays (the notebooks, Chinese ones too, point to that line), the rest is Chinese."""
+def test_the_verdict_reads_in_chinese_after_the_chinese_timing_tag(chinese):
+    """In Chinese the line starts with ``计时：`` (tests/nbval_sanitize.cfg masks both tags)
+    and has one bracket, whatever the verdict."""
     fast = timing.Comparison(("loop", "batched"), (4.0, 4.2, 3.9), (1.0, 1.1, 1.0), (4.1, 4.0, 4.0), 1)
-    assert str(fast) == ("timing: batched 的速度是 loop 的 3.9 倍（每次调用：loop 4.00 s，batched 1.00 s；"
+    assert str(fast) == ("计时：batched 的速度是 loop 的 3.9 倍（每次调用：loop 4.00 s，batched 1.00 s；"
                          "A/A 噪声最大 1.05x；交替进行 3 轮，1 个线程）")
     slow = timing.Comparison(("a", "b"), (1.0, 1.0, 1.0), (3.0, 3.0, 3.0), (1.0, 1.0, 1.0), 4)
-    assert str(slow).startswith("timing: b 的耗时是 a 的 3.0 倍（") and str(slow).endswith("，4 个线程）")
+    assert str(slow).startswith("计时：b 的耗时是 a 的 3.0 倍（") and str(slow).endswith("，4 个线程）")
     same = timing.Comparison(("x", "y"), (1.0, 1.0, 1.0), (1.0, 1.0, 1.0), (1.0, 1.0, 1.0), 2)
-    assert str(same).startswith("timing: 在这台机器上，x 和 y 之间没有明显差异（1.00x）（")
+    assert str(same).startswith("计时：在这台机器上，x 和 y 之间没有明显差异，比值 1.00x（")
+    assert str(same).count("（") == 1
+    sanitizer = (Path(__file__).parent / "nbval_sanitize.cfg").read_text(encoding="utf-8")
+    assert "regex: 计时：[^\\n]*" in sanitizer and "regex: timing: [^\\n]*" in sanitizer
     assert same.verdict == "no clear difference"  # data: English in every language
 
 
 def test_the_stored_output_sanitizer_masks_a_chinese_timing_line(chinese):
-    from pathlib import Path
-    cfg = (Path(__file__).parent / "nbval_sanitize.cfg").read_text()
-    m = re.search(r"\[timing\]\nregex: (.*)\nreplace: (.*)", cfg)
+    cfg = (Path(__file__).parent / "nbval_sanitize.cfg").read_text(encoding="utf-8")
+    m = re.search(r"\[timing zh\]\nregex: (.*)\nreplace: (.*)", cfg)
     fn = _work(100)
     line = str(dg.compare(fn, fn, rounds=3, min_run_time=0.01))
     assert "\n" not in line and re.search("[\u4e00-\u9fff]", line)

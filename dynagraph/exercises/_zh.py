@@ -154,7 +154,7 @@ MESSAGES: dict[str, str] = {
     "`w.grad` still holds the old gradient: clear it, or the next backward adds to it.":
         "`w.grad` 仍然保存着旧的梯度：请清除它，否则下一次反向传播会累加到它上面。",
     "a scalar autograd engine whose backward() runs the nodes in reverse topological order":
-        "一个标量自动微分引擎，其 `backward()` 按拓扑排序的逆序运行各节点",
+        "一个标量自动微分引擎，其 `backward()` 按拓扑序的逆序运行各节点",
     "After `out.backward()`, `out.grad` should be 1 (d out / d out), it is {grad}. Seed the output's own gradient before any `_backward` runs.":
         "调用 `out.backward()` 后，`out.grad` 应为 1（d out / d out），实际是 {grad}。请在任何 `_backward` 运行之前，先设定输出自身的梯度。",
     "backward() changed `.data`; it should only fill `.grad`.":
@@ -164,11 +164,11 @@ MESSAGES: dict[str, str] = {
     "For `x * x` at x = 3, x.grad should be 2x = 6, got {got}. A Value used twice must get the sum of both contributions: every `_backward` adds into `.grad` (`+=`), never assigns it.":
         "对于 `x * x`，在 x = 3 处，`x.grad` 应为 2x = 6，得到的却是 {got}。被使用两次的 Value 必须得到两份贡献之和：每个 `_backward` 都要累加到 `.grad` 上（`+=`），而不是赋值。",
     "For `{program}` at x = 1.5, y = -2, the leaves' grads should be {want}, got {got}. The Value `h` ran its `_backward` before both of its users had added their gradient to `h.grad`. Run the Values in reverse topological order: a Value only after every Value made from it.":
-        "对于 `{program}`，在 x = 1.5、y = -2 处，叶子的梯度应为 {want}，得到的却是 {got}。Value `h` 在它的两个使用者都把梯度加到 `h.grad` 之前，就运行了自己的 `_backward`。请按拓扑排序的逆序运行各个 Value：一个 Value 只在由它生成的所有 Value 之后运行。",
+        "对于 `{program}`，在 x = 1.5、y = -2 处，叶子的梯度应为 {want}，得到的却是 {got}。Value `h` 在它的两个使用者都把梯度加到 `h.grad` 之前，就运行了自己的 `_backward`。请按拓扑序的逆序运行各个 Value：一个 Value 只在由它生成的所有 Value 之后运行。",
     "a depth-first walk that appends a Value after all of its `_prev` gives `order`; then call `v._backward()` for v in reversed(order)":
         "用深度优先遍历，在访问完一个 Value 的所有 `_prev` 之后再把它加入列表，就得到 `order`；然后对 `reversed(order)` 中的每个 `v` 调用 `v._backward()`",
     "For `{code}` PyTorch's grads of the leaves are {want}, yours are {got}. Visit each Value once, in reverse topological order, and add (`+=`) what arrives.":
-        "对于 `{code}`，PyTorch 算出的叶子梯度是 {want}，你的是 {got}。请按拓扑排序的逆序，每个 Value 只访问一次，并把到达的梯度累加（`+=`）起来。",
+        "对于 `{code}`，PyTorch 算出的叶子梯度是 {want}，你的是 {got}。请按拓扑序的逆序，每个 Value 只访问一次，并把到达的梯度累加（`+=`）起来。",
     # nb02.py
     "indexing failed ({error}): a sequence of length n has the steps 0 to n - 1, so its last real step is one before its length.":
         "索引出错（“{error}”）：长度为 n 的序列有第 0 到第 n - 1 个时间步，所以它最后一个真实时间步比长度小 1。",
@@ -191,7 +191,7 @@ MESSAGES: dict[str, str] = {
     "your function built or used tensors that require grad (`{call}`). The question asks for a prediction: work the count out from the numbers section 3 measured, without building or drawing a graph.":
         "你的函数构造或使用了需要梯度的张量（`{call}`）。题目要求的是预测：请根据第 3 节测得的数字算出节点数，不要构造或绘制计算图。",
     "the node count of the cell loop for any length, predicted without drawing":
-        "不画图，预测任意长度下单元循环的节点数",
+        "不画图，预测任意长度下RNNCell 循环的节点数",
     "your function has no answer for length {n} ({error}). Find a rule that works for every length n >= 1.":
         "你的函数对长度 {n} 给不出答案（{error}）。请找出一条对所有长度 n >= 1 都成立的规律。",
     "return the number of nodes as an int, got {type}.":
@@ -578,7 +578,7 @@ MESSAGES: dict[str, str] = {
     "return an int (bytes), not {type}.":
         "请返回 int（字节数），而不是 {type}。",
     "for {case} the graph keeps {want:,} bytes; you counted {got:,}. Count allocations, not tensors: a tensor saved by several nodes is one allocation, and a view keeps the whole memory block of the tensor it views alive.":
-        "对于“{case}”，计算图保存了 {want:,} 字节；你数出的是 {got:,}。请统计内存分配，而不是张量：被多个节点保存的张量只算一次分配，而视图会让它所查看的张量的整个内存块都保持存活。",
+        "对于“{case}”，计算图保存了 {want:,} 字节；你数出的是 {got:,}。请统计内存分配，而不是张量：被多个节点保存的张量只算一次分配，而视图会让它所查看的张量的整个内存块都留在内存里。",
     "t.untyped_storage() is the memory block behind t (a view shares its base's block); its data_ptr() names the block and its nbytes() weighs all of it":
         "`t.untyped_storage()` 是 t 背后的内存块（视图与其基张量共享同一块）；它的 `data_ptr()` 标识这个内存块，`nbytes()` 给出整块的大小",
     "layers[:3] is an nn.Sequential of layers 0-2, and cp.checkpoint(part, h, use_reentrant=False) runs part on h and keeps only h":
