@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["BUCKET_FILLS", "Launch", "is_ddp", "launches_of", "marked", "place"]
 
 # Fill colours of parameters by bucket (cycled): pale, so the black text stays readable.
-BUCKET_FILLS = ("#a5d8ff", "#b2f2bb", "#ffd8a8", "#eebefa", "#ffec99", "#99e9f2")
+BUCKET_FILLS = ("#ffd8a8", "#b2f2bb", "#eebefa", "#99e9f2", "#ffc9c9", "#d0bfff")  # not a parameter's blue
 _HOOK_ATTR = "_dynagraph_bucket_hook"  # the model's one comm hook, once a trace registered it
 
 
@@ -66,20 +66,24 @@ def is_ddp(model: object) -> bool:
 
 
 class _BucketHook:
-    """The model's communication hook: notes each bucket into the running trace (if
-    any), then runs DDP's default all-reduce."""
+    """The state of the model's communication hook: the running trace, if any, and the
+    names of the gradients that landed in it so far."""
 
     def __init__(self, names: dict[int, str]) -> None:
         self.names = names
-        self.trace: BackwardTrace | None = None  # the running trace, if any
+        self.trace: BackwardTrace | None = None
         self.landed: list[str] = []
 
-    def __call__(self, state: Any, bucket: Any) -> Any:
-        from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
-        if self.trace is not None:  # after: the node runs so far (see place)
-            params = [self.names.get(id(p), "?") for p in bucket.parameters()]
-            self.trace.launches.append(Launch(bucket.index(), params, list(self.landed), len(self.trace.order)))
-        return allreduce_hook(state, bucket)
+
+def _note_then_all_reduce(state, bucket):  # type: ignore[no-untyped-def]  # DDP reads annotations: none
+    """The communication hook: note the bucket in the running trace (if any), then run
+    DDP's default all-reduce (divide by the world size, sum over the ranks)."""
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+    trace = state.trace
+    if trace is not None:  # after: the node runs so far (see place)
+        params = [state.names.get(id(p), "?") for p in bucket.parameters()]
+        trace.launches.append(Launch(bucket.index(), params, list(state.landed), len(trace.order)))
+    return allreduce_hook(None, bucket)
 
 
 def _bucket_hook(model: nn.Module) -> _BucketHook:
@@ -93,7 +97,7 @@ def _bucket_hook(model: nn.Module) -> _BucketHook:
         return hook
     hook = _BucketHook({id(p): n for n, p in model.named_parameters()})
     try:
-        model.register_comm_hook(None, hook)  # type: ignore[operator]
+        model.register_comm_hook(hook, _note_then_all_reduce)  # type: ignore[operator]
     except RuntimeError as e:
         raise RuntimeError(
             "trace_backward(params=ddp_model) records buckets with a communication hook, and this "
