@@ -130,7 +130,7 @@ class _Null:
         return None
 
 
-def _all_reduces(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[Any, ...]:
+def _all_reduces(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[int, float]:
     """All-reduces one forward and backward ran (from the profiler), and its seconds."""
     from torch.profiler import ProfilerActivity, profile
     start = time.perf_counter()
@@ -159,12 +159,11 @@ def _unused(rank: int, device: torch.device, seen: dict[str, Any]) -> None:
         runs = []
         for step, sign in ((22, 1.0), (23, -1.0), (24, 1.0), (25, -1.0)):
             x, y = (t.to(device) for t in batch(step, rank, sign=sign))
-            runs.append(_all_reduces(fixed, x, y))
-            if key.startswith("branchy"):
-                runs[-1] += (sorted(_grads(fixed)),)
+            all_reduces, seconds = _all_reduces(fixed, x, y)
+            runs.append((all_reduces, seconds, len(bucket_names(fixed)), sorted(_grads(fixed))))
             fixed.zero_grad(set_to_none=True)
         counts[key] = {"all_reduces": [r[0] for r in runs], "seconds": [r[1] for r in runs],
-                       "with_grad": [r[2] for r in runs] if key.startswith("branchy") else []}
+                       "buckets": [r[2] for r in runs], "with_grad": [r[3] for r in runs]}
     seen["find_unused"] = counts
 
 

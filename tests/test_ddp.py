@@ -112,7 +112,9 @@ def test_unused_parameter_fails_the_next_step_and_find_unused_fixes_it(ranks):
     seen, _ = ranks
     assert "Expected to have finished reduction in the prior iteration" in seen[0]["unused_error"]
     counts = seen[0]["find_unused"]
-    assert [a + 1 for a in counts["mlp"]["all_reduces"][1:]] == counts["mlp, find_unused"]["all_reduces"][1:]
+    assert counts["mlp"]["all_reduces"] == counts["mlp"]["buckets"] == [1, 3, 3, 3]  # one per bucket
+    flagged = counts["mlp, find_unused"]
+    assert flagged["all_reduces"] == [n + 1 for n in flagged["buckets"]]  # and one for the map of used ones
     assert "module.down.weight" in counts["branchy, find_unused"]["with_grad"][1]
 
 
