@@ -53,7 +53,7 @@ def _ddp_gradient(ddp_gradient: Callable[..., dict[str, torch.Tensor]]) -> None:
                tr("with world={world} each of the {world} ranks runs the model on its own {rows} rows; your "
                   "answer ran it on batches of {sizes}. Split x and y into world equal parts.",
                   world=world, rows=len(x) // world, sizes=sizes),
-               code="for xs, ys in zip(x.chunk(world), y.chunk(world)): ...")
+               code="`for xs, ys in zip(x.chunk(world), y.chunk(world)): ...`")
         want = _whole_batch(_mlp(), x, y)
         for name, w in want.items():
             ratio = float(got[name].norm() / w.norm())
@@ -96,7 +96,7 @@ def _overlapped(overlapped: Callable[[Any], dict[int, int]]) -> None:
                   "Count only the node runs after position launch.after, and only op nodes: an "
                   "AccumulateGrad (kind 'parameter') computes nothing.",
                   afters=[b.after for b in trace.launches], n=len(trace.order), want=want, got=got),
-               code="trace.nodes[nid].kind == 'op' for nid in trace.order[launch.after + 1:]")
+               code="`trace.nodes[nid].kind == 'op' for nid in trace.order[launch.after + 1:]`")
 
 
 @contextlib.contextmanager
