@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 import torch
 from torch import nn
@@ -59,7 +59,7 @@ class Launch:
     after: int = -1
 
 
-def is_ddp(model: object) -> bool:
+def is_ddp(model: object) -> TypeGuard[nn.Module]:
     """Whether ``model`` is a ``DistributedDataParallel`` (without importing it when unused)."""
     ddp = getattr(getattr(torch.nn, "parallel", None), "DistributedDataParallel", None)
     return ddp is not None and isinstance(model, ddp)
@@ -83,7 +83,7 @@ def _note_then_all_reduce(state, bucket):  # type: ignore[no-untyped-def]  # DDP
     if trace is not None:  # after: the node runs so far (see place)
         params = [state.names.get(id(p), "?") for p in bucket.parameters()]
         trace.launches.append(Launch(bucket.index(), params, list(state.landed), len(trace.order)))
-    return allreduce_hook(None, bucket)
+    return allreduce_hook(None, bucket)  # type: ignore[arg-type]  # None: the default group
 
 
 def _bucket_hook(model: nn.Module) -> _BucketHook:

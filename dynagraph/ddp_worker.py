@@ -40,8 +40,8 @@ ROWS = 4  # rows of each rank's part of a batch
 def make_model() -> nn.Sequential:
     """The lesson's MLP, with the same weights in every process (seeded)."""
     torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(),
-                         nn.Linear(16, 1))
+    return nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(),
+                         nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 1))
 
 
 def batch(step: int, rank: int, world: int = 2, sign: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -90,7 +90,7 @@ def _buckets(out: Path, rank: int, device: torch.device, seen: dict[str, Any]) -
     plain = DDP(make_model().to(device), bucket_cap_mb=BUCKET_CAP_MB)
     seen.update(grads=[], plain_grads=[], reducer_buckets=[], traced_steps=[1, 2])
     for step in (1, 2, 3):
-        x, y = (t.to(device) for t in batch(step, rank))
+        x, y = (t.to(device) for t in batch(step, rank, seen["world"]))
         loss = _loss(traced, x, y)
         if step in seen["traced_steps"]:  # the third step runs with the hook left behind, untraced
             with trace_backward(loss, params=traced) as bt:
@@ -111,7 +111,7 @@ def _no_sync(out: Path, rank: int, device: torch.device, seen: dict[str, Any]) -
     model = DDP(make_model().to(device), bucket_cap_mb=BUCKET_CAP_MB)
     launches = []
     for step in range(4):
-        x, y = (t.to(device) for t in batch(10 + step, rank))
+        x, y = (t.to(device) for t in batch(10 + step, rank, seen["world"]))
         sync = step == 3
         ctx = model.no_sync() if not sync else _Null()
         with ctx:
@@ -143,22 +143,24 @@ def _all_reduces(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[in
 def _unused(rank: int, device: torch.device, seen: dict[str, Any]) -> None:
     """The branch skips a head: the next step fails; find_unused_parameters=True fixes it."""
     model = DDP(Branchy().to(device))
-    x, y = (t.to(device) for t in batch(20, rank, sign=1.0))
+    x, y = (t.to(device) for t in batch(20, rank, seen["world"], sign=1.0))
     _loss(model, x, y).backward()  # the "up" head: "down" gets no gradient
     seen["unused_step1_grads"] = sorted(_grads(model))
-    x, y = (t.to(device) for t in batch(21, rank, sign=-1.0))
+    x, y = (t.to(device) for t in batch(21, rank, seen["world"], sign=-1.0))
     try:
         _loss(model, x, y).backward()
         seen["unused_error"] = ""
     except RuntimeError as e:
         seen["unused_error"] = str(e)
     counts = {}  # all-reduces per step: the MLP (every parameter used) without and with the flag
-    for key, model, find in (("mlp", make_model(), False), ("mlp, find_unused", make_model(), True),
-                             ("branchy, find_unused", Branchy(), True)):
-        fixed = DDP(model.to(device), find_unused_parameters=find, bucket_cap_mb=BUCKET_CAP_MB)
+    nets: list[tuple[str, nn.Module, bool]] = [("mlp", make_model(), False),
+                                               ("mlp, find_unused", make_model(), True),
+                                               ("branchy, find_unused", Branchy(), True)]
+    for key, net, find in nets:
+        fixed = DDP(net.to(device), find_unused_parameters=find, bucket_cap_mb=BUCKET_CAP_MB)
         runs = []
         for step, sign in ((22, 1.0), (23, -1.0), (24, 1.0), (25, -1.0)):
-            x, y = (t.to(device) for t in batch(step, rank, sign=sign))
+            x, y = (t.to(device) for t in batch(step, rank, seen["world"], sign=sign))
             all_reduces, seconds = _all_reduces(fixed, x, y)
             runs.append((all_reduces, seconds, len(bucket_names(fixed)), sorted(_grads(fixed))))
             fixed.zero_grad(set_to_none=True)

@@ -159,7 +159,8 @@ class Recording(_page.View):
                      module_types: dict[str, str], memory: SavedMemory | None = None) -> Recording:
         """A finished recording of these records (as :func:`dynagraph.load_view` reads one)."""
         rec = cls({}, {})
-        rec._steps, rec._nodes, rec._edges, rec.module_types, rec.memory = steps, nodes, edges, module_types, memory
+        rec._steps, rec._nodes, rec._edges = steps, nodes, edges
+        rec.module_types, rec.memory = module_types, memory
         return rec
 
     @property

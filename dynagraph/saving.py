@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +130,8 @@ def _graph(d: dict[str, Any]) -> Graph:
 
 
 def _recording(d: dict[str, Any]) -> Recording:
-    steps = [Step(**{**s, "inputs": _shapes(s["inputs"]), "outputs": _shapes(s["outputs"])}) for s in d["steps"]]
+    steps = [Step(**{**s, "inputs": _shapes(s["inputs"]), "outputs": _shapes(s["outputs"])})
+             for s in d["steps"]]
     return Recording.from_records(steps, [_node(n) for n in d["nodes"]], [tuple(e) for e in d["edges"]],
                                   d["module_types"], _memory_in(d["memory"]))
 
@@ -145,4 +147,5 @@ def _backward(d: dict[str, Any]) -> BackwardTrace:
     return trace
 
 
-_DECODERS = {"graph": _graph, "recording": _recording, "backward": _backward}
+_DECODERS: dict[str, Callable[[dict[str, Any]], _View]] = {"graph": _graph, "recording": _recording,
+                                                            "backward": _backward}

@@ -133,7 +133,7 @@ def test_model_with_its_own_hook_raises(one_rank):
     model = DDP(nn.Linear(2, 1))
     model.register_comm_hook(None, allreduce_hook)
     loss = model(torch.ones(1, 2)).sum()
-    with pytest.raises(RuntimeError, match="already has one .* Pass params=model.module"):
+    with pytest.raises(RuntimeError, match=r"already has one .* Pass params=model\.module"):
         with dg.trace_backward(loss, params=model):
             loss.backward()
     with dg.trace_backward(loss, params=model.module) as bt:  # the way out: no buckets

@@ -41,7 +41,7 @@ def _ddp_gradient(ddp_gradient: Callable[..., dict[str, torch.Tensor]]) -> None:
     for world in (1, 2, 4):
         model = _mlp()
         sizes: list[int] = []
-        hook = model.register_forward_pre_hook(lambda _, args: sizes.append(args[0].shape[0]))
+        hook = model.register_forward_pre_hook(lambda _, args, sizes=sizes: sizes.append(args[0].shape[0]))
         try:
             got = ddp_gradient(model, x, y, world)
         finally:
@@ -92,7 +92,8 @@ def _overlapped(overlapped: Callable[[Any], dict[int, int]]) -> None:
                tr("return a dict from each launch's bucket index (launch.bucket) to a count; got {type}.",
                   type=type(got).__name__))
         expect(got == want,
-               tr("for launches at positions {afters} of {n} node runs the counts are {want}; you gave {got}. "
+               tr("for launches at positions {afters} of {n} node runs the counts are {want}; "
+                  "you gave {got}. "
                   "Count only the node runs after position launch.after, and only op nodes: an "
                   "AccumulateGrad (kind 'parameter') computes nothing.",
                   afters=[b.after for b in trace.launches], n=len(trace.order), want=want, got=got),
@@ -117,7 +118,7 @@ def _one_rank() -> Iterator[None]:
 def _counting_hook(state: dict, bucket):  # type: ignore[no-untyped-def]  # DDP reads annotations
     from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
     state["launched_at"].append(state["forwards"])
-    return allreduce_hook(None, bucket)
+    return allreduce_hook(None, bucket)  # type: ignore[arg-type]  # None: the default group
 
 
 @exercise("12.3", N_("gradient accumulation under DDP: one all-reduce for several micro-batches"),
@@ -134,11 +135,12 @@ def _accumulate(accumulate: Callable[[nn.Module, list], None]) -> None:
         model = DDP(copy.deepcopy(inner))
         state: dict[str, Any] = {"launched_at": [], "forwards": 0}
         model.register_comm_hook(state, _counting_hook)
-        model.module.register_forward_pre_hook(lambda *_: state.__setitem__("forwards", state["forwards"] + 1))
+        model.module.register_forward_pre_hook(lambda *_: state.update(forwards=state["forwards"] + 1))
         accumulate(model, batches)
     launched = state["launched_at"]
     expect(state["forwards"] == len(batches),
-           tr("run the model once per micro-batch: {n} forwards, not {got}.", n=len(batches), got=state["forwards"]))
+           tr("run the model once per micro-batch: {n} forwards, not {got}.",
+              n=len(batches), got=state["forwards"]))
     expect(launched,
            tr("DDP launched no all-reduce: the ranks never exchanged gradients. Run the last micro-batch's "
               "backward outside model.no_sync()."))
@@ -148,9 +150,11 @@ def _accumulate(accumulate: Callable[[nn.Module, list], None]) -> None:
               launched=launched),
            code="with model.no_sync():\n    loss.backward()")
     for name, p in model.module.named_parameters():
-        expect(p.grad is not None, tr("{name}.grad is None: call backward() on each micro-batch's loss.", name=name))
+        expect(p.grad is not None,
+               tr("{name}.grad is None: call backward() on each micro-batch's loss.", name=name))
         ratio = float(p.grad.norm() / want[name].norm())
         expect(torch.allclose(p.grad, want[name], atol=1e-6),
-               tr("{name}.grad should be the gradient of the mean of the micro-batches' losses; it is {ratio:.2f} "
-                  "times as long. backward() adds into .grad: divide each loss by the number of micro-batches.",
+               tr("{name}.grad should be the gradient of the mean of the micro-batches' losses; "
+                  "it is {ratio:.2f} times as long. backward() adds into .grad: "
+                  "divide each loss by the number of micro-batches.",
                   name=name, ratio=ratio))
