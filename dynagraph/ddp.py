@@ -13,6 +13,10 @@ parameters, and the node run it launched in. It needs two hooks:
   so the model computes what it computed without it. A model with a hook of its own
   cannot be traced this way, and a traced model cannot take another hook later: trace
   ``params=model.module`` for a replay without buckets that leaves the model untouched.
+
+The picture fills each parameter with its bucket's colour (:data:`BUCKET_FILLS`, by bucket
+index) and adds a line ``bucket k`` in its box; the stepper has a step ``bucket k launched
+(n parameters)`` just after the node run the bucket launched in, lighting its parameters.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["BUCKET_FILLS", "Launch", "is_ddp", "launches_of", "marked", "place"]
 
 # Fill colours of parameters by bucket (cycled): pale, so the black text stays readable.
-BUCKET_FILLS = ("#ffd8a8", "#b2f2bb", "#eebefa", "#99e9f2", "#ffc9c9", "#d0bfff")  # not a parameter's blue
+BUCKET_FILLS = ("#ffd8a8", "#eebefa", "#99e9f2", "#ffc9c9", "#d8f5a2", "#ffec99")  # no kind's own fill
 _HOOK_ATTR = "_dynagraph_bucket_hook"  # the model's one comm hook, once a trace registered it
 
 

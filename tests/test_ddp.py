@@ -96,7 +96,7 @@ def test_trace_draws_buckets_and_launch_steps(ranks):
     assert texts.index("bucket 0 launched (4 parameters): all-reduce of their gradients") == first_after(trace) + 1
     acc = {n.label: n.id for n in trace.nodes if n.kind == "parameter"}
     assert overlay.notes[acc["module.0.weight"]] == "bucket 2"
-    assert re.search(r'label="module\.0\.weight\\n\(16, 8\)\\nbucket 2" .*fillcolor="#eebefa"\]', trace.to_dot())
+    assert re.search(r'label="module\.0\.weight\\n\(16, 8\)\\nbucket 2" .*fillcolor="#99e9f2"\]', trace.to_dot())
 
 
 def first_after(trace):
