@@ -150,3 +150,14 @@ def test_hook_stays_and_second_trace_reuses_it(one_rank):
         assert sorted(b.bucket for b in bt.launches) == [0]
         assert sorted(bt.launches[0].params) == ["module.bias", "module.weight"]
     assert ddp.is_ddp(model) and not ddp.is_ddp(model.module)
+
+
+def test_a_saved_ddp_trace_opens_as_the_same_view(one_rank, tmp_path):
+    model = DDP(nn.Sequential(nn.Linear(2, 3), nn.Tanh(), nn.Linear(3, 1)))
+    loss = model(torch.ones(4, 2)).sum()
+    with dg.trace_backward(loss, params=model) as bt:
+        loss.backward()
+    loaded = dg.load_view(dg.save_view(bt, tmp_path / "bt.json"))
+    assert loaded.launches == bt.launches and len(bt.launches) == 1
+    assert outputs_of(loaded) == outputs_of(bt)
+    assert "bucket 0 launched (4 parameters)" in outputs_of(loaded)["steps"]["text/html"]
