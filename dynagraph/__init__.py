@@ -19,6 +19,7 @@ from .live import Recording, Step, live
 from .norms import GradNorms, grad_norms
 from .plots import plot_grad_history, plot_grad_norms
 from .render import RendererNotFoundError, RenderTimeoutError
+from .saving import load_view, save_view
 from .timing import Comparison, compare
 
 __version__ = "0.1.0"
@@ -42,8 +43,10 @@ __all__ = [  # sorted; literal, so that linters and type checkers read it
     "grad_norms",
     "language",
     "live",
+    "load_view",
     "plot_grad_history",
     "plot_grad_norms",
+    "save_view",
     "set_language",
     "trace_backward",
     "track_modules",

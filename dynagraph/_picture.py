@@ -195,6 +195,12 @@ def _mapped(pic: Picture, overlay: Overlay) -> tuple[Overlay, Series]:
         out.faint = {pic.mapping[i] for i in overlay.faint if i in pic.mapping} - shown
     for nid, badge in overlay.badges.items():
         out.badges.setdefault(pic.mapping[nid], badge)
+    for nid in overlay.notes.keys() | overlay.fills.keys():  # a view's marks (a DDP bucket): the first kept
+        if nid in pic.mapping:
+            if nid in overlay.notes:
+                out.notes.setdefault(pic.mapping[nid], overlay.notes[nid])
+            if nid in overlay.fills:
+                out.fills.setdefault(pic.mapping[nid], overlay.fills[nid])
     by_edge: dict[tuple[int, int], dict[int, float]] = {}
     sources: dict[tuple[int, int], list[tuple[int, int]]] = {}  # drawn pair -> the pairs it stands for
     for edge, v in overlay.edge_norms.items():

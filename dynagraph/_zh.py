@@ -235,6 +235,11 @@ MESSAGES: dict[str, str] = {
         "第 {k} 步：{op} [{where}] {code}",
     "{n} steps so far":
         "已记录 {n} 步",
+    # ddp.py: a backward replay of a DistributedDataParallel model
+    "bucket {k}":
+        "桶 {k}",
+    "bucket {k} launched ({n} parameters): all-reduce of their gradients":
+        "桶 {k} 已启动（{n} 个参数）：对它们的梯度做全归约",
 }
 
 # Messages Graphviz draws inside a picture (a node's saved bytes, a rolled block's steps):

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from . import _page, _patch, _picture
+from . import _page, _patch, _picture, ddp
 from ._dot import Overlay
 from ._language import tr
 from ._records import Node
@@ -50,6 +50,9 @@ class BackwardTrace(_page.View):
         notes: ``{(src, dst, slot): reason}`` for edges whose gradient has no norm to
             read (the ``meta`` device, a layout torch cannot reduce); they are not in
             ``edge_norms``.
+        launches: The all-reduces a ``DistributedDataParallel`` model (``params``)
+            launched, in order (:class:`dynagraph.ddp.Launch`: bucket, its parameters,
+            the node run it launched in); empty for any other model.
 
     Displays as the graph with execution order on the nodes and edge width and
     label from the gradient norm, and a stepper that lights nodes in backward order.
@@ -61,6 +64,7 @@ class BackwardTrace(_page.View):
         self.edge_norms: dict[Edge, float] = {}
         self.merged_norms: dict[tuple[int, int], float] = {}
         self.notes: dict[Edge, str] = {}
+        self.launches: list[ddp.Launch] = []
 
     def __repr__(self) -> str:
         names = {n.id: n.name for n in self.nodes}
@@ -86,8 +90,9 @@ class BackwardTrace(_page.View):
             arriving.setdefault(src, []).append(v)
             parallel.setdefault((src, dst), []).append(v)
         steps = [(_ran(by_id[nid], arriving.get(nid, [])), [nid]) for nid in self.order]
-        return Overlay(badges=badges, edge_norms=dict(self.merged_norms), steps=steps, mode="light",
-                       parallel_norms={pair: vs for pair, vs in parallel.items() if len(vs) > 1})
+        overlay = Overlay(badges=badges, edge_norms=dict(self.merged_norms), steps=steps, mode="light",
+                          parallel_norms={pair: vs for pair, vs in parallel.items() if len(vs) > 1})
+        return ddp.marked(self, overlay) if self.launches else overlay
 
     def to_dot(self) -> str:
         """DOT of the picture: execution order on the nodes, gradient norm on the edges."""
@@ -141,7 +146,12 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
 
     Args:
         roots: The tensor(s) you will call ``backward()`` on (as for :func:`draw`).
-        params: An ``nn.Module`` or a mapping name -> tensor naming the leaves.
+        params: An ``nn.Module`` or a mapping name -> tensor naming the leaves. A
+            ``DistributedDataParallel`` model also records its buckets (see
+            :mod:`dynagraph.ddp`): each parameter is marked by its bucket, and the steps
+            say where each bucket's all-reduce launched. This registers the model's one
+            communication hook, for good (outside a trace it runs DDP's default
+            all-reduce); pass ``params=model.module`` to leave the model's hook free.
 
     Yields:
         A :class:`BackwardTrace`, complete after the block. A gradient with no norm
@@ -150,6 +160,9 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
 
     Warns:
         UserWarning: the block ran no backward over these roots (0 node runs).
+
+    Raises:
+        RuntimeError: ``params`` is a DDP model with a communication hook of its own.
 
     Example:
         >>> with dg.trace_backward(loss, params=model) as bt:
@@ -169,7 +182,8 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
         try:
             _patch.paused_gc(_add_hooks, fns, slots, roots_of, trace.order, pending, handles, pause)
             del slots  # the hooks hold the graph only until removed
-            yield trace
+            with ddp.launches_of(params, trace) if ddp.is_ddp(params) else contextlib.nullcontext():
+                yield trace
         finally:
             _patch.remove_hooks(handles)
             pause.resume()  # a backward that raised never ran its end-of-pass callback

@@ -154,6 +154,15 @@ class Recording(_page.View):
         self._roots: list = []  # weak references to the newest steps' outputs (deep graphs)
         self.memory: SavedMemory | None = None
 
+    @classmethod
+    def from_records(cls, steps: list[Step], nodes: list[Node], edges: list[tuple[int, int]],
+                     module_types: dict[str, str], memory: SavedMemory | None = None) -> Recording:
+        """A finished recording of these records (as :func:`dynagraph.load_view` reads one)."""
+        rec = cls({}, {})
+        rec._steps, rec._nodes, rec._edges = steps, nodes, edges
+        rec.module_types, rec.memory = module_types, memory
+        return rec
+
     @property
     def steps(self) -> list[Step]:
         """:class:`Step` per recorded op, in the order they ran."""

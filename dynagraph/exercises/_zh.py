@@ -627,4 +627,31 @@ MESSAGES: dict[str, str] = {
         "梯度与普通模型的相差很远：unpack 应返回保存的值，而不是零或新的张量。",
     "the gradients are exactly the plain model's, without the small errors of float16: backward got float32 values that pack kept on the side. pack should return only the float16 copy; unpack should make a float32 tensor from that copy.":
         "梯度与普通模型的完全相同，没有 float16 带来的微小误差：反向传播拿到的是 pack 另外保存的 float32 值。pack 应只返回 float16 副本；unpack 应由这个副本生成一个 float32 张量。",
+    # nb12.py
+    "what all-reduce leaves on every rank, simulated in one process":
+        "在一个进程中模拟全归约在每个进程（rank）上留下的结果",
+    "count the op nodes backward ran while each bucket's all-reduce was under way":
+        "数一数每个桶的全归约进行期间，反向传播运行了多少个运算节点",
+    "gradient accumulation under DDP: one all-reduce for several micro-batches":
+        "DDP 下的梯度累积：几个微批次只做一次全归约",
+    "return a dict from each parameter's name (as model.named_parameters() names it) to its gradient.":
+        "请返回一个字典：键是每个参数的名字（与 `model.named_parameters()` 给出的相同），值是它的梯度。",
+    "with world={world} each of the {world} ranks runs the model on its own {rows} rows; your answer ran it on batches of {sizes}. Split x and y into world equal parts.":
+        "当 `world={world}` 时，{world} 个进程各自在自己的 {rows} 行上运行模型；你的答案运行的批次大小是 {sizes}。请把 `x` 和 `y` 分成 `world` 个相等的部分。",
+    "with world={world} the gradient of {name} should equal the whole batch's gradient; it is {ratio:.2f} times as long. Each rank's loss is the mean over its rows, and all-reduce then averages over the ranks: divide the sum by world.":
+        "当 `world={world}` 时，{name} 的梯度应等于整个批次的梯度；而它的长度是后者的 {ratio:.2f} 倍。每个进程的损失是它那几行的平均值，全归约再在各进程之间取平均：请把总和除以 `world`。",
+    "return a dict from each launch's bucket index (launch.bucket) to a count; got {type}.":
+        "请返回一个字典：键是每次启动的桶编号（`launch.bucket`），值是一个计数；你返回的是 {type}。",
+    "for launches at positions {afters} of {n} node runs the counts are {want}; you gave {got}. Count only the node runs after position launch.after, and only op nodes: an AccumulateGrad (kind 'parameter') computes nothing.":
+        "在 {n} 次节点运行中，启动位置为 {afters} 时，计数应为 {want}；你给出的是 {got}。只数位置 `launch.after` 之后的节点运行，并且只数运算节点：`AccumulateGrad`（`kind == 'parameter'`）不做计算。",
+    "run the model once per micro-batch: {n} forwards, not {got}.":
+        "每个微批次运行一次模型：应有 {n} 次前向计算，而不是 {got} 次。",
+    "DDP launched no all-reduce: the ranks never exchanged gradients. Run the last micro-batch's backward outside model.no_sync().":
+        "DDP 没有启动任何全归约：各进程从未交换梯度。请在 `model.no_sync()` 之外运行最后一个微批次的反向传播。",
+    "all-reduces were launched after forwards {launched}: only the last micro-batch's backward should launch one. Run the others inside `with model.no_sync():` (forward and backward).":
+        "全归约在第 {launched} 次前向计算之后启动：只有最后一个微批次的反向传播应启动全归约。请把其他微批次放在 `with model.no_sync():` 中运行（前向和反向都要放进去）。",
+    "{name}.grad is None: call backward() on each micro-batch's loss.":
+        "{name}.grad 是 None：请对每个微批次的损失调用 `backward()`。",
+    "{name}.grad should be the gradient of the mean of the micro-batches' losses; it is {ratio:.2f} times as long. backward() adds into .grad: divide each loss by the number of micro-batches.":
+        "{name}.grad 应是各微批次损失的平均值的梯度；而它的长度是后者的 {ratio:.2f} 倍。`backward()` 会累加到 `.grad` 中：请把每个损失除以微批次的数量。",
 }

@@ -1,0 +1,151 @@
+"""save_view() and load_view(): a view written to a JSON file in one process, shown in another.
+
+A drawing (:class:`~dynagraph.Graph`), a recording (:class:`~dynagraph.Recording`) and a
+backward replay (:class:`~dynagraph.BackwardTrace`) hold plain records (nodes, edges,
+steps, numbers), never torch objects. This module writes those records as JSON, and reads
+them back into a view of the same class that draws the same picture with the same steps
+and numbers. No pickle: a file from someone else cannot run code when it is loaded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ._records import Node
+from ._roll import Block
+from .backward import BackwardTrace
+from .graph import Graph
+from .live import Recording, Step
+from .memory import SavedMemory, SavedTensor
+
+__all__ = ["FORMAT", "load_view", "save_view"]
+
+FORMAT = "dynagraph-view/1"  # the "format" key of every file; a later layout gets a new number
+_View = Graph | Recording | BackwardTrace
+
+
+def save_view(view: _View, path: str | os.PathLike[str]) -> Path:
+    """Write ``view``'s records to ``path`` as JSON, to open later with :func:`load_view`.
+
+    Args:
+        view: A :class:`Graph` (from :func:`draw`), a :class:`Recording` (from :func:`live`,
+            after its block) or a :class:`BackwardTrace` (from :func:`trace_backward`).
+        path: The file to write (``.json`` is usual; any name works).
+
+    Returns:
+        The path written.
+
+    Raises:
+        TypeError: ``view`` is not one of those three.
+
+    Example:
+        >>> dg.save_view(bt, "trace.json")        # in a worker process
+        >>> dg.load_view("trace.json")            # in the notebook: the same picture and steps
+    """
+    if not isinstance(view, (Graph, Recording, BackwardTrace)):
+        raise TypeError(f"save_view takes a Graph, Recording or BackwardTrace; got {type(view).__name__}")
+    path = Path(path)
+    path.write_text(json.dumps(_encode(view), ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+    return path
+
+
+def load_view(path: str | os.PathLike[str]) -> _View:
+    """The view written to ``path`` by :func:`save_view`, of the class it was.
+
+    Raises:
+        FileNotFoundError: no file at ``path``.
+        ValueError: the file is not JSON written by :func:`save_view` (or by another
+            version's layout: the message names the format it found).
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{str(path)!r} is not a saved view: not JSON ({e})") from e
+    found = data.get("format") if isinstance(data, dict) else None
+    if found != FORMAT:
+        raise ValueError(f"{str(path)!r} is not a saved view of this dynagraph: format {found!r} "
+                         f"(expected {FORMAT!r}); save it again with dg.save_view")
+    return _DECODERS[data["kind"]](data)
+
+
+# -- records <-> JSON (tuples become lists in JSON: each decoder puts them back) --
+
+def _node(d: dict[str, Any]) -> Node:
+    d = dict(d)
+    d["shape"] = None if d["shape"] is None else tuple(d["shape"])
+    d["saved"] = [tuple(s) for s in d["saved"]]
+    return Node(**d)
+
+
+def _memory_out(m: SavedMemory | None) -> dict[str, Any] | None:
+    if m is None:
+        return None
+    return {"saved": [[nid, [dataclasses.asdict(s) for s in ss]] for nid, ss in m.saved.items()],
+            "leaves": sorted(list(k) for k in m.leaves)}
+
+
+def _memory_in(d: dict[str, Any] | None) -> SavedMemory | None:
+    if d is None:
+        return None
+    saved = {nid: [SavedTensor(**{**s, "storage": None if s["storage"] is None else tuple(s["storage"])})
+                   for s in ss] for nid, ss in d["saved"]}
+    return SavedMemory(saved=saved, leaves={tuple(k) for k in d["leaves"]})
+
+
+def _shapes(shapes: list[Any]) -> list[tuple[int, ...] | None]:
+    return [None if s is None else tuple(s) for s in shapes]
+
+
+def _encode(view: _View) -> dict[str, Any]:
+    out: dict[str, Any] = {"format": FORMAT, "nodes": [dataclasses.asdict(n) for n in view.nodes],
+                           "edges": [list(e) for e in view.edges], "module_types": view.module_types}
+    if isinstance(view, Graph):
+        out.update(kind="graph", title=view.title, roll=view.roll, max_nodes=view.max_nodes,
+                   blocks=[dataclasses.asdict(b) for b in view.blocks], memory=_memory_out(view.memory))
+    elif isinstance(view, Recording):
+        out.update(kind="recording", steps=[dataclasses.asdict(s) for s in view.steps],
+                   memory=_memory_out(view.memory))
+    else:
+        out.update(kind="backward", order=view.order,
+                   edge_norms=[[*e, v] for e, v in view.edge_norms.items()],
+                   merged_norms=[[*e, v] for e, v in view.merged_norms.items()],
+                   notes=[[*e, v] for e, v in view.notes.items()],
+                   launches=[dataclasses.asdict(b) for b in view.launches])
+    return out
+
+
+def _graph(d: dict[str, Any]) -> Graph:
+    blocks = [Block(**{**b, "loops": [tuple(e) for e in b["loops"]]}) for b in d["blocks"]]
+    graph = Graph([_node(n) for n in d["nodes"]], [tuple(e) for e in d["edges"]], d["module_types"],
+                  d["title"], blocks=blocks, roll=d["roll"], max_nodes=d["max_nodes"])
+    graph.memory = _memory_in(d["memory"])
+    return graph
+
+
+def _recording(d: dict[str, Any]) -> Recording:
+    steps = [Step(**{**s, "inputs": _shapes(s["inputs"]), "outputs": _shapes(s["outputs"])})
+             for s in d["steps"]]
+    return Recording.from_records(steps, [_node(n) for n in d["nodes"]], [tuple(e) for e in d["edges"]],
+                                  d["module_types"], _memory_in(d["memory"]))
+
+
+def _backward(d: dict[str, Any]) -> BackwardTrace:
+    from .ddp import Launch  # the DDP module imports torch.distributed: only when it is needed
+    trace = BackwardTrace([_node(n) for n in d["nodes"]], [tuple(e) for e in d["edges"]], d["module_types"])
+    trace.order = list(d["order"])
+    trace.edge_norms = {(s, t, k): v for s, t, k, v in d["edge_norms"]}
+    trace.merged_norms = {(s, t): v for s, t, v in d["merged_norms"]}
+    trace.notes = {(s, t, k): v for s, t, k, v in d["notes"]}
+    trace.launches = [Launch(**b) for b in d["launches"]]
+    return trace
+
+
+_DECODERS: dict[str, Callable[[dict[str, Any]], _View]] = {"graph": _graph, "recording": _recording,
+                                                            "backward": _backward}
