@@ -17,6 +17,7 @@ from .graph import Graph
 from .history import GradHistory
 from .live import Recording, Step, live
 from .norms import GradNorms, grad_norms
+from .passes import track_passes
 from .plots import plot_grad_history, plot_grad_norms
 from .render import RendererNotFoundError, RenderTimeoutError
 from .timing import Comparison, compare
@@ -47,4 +48,5 @@ __all__ = [  # sorted; literal, so that linters and type checkers read it
     "set_language",
     "trace_backward",
     "track_modules",
+    "track_passes",
 ]

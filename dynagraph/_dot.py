@@ -40,6 +40,9 @@ _HEADER = (
     '  node [fontname="Helvetica" fontsize=10 height=0.3 margin="0.08,0.03"]\n'
     '  edge [arrowsize=0.6 color="#495057" fontname="Helvetica" fontsize=8]\n'
 )
+# Outline of a node made by backward pass k (create_graph=True: see dynagraph.passes), by
+# k = 1, 2, 3 and later; named in the title's legend (:func:`pass_legend`).
+PASS_COLOURS = ("#7048e8", "#0ca678", "#e8590c")
 # A node that does not feed the output a recording is drawn for (later attributes win).
 FAINT = 'color="#adb5bd" fontcolor="#868e96" fillcolor="#f8f9fa"'
 # A leaf feeding more ops than this is drawn once per op: small graphs keep one box
@@ -458,8 +461,34 @@ def _frame_order(keys: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
 
 def _node_line(node: Node, name: str, extra: str, note: str = "") -> str:
     label = node_label(node) + (f"\n{note}" if note else "")
+    if node.derivative:  # made by a backward pass: its colour's outline (before extra: a highlight wins)
+        extra = f'color="{_pass_colour(node.derivative)}" penwidth=2 {extra}'.rstrip()
     return (f'  {name} [id="{name}" class="dg-{node.kind} dg-n{node.id}" '
             f"label={quote(label)} {STYLE[node.kind]}{' ' + extra if extra else ''}]\n")
+
+
+def _pass_colour(order: int) -> str:
+    return PASS_COLOURS[min(order, len(PASS_COLOURS)) - 1]
+
+
+def pass_legend(nodes: Iterable[Node]) -> str:
+    """The title line naming the outline of each backward pass that made a node of
+    ``nodes`` (``""`` when the forward pass made them all, or no pass was recorded).
+
+    Example:
+        >>> from dynagraph._records import Node
+        >>> pass_legend([Node(id=0, name="A", kind="op", label="A", derivative=0),
+        ...              Node(id=1, name="B", kind="op", label="B", derivative=1)])
+        'outline: plain = forward, purple = first backward'
+    """
+    from .passes import pass_name  # (no torch import at module load)
+
+    orders = sorted({n.derivative for n in nodes if n.derivative})
+    if not orders:
+        return ""
+    names = {"#7048e8": "purple", "#0ca678": "teal", "#e8590c": "orange"}
+    parts = [f"{names[_pass_colour(k)]} = {pass_name(k)}" for k in orders]
+    return "outline: plain = forward, " + ", ".join(dict.fromkeys(parts))
 
 
 def node_label(node: Node) -> str:

@@ -165,7 +165,8 @@ def _drawing(graph: Graph, overlay: Overlay | None, full: bool) -> tuple[Picture
     pic = picture(graph, roll=False if full else graph.roll, max_nodes=None if full else graph.max_nodes)
     drawn, series = _mapped(pic, overlay or Overlay())
     g = pic.graph
-    title = g.title
+    legend = _dot.pass_legend(g.nodes)
+    title = f"{g.title}\n{legend}" if g.title and legend else g.title or legend or None
     saved = getattr(graph, "memory", None)
     if saved is not None:
         repeats = {nid: block.repeats for block in g.blocks for nid in block.nodes}

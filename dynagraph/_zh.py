@@ -31,6 +31,8 @@ MESSAGES: dict[str, str] = {
         "张量：{shape} {dtype} {device}",
     "saved {name}: {value}":
         "保存的 {name}：{value}",
+    "made by: the {name} pass":
+        "由哪一遍计算创建：{name}",
     "drawn once for {n} iterations":
         "只画一次，代表 {n} 次迭代",
     "iteration: node":
