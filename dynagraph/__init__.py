@@ -13,6 +13,7 @@ from ._tags import track_modules
 from .backward import BackwardTrace, trace_backward
 from .diff import GraphDiff, diff
 from .draw import draw
+from .forward import ForwardTrace, trace_forward
 from .graph import Graph
 from .history import GradHistory
 from .live import Recording, Step, live
@@ -27,6 +28,7 @@ __version__ = "0.1.0"
 __all__ = [  # sorted; literal, so that linters and type checkers read it
     "BackwardTrace",
     "Comparison",
+    "ForwardTrace",
     "GradHistory",
     "GradNorms",
     "Graph",
@@ -47,6 +49,7 @@ __all__ = [  # sorted; literal, so that linters and type checkers read it
     "plot_grad_norms",
     "set_language",
     "trace_backward",
+    "trace_forward",
     "track_modules",
     "track_passes",
 ]

@@ -134,6 +134,8 @@ class Overlay:
         mode: ``"reveal"`` (the stepper hides later nodes) or ``"light"`` (dims them).
         totals: Bytes kept alive for backward after each step (shown by the stepper),
             or empty.
+        forward: The edge norms are tangents flowing forward (a forward-mode trace): the
+            arrows keep the forward direction instead of turning to the gradient's.
     """
 
     badges: dict[int, str] = field(default_factory=dict)
@@ -148,6 +150,7 @@ class Overlay:
     mode: str = "reveal"
     totals: list[int] = field(default_factory=list)
     parallel_norms: dict[tuple[int, int], list[float]] = field(default_factory=dict)
+    forward: bool = False
 
 
 def to_dot(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
@@ -201,7 +204,7 @@ def to_dot(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
     computed = {node.id for _, node, _ in places if node.kind not in ("parameter", "input")}
     for k, (src, dst) in enumerate(edges):
         a = copies.get((src, dst), f"n{src}")
-        extra = _edge_extra(norms[k], span, (src, dst) in loops)
+        extra = _edge_extra(norms[k], span, (src, dst) in loops, overlay.forward)
         if (src, dst) in spaced:
             extra = f"minlen=2 {extra}".rstrip()
         if src in computed and dst in computed and (src, dst) not in loops:  # the chain of ops stays straight
@@ -347,11 +350,12 @@ def _edge_norms(edges: Sequence[tuple[int, int]], overlay: Overlay) -> list[floa
     return out
 
 
-def _edge_extra(v: float | None, span: tuple[float, float], loop: bool) -> str:
+def _edge_extra(v: float | None, span: tuple[float, float], loop: bool, forward: bool = False) -> str:
     parts = ['style=dashed color="#e8590c" constraint=false'] if loop else []
     if v is not None:
         width, colour = _norm_width(v, span), _norm_colour(v)
-        parts.append(f'dir=back penwidth={width:.2f} color="{colour}" '  # arrows follow the gradient
+        turn = "" if forward else "dir=back "  # a gradient's arrow points back to the input
+        parts.append(f'{turn}penwidth={width:.2f} color="{colour}" '  # arrows follow the gradient
                      f'label={_edge_label(f"{v:.3g}", width)} fontcolor="{colour}"')
     return " ".join(parts)
 

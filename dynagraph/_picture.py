@@ -178,7 +178,8 @@ def _drawing(graph: Graph, overlay: Overlay | None, full: bool) -> tuple[Picture
 
 def _mapped(pic: Picture, overlay: Overlay) -> tuple[Overlay, Series]:
     """The DOT part of ``overlay`` in drawn ids, and per-iteration norms of rolled edges."""
-    out = Overlay(highlight={pic.mapping[i] for i in overlay.highlight if i in pic.mapping})
+    out = Overlay(highlight={pic.mapping[i] for i in overlay.highlight if i in pic.mapping},
+                  forward=overlay.forward)
     if overlay.faint:  # a drawn node is faint when every node it stands for is
         shown = {pic.mapping[i] for i in pic.mapping if i not in overlay.faint}
         out.faint = {pic.mapping[i] for i in overlay.faint if i in pic.mapping} - shown

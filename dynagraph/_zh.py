@@ -133,6 +133,15 @@ MESSAGES: dict[str, str] = {
         "：收到梯度，\u2016g\u2016 = {norms}",
     "backward: {n} node runs. The arrows point the way autograd sends gradients: from the output back to the inputs":
         "反向传播：节点共运行 {n} 次。箭头指向自动微分传递梯度的方向：从输出回到输入",
+    # forward.py: a forward-mode trace's steps and caption
+    "{leaf}: tangent in":
+        "{leaf}：切向量输入",
+    "{op} ran: tangent out":
+        "{op} 已运行：切向量输出",
+    ", \u2016t\u2016 = {norm}":
+        "，\u2016t\u2016 = {norm}",
+    "forward mode: {n} node runs. The arrows point the way tangents flow: from the inputs to the outputs":
+        "前向模式：节点共运行 {n} 次。箭头指向切向量流动的方向：从输入到输出",
     # timing.py: dg.compare's verdict (after "timing: ", which stays)
     "{verdict} ({times}; {how})":
         "{verdict}（{times}；{how}）",

@@ -152,10 +152,10 @@ def track_passes() -> Iterator[None]:
     global _used
     _used = True
     with _lock:
-        run = torch.autograd._engine_run_backward  # type: ignore[attr-defined]
-        torch.autograd._engine_run_backward = _watched(run)  # type: ignore[attr-defined]
+        run = torch.autograd._engine_run_backward
+        torch.autograd._engine_run_backward = _watched(run)
     try:
         yield
     finally:
         with _lock:
-            torch.autograd._engine_run_backward = run  # type: ignore[attr-defined]
+            torch.autograd._engine_run_backward = run

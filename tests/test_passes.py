@@ -43,7 +43,7 @@ def test_derivative_order_matches_the_pass_that_made_each_node(order):
     assert {want for _, want in checked} == set(range(order + 1))  # every pass shows in the graph
 
 
-@pytest.mark.filterwarnings("ignore:Using backward\(\) with create_graph")
+@pytest.mark.filterwarnings(r"ignore:Using backward\(\) with create_graph")
 def test_backward_with_create_graph_marks_the_grad_it_accumulates():
     w = torch.tensor([1.0, 2.0], requires_grad=True)
     with dg.track_passes():
