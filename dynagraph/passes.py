@@ -10,7 +10,7 @@ ends:
   given) that no earlier pass made is marked as made by the forward pass (0); the pass
   gets the order one above the highest order it runs through (a gradient of the
   forward graph: 1; a gradient of that gradient: 2);
-- after it ran, every unmarked node reachable from what it produced (the gradients it
+- after a run with ``create_graph=True``, every unmarked node reachable from what it produced (the gradients it
   returns, or the leaves' ``.grad``) was made by it: it gets the pass's order.
 
 The marks live in each node's ``metadata`` (:data:`KEY`); :func:`dynagraph.draw` and
@@ -103,14 +103,12 @@ def _watched(run: Callable[..., Any]) -> Callable[..., Any]:
     def engine_run_backward(t_outputs: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
         # (autograd.backward and autograd.grad both call it as (outputs, grads, retain_graph,
         # create_graph, inputs, allow_unreachable, accumulate_grad=...))
-        if not (args[2] if len(args) > 2 else kwargs.get("create_graph", False)):
-            return run(t_outputs, *args, **kwargs)  # grad mode off: it makes no node
         try:  # bookkeeping never breaks the user's backward
             top, leaves = _mark_old(_grad_fns(list(t_outputs)) + _grad_fns(args[0] if args else None))
         except Exception:  # noqa: BLE001 - a graph walked differently (torch.func's wrapped tensors)
             top, leaves = -1, []
         result = run(t_outputs, *args, **kwargs)
-        if top >= 0:
+        if top >= 0 and (args[2] if len(args) > 2 else kwargs.get("create_graph", False)):  # it made nodes
             try:
                 made = list(result or ())
                 if kwargs.get("accumulate_grad", len(args) > 5 and args[5]):  # backward(): into .grad
@@ -128,17 +126,18 @@ def _watched(run: Callable[..., Any]) -> Callable[..., Any]:
 def track_passes() -> Iterator[None]:
     """Record which pass made each autograd node: the forward pass, or which backward pass.
 
-    Inside the block each run of autograd's engine with ``create_graph=True`` marks the
+    Inside the block each run of autograd's engine marks the nodes it runs through that
+    no earlier pass made as forward (0); one with ``create_graph=True`` then marks the
     nodes it made with its order: 1 for a gradient of the forward graph, 2 for a
     gradient of that gradient (a gradient penalty's double backward, a Hessian-vector
-    product), and so on; the nodes it ran through that no earlier pass made are marked
-    as forward (0). :func:`dynagraph.draw`, a :func:`dynagraph.live` recording's
+    product), and so on. :func:`dynagraph.draw`, a :func:`dynagraph.live` recording's
     graph and the other views then give each node's order in its record
     (``Node.derivative``), its hover details (``made by: the first backward pass``) and
     the picture: nodes made by a backward pass are outlined in that pass's colour,
     named in the title's legend (purple: first backward, teal: second, orange: third
-    and later). Nodes made outside the block have no mark (``None``), unless a pass
-    inside it ran through them.
+    and later). A node that no run of the engine inside the block has gone
+    through (an op after the last backward, a graph made outside the block) has no
+    mark (``None``).
 
     The engine's Python entry (``torch.autograd._engine_run_backward``) is wrapped
     inside the block and restored on exit, even if the block raises.

@@ -56,6 +56,20 @@ def test_backward_with_create_graph_marks_the_grad_it_accumulates():
     w.grad = None  # (break the cycle backward(create_graph=True) makes)
 
 
+def test_plain_backward_marks_the_forward_ops_after_a_gradient():
+    x = torch.tensor([0.5, -1.0], requires_grad=True)
+    with dg.track_passes():
+        (g,) = torch.autograd.grad((x.sin() * x).sum(), x, create_graph=True)
+        penalty = (g.norm() - 1) ** 2
+        before = {n.derivative for n in dg.draw(penalty).nodes if n.kind == "op"}
+        made = reachable(g)
+        penalty.backward()  # no create_graph: it makes no node, and marks what it ran through
+    nodes, _, fns = walk(named_roots(penalty), {})
+    assert None in before
+    after = [n.derivative for n, fn in zip(nodes, fns) if n.kind == "op" and fn not in made]
+    assert after and after == [0] * len(after)  # norm, sub, pow: forward ops, made by no pass
+
+
 def test_picture_legend_and_hover_name_the_passes():
     x = torch.tensor([0.5, -1.0], requires_grad=True)
     out, _ = expected_orders(x, 2)
