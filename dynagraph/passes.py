@@ -10,8 +10,9 @@ ends:
   given) that no earlier pass made is marked as made by the forward pass (0); the pass
   gets the order one above the highest order it runs through (a gradient of the
   forward graph: 1; a gradient of that gradient: 2);
-- after a run with ``create_graph=True``, every unmarked node reachable from what it produced (the gradients it
-  returns, or the leaves' ``.grad``) was made by it: it gets the pass's order.
+- after a run with ``create_graph=True``, every unmarked node reachable from what it
+  produced (the gradients it returns, or the leaves' ``.grad``) was made by it: it
+  gets the pass's order.
 
 The marks live in each node's ``metadata`` (:data:`KEY`); :func:`dynagraph.draw` and
 the other views read them into ``Node.derivative``.
