@@ -70,6 +70,18 @@ def test_plain_backward_marks_the_forward_ops_after_a_gradient():
     assert after and after == [0] * len(after)  # norm, sub, pow: forward ops, made by no pass
 
 
+def test_a_live_recording_graph_carries_the_orders():
+    x = torch.tensor([0.5, -1.0], requires_grad=True)
+    with dg.track_passes(), dg.live(params={"x": x}) as rec:
+        y = (x.sin() * x).sum()
+        before = reachable(y)
+        (g,) = torch.autograd.grad(y, x, create_graph=True)
+    ops = {fn for fn in before | reachable(g) if "AccumulateGrad" not in fn.name()}
+    want = sorted(0 if fn in before else 1 for fn in ops)  # PyTorch's node sets
+    got = sorted(n.derivative for n in rec.graph().nodes if n.kind == "op")
+    assert got == want and want.count(1) > 0
+
+
 def test_picture_legend_and_hover_name_the_passes():
     x = torch.tensor([0.5, -1.0], requires_grad=True)
     out, _ = expected_orders(x, 2)
