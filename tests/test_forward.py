@@ -116,6 +116,7 @@ def test_loop_rolls_into_one_block():
     assert len(ft.order) == 91
     pic = ft.graph().picture()
     assert pic.blocks and pic.blocks[0].repeats >= 10
+    assert "\u2016tangent\u2016 along the loop" in ft.to_dot()  # the frame's sparkline names tangents
 
 
 def test_no_dual_tensors_records_nothing():
