@@ -152,10 +152,12 @@ def track_passes() -> Iterator[None]:
     global _used
     _used = True
     with _lock:
-        run = torch.autograd._engine_run_backward
-        torch.autograd._engine_run_backward = _watched(run)
+        run = _torch.engine_entry()
+        if run is not None:
+            _torch.set_engine_entry(_watched(run))
     try:
         yield
     finally:
-        with _lock:
-            torch.autograd._engine_run_backward = run
+        if run is not None:
+            with _lock:
+                _torch.set_engine_entry(run)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import torch
 import torch.autograd.forward_ad as fwAD
@@ -36,7 +35,8 @@ def _cases() -> list[tuple[Fn, torch.Tensor, torch.Tensor]]:
         return torch.stack([x[0] * x[1], x[1] + x[2] ** 2, x[2].tanh() * x[0]])
 
     d = torch.float64
-    return [(wide, torch.tensor([0.5, -1.0, 2.0, 1.5], dtype=d), torch.tensor([1.0, 2.0, 0.0, -1.0], dtype=d)),
+    return [(wide, torch.tensor([0.5, -1.0, 2.0, 1.5], dtype=d),
+             torch.tensor([1.0, 2.0, 0.0, -1.0], dtype=d)),
             (tall, torch.tensor([0.3, 0.7], dtype=d), torch.tensor([2.0, -1.0], dtype=d)),
             (square, torch.tensor([1.0, 2.0, 3.0], dtype=d), torch.tensor([0.0, 1.0, 1.0], dtype=d))]
 
@@ -46,7 +46,7 @@ def _jvp_dual(jvp_dual: Callable[[Fn, torch.Tensor, torch.Tensor], torch.Tensor]
     for f, x, v in _cases():
         duals: list[bool] = []
 
-        def watched(t: torch.Tensor, f: Fn = f) -> torch.Tensor:
+        def watched(t: torch.Tensor, f: Fn = f, duals: list[bool] = duals) -> torch.Tensor:
             duals.append(fwAD.unpack_dual(t).tangent is not None)  # called with a dual tensor?
             return f(t)
 
@@ -80,7 +80,7 @@ def _jacobian_by_vjp(jacobian_by_vjp: Callable[[Fn, torch.Tensor], torch.Tensor]
     for f, x, _ in _cases():
         calls = {"f": 0, "backward": 0}
 
-        def counted(t: torch.Tensor, f: Fn = f) -> torch.Tensor:
+        def counted(t: torch.Tensor, f: Fn = f, calls: dict[str, int] = calls) -> torch.Tensor:
             calls["f"] += 1
             out = f(t)
             if out.requires_grad:  # a hook on the output runs once per backward pass through it
@@ -109,7 +109,8 @@ def _jacobian_by_vjp(jacobian_by_vjp: Callable[[Fn, torch.Tensor], torch.Tensor]
         expect(torch.allclose(got, want),
                tr("the rows differ from the Jacobian: row i is pullback(e_i) with e_i the i-th row of "
                   "torch.eye(m), m the number of outputs."),
-               code="out, pullback = vjp(f, x)\nreturn torch.stack([pullback(e)[0] for e in torch.eye(out.numel())])")
+               code="out, pullback = vjp(f, x)\n"
+                    "return torch.stack([pullback(e)[0] for e in torch.eye(out.numel())])")
 
 
 def _penalty_oracle(model: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
@@ -156,6 +157,7 @@ def _gradient_penalty(gradient_penalty: Callable[[nn.Module, torch.Tensor], torc
     except RuntimeError as e:
         raise Wrong(tr("backpropagating your penalty failed: {message}", message=str(e)[:200])) from e
     # (the last bias does not change any slope: no gradient, or zeros)
-    expect(all(torch.allclose(torch.zeros_like(w) if g is None else g, w) for g, w in zip(got_grads, want_grads)),
+    expect(all(torch.allclose(torch.zeros_like(w) if g is None else g, w)
+               for g, w in zip(got_grads, want_grads)),
            tr("the penalty's gradients for the weights differ from torch.func's: the slopes must come "
               "from the same model(x) the penalty is for, with create_graph=True."))
