@@ -204,8 +204,8 @@ def trace_forward(*, params: Mapping[str, torch.Tensor] | None = None) -> Iterat
     in the forward direction), a stepper that reveals the ops in the order they ran,
     hover details, and rolled blocks for loops.
 
-    ``torch.func.jvp`` carries its tangents inside its own transform, not as dual
-    tensors: it is not recorded here (use ``forward_ad``).
+    ``torch.func.jvp`` passes its function dual tensors too: the ops of a ``jvp`` call
+    made inside the block are recorded the same way.
 
     Args:
         params: A mapping name -> tensor naming inputs: a primal passed to

@@ -95,6 +95,16 @@ def test_output_tangent_is_the_jvp():
     assert ft.node(0).label == "x"
 
 
+def test_torch_func_jvp_is_recorded_too():
+    x0 = torch.tensor([0.3, -1.2, 2.0], dtype=torch.float64)
+    v = torch.tensor([1.0, 0.5, -2.0], dtype=torch.float64)
+    with dg.trace_forward() as ft:
+        _, jvp = torch.func.jvp(lambda x: (x.sin() * x).sum(), (x0,), (v,))
+    assert [ft.node_name(i) for i in ft.order] == ["input", "sin", "mul", "sum"]
+    (edge,) = [e for e in ft.edge_norms if ft.node_name(e[1]) == "output"]
+    assert math.isclose(ft.edge_norms[edge], abs(jvp.item()), rel_tol=1e-12)
+
+
 def test_picture_arrows_point_forward_and_steps_in_run_order():
     with dg.trace_forward() as ft, fwAD.dual_level():
         x = fwAD.make_dual(torch.ones(2), torch.ones(2))
