@@ -13,10 +13,12 @@ from ._tags import track_modules
 from .backward import BackwardTrace, trace_backward
 from .diff import GraphDiff, diff
 from .draw import draw
+from .forward import ForwardTrace, trace_forward
 from .graph import Graph
 from .history import GradHistory
 from .live import Recording, Step, live
 from .norms import GradNorms, grad_norms
+from .passes import track_passes
 from .plots import plot_grad_history, plot_grad_norms
 from .render import RendererNotFoundError, RenderTimeoutError
 from .saving import load_view, save_view
@@ -27,6 +29,7 @@ __version__ = "0.1.0"
 __all__ = [  # sorted; literal, so that linters and type checkers read it
     "BackwardTrace",
     "Comparison",
+    "ForwardTrace",
     "GradHistory",
     "GradNorms",
     "Graph",
@@ -49,5 +52,7 @@ __all__ = [  # sorted; literal, so that linters and type checkers read it
     "save_view",
     "set_language",
     "trace_backward",
+    "trace_forward",
     "track_modules",
+    "track_passes",
 ]

@@ -40,6 +40,9 @@ _HEADER = (
     '  node [fontname="Helvetica" fontsize=10 height=0.3 margin="0.08,0.03"]\n'
     '  edge [arrowsize=0.6 color="#495057" fontname="Helvetica" fontsize=8]\n'
 )
+# Outline of a node made by backward pass k (create_graph=True: see dynagraph.passes), by
+# k = 1, 2, 3 and later; named in the title's legend (:func:`pass_legend`).
+PASS_COLOURS = ("#7048e8", "#0ca678", "#e8590c")
 # A node that does not feed the output a recording is drawn for (later attributes win).
 FAINT = 'color="#adb5bd" fontcolor="#868e96" fillcolor="#f8f9fa"'
 # A leaf feeding more ops than this is drawn once per op: small graphs keep one box
@@ -131,6 +134,8 @@ class Overlay:
         mode: ``"reveal"`` (the stepper hides later nodes) or ``"light"`` (dims them).
         totals: Bytes kept alive for backward after each step (shown by the stepper),
             or empty.
+        forward: The edge norms are tangents flowing forward (a forward-mode trace): the
+            arrows keep the forward direction instead of turning to the gradient's.
     """
 
     badges: dict[int, str] = field(default_factory=dict)
@@ -145,6 +150,7 @@ class Overlay:
     mode: str = "reveal"
     totals: list[int] = field(default_factory=list)
     parallel_norms: dict[tuple[int, int], list[float]] = field(default_factory=dict)
+    forward: bool = False
 
 
 def to_dot(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
@@ -198,7 +204,7 @@ def to_dot(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
     computed = {node.id for _, node, _ in places if node.kind not in ("parameter", "input")}
     for k, (src, dst) in enumerate(edges):
         a = copies.get((src, dst), f"n{src}")
-        extra = _edge_extra(norms[k], span, (src, dst) in loops)
+        extra = _edge_extra(norms[k], span, (src, dst) in loops, overlay.forward)
         if (src, dst) in spaced:
             extra = f"minlen=2 {extra}".rstrip()
         if src in computed and dst in computed and (src, dst) not in loops:  # the chain of ops stays straight
@@ -344,11 +350,12 @@ def _edge_norms(edges: Sequence[tuple[int, int]], overlay: Overlay) -> list[floa
     return out
 
 
-def _edge_extra(v: float | None, span: tuple[float, float], loop: bool) -> str:
+def _edge_extra(v: float | None, span: tuple[float, float], loop: bool, forward: bool = False) -> str:
     parts = ['style=dashed color="#e8590c" constraint=false'] if loop else []
     if v is not None:
         width, colour = _norm_width(v, span), _norm_colour(v)
-        parts.append(f'dir=back penwidth={width:.2f} color="{colour}" '  # arrows follow the gradient
+        turn = "" if forward else "dir=back "  # a gradient's arrow points back to the input
+        parts.append(f'{turn}penwidth={width:.2f} color="{colour}" '  # arrows follow the gradient
                      f'label={_edge_label(f"{v:.3g}", width)} fontcolor="{colour}"')
     return " ".join(parts)
 
@@ -458,8 +465,34 @@ def _frame_order(keys: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
 
 def _node_line(node: Node, name: str, extra: str, note: str = "") -> str:
     label = node_label(node) + (f"\n{note}" if note else "")
+    if node.derivative:  # made by a backward pass: its colour's outline (before extra: a highlight wins)
+        extra = f'color="{_pass_colour(node.derivative)}" penwidth=2 {extra}'.rstrip()
     return (f'  {name} [id="{name}" class="dg-{node.kind} dg-n{node.id}" '
             f"label={quote(label)} {STYLE[node.kind]}{' ' + extra if extra else ''}]\n")
+
+
+def _pass_colour(order: int) -> str:
+    return PASS_COLOURS[min(order, len(PASS_COLOURS)) - 1]
+
+
+def pass_legend(nodes: Iterable[Node]) -> str:
+    """The title line naming the outline of each backward pass that made a node of
+    ``nodes`` (``""`` when the forward pass made them all, or no pass was recorded).
+
+    Example:
+        >>> from dynagraph._records import Node
+        >>> pass_legend([Node(id=0, name="A", kind="op", label="A", derivative=0),
+        ...              Node(id=1, name="B", kind="op", label="B", derivative=1)])
+        'outline: plain = forward, purple = first backward'
+    """
+    from .passes import pass_name  # (no torch import at module load)
+
+    orders = sorted({n.derivative for n in nodes if n.derivative})
+    if not orders:
+        return ""
+    names = {"#7048e8": "purple", "#0ca678": "teal", "#e8590c": "orange"}
+    parts = [f"{names[_pass_colour(k)]} = {pass_name(k)}" for k in orders]
+    return "outline: plain = forward, " + ", ".join(dict.fromkeys(parts))
 
 
 def node_label(node: Node) -> str:

@@ -30,7 +30,7 @@ from . import _source, _torch
 if TYPE_CHECKING:
     from .live import Recording
 
-__all__ = ["close_block", "grad_on", "guarded", "open_block", "paused_gc", "remove_hooks"]
+__all__ = ["close_block", "grad_on", "guarded", "op_name", "open_block", "paused_gc", "remove_hooks"]
 
 T = TypeVar("T")
 
@@ -52,6 +52,9 @@ def _op_name(func: object) -> str:
             _NAMES.clear()
         name = _NAMES[func] = _name_of(func)
     return name
+
+
+op_name = _op_name  # the name a step gives a torch function (for forward-mode traces too)
 
 
 def _name_of(func: object) -> str:

@@ -170,7 +170,8 @@ def _drawing(graph: Graph, overlay: Overlay | None, full: bool,
     pic = picture(graph, roll=False if full else graph.roll, max_nodes=None if full else graph.max_nodes)
     drawn, series = _mapped(pic, overlay or Overlay())
     g = pic.graph
-    title = g.title
+    legend = _dot.pass_legend(g.nodes)
+    title = f"{g.title}\n{legend}" if g.title and legend else g.title or legend or None
     outside = own_title and _fonts.cjk_font() is not None
     if outside and title and _fonts.needs_cjk_font(title):
         pic.own_title, title = title, None
@@ -189,7 +190,8 @@ def _drawing(graph: Graph, overlay: Overlay | None, full: bool,
 
 def _mapped(pic: Picture, overlay: Overlay) -> tuple[Overlay, Series]:
     """The DOT part of ``overlay`` in drawn ids, and per-iteration norms of rolled edges."""
-    out = Overlay(highlight={pic.mapping[i] for i in overlay.highlight if i in pic.mapping})
+    out = Overlay(highlight={pic.mapping[i] for i in overlay.highlight if i in pic.mapping},
+                  forward=overlay.forward)
     if overlay.faint:  # a drawn node is faint when every node it stands for is
         shown = {pic.mapping[i] for i in pic.mapping if i not in overlay.faint}
         out.faint = {pic.mapping[i] for i in overlay.faint if i in pic.mapping} - shown
@@ -220,7 +222,7 @@ def _mapped(pic: Picture, overlay: Overlay) -> tuple[Overlay, Series]:
         out.edge_norms[edge] = max(finite) if finite else math.inf
         if len(values) > 1:
             series[edge] = [values.get(k) for k in range(max(values) + 1)]
-    out.block_notes = _sparklines(pic, series)  # (from every iteration)
+    out.block_notes = _sparklines(pic, series, "tangent" if overlay.forward else "grad")  # (every iteration)
     return out, {f"{a}-{b}": [_round(v) for v in s] for (a, b), s in _capped(pic, series).items()}
 
 
@@ -253,8 +255,10 @@ def _round(v: float | None) -> float | None:
     return float(f"{v:.3g}") if v is not None and math.isfinite(v) else None
 
 
-def _sparklines(pic: Picture, series: dict[tuple[int, int], list[float | None]]) -> dict[int, str]:
-    """Per rolled block, the gradient norm along its loop edges by iteration, as text."""
+def _sparklines(pic: Picture, series: dict[tuple[int, int], list[float | None]],
+                what: str = "grad") -> dict[int, str]:
+    """Per rolled block, the norm of ``what`` (a gradient, or a tangent) along its loop edges
+    by iteration, as text."""
     notes = {}
     for k, block in enumerate(pic.graph.blocks):
         rows = [series[e] for e in block.loops if e in series]
@@ -262,7 +266,7 @@ def _sparklines(pic: Picture, series: dict[tuple[int, int], list[float | None]])
             continue
         n = max(map(len, rows))
         per_it = [math.sqrt(sum((r[i] or 0.0) ** 2 for r in rows if i < len(r))) for i in range(n)]
-        notes[k] = f"\u2016grad\u2016 along the loop, iteration 1\u2192{n}: {sparkline(per_it)}"
+        notes[k] = f"\u2016{what}\u2016 along the loop, iteration 1\u2192{n}: {sparkline(per_it)}"
     return notes
 
 

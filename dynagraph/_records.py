@@ -68,6 +68,10 @@ class Node:
         seq: Autograd's creation counter for op nodes (ordering); ``None`` for leaves.
         saved: ``(attribute, description)`` pairs of saved tensors, when asked for.
         count: Number of autograd nodes this node stands for (>1 for modules, folds).
+        derivative: The pass that made the node, where recorded (see
+            :func:`dynagraph.track_passes`): 0 the forward pass, 1 the first backward
+            pass (``create_graph=True``), 2 the second ...; ``None`` for leaves and
+            where not recorded.
     """
 
     id: int
@@ -81,3 +85,4 @@ class Node:
     seq: int | None = None
     saved: list[tuple[str, str]] = field(default_factory=list)
     count: int = 1
+    derivative: int | None = None

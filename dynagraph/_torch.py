@@ -8,7 +8,7 @@ import os
 import sys
 import warnings
 import weakref
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
 from types import FrameType
 from typing import Any, TypeGuard
@@ -28,6 +28,7 @@ __all__ = [
     "checkpoint_inputs",
     "compiled_graph_frame",
     "custom_name",
+    "engine_entry",
     "foreach_norm",
     "gradient_edge_node",
     "has_foreach_norm",
@@ -51,6 +52,7 @@ __all__ = [
     "remove_module_hooks",
     "saved_values",
     "sequence_nr",
+    "set_engine_entry",
     "shape_of",
     "shapes_of",
     "storage_of",
@@ -69,6 +71,7 @@ _RAW_SAVED_CUSTOM = "_raw_saved_tensors"  # a custom Function's ctx.saved_tensor
 _CHECKPOINT_HOLDER = "_Holder"  # torch.utils.checkpoint: what a non-reentrant region's nodes keep
 _CHECKPOINT_ARGS = "saved_args"  # on its frame (closed over by the unpack hook): the region's inputs
 _ORIG_MOD = "_orig_mod"  # on what torch.compile(model) returns: the model itself
+_ENGINE_ENTRY = "_engine_run_backward"  # torch.autograd: what backward() and grad() call to run the engine
 FX_CODE = "<eval_with_key>"  # the file name torch.fx gives the code of a graph it writes
 DYNAMO_DIR = os.path.join(os.path.dirname(torch.__file__), "_dynamo") + os.sep  # dynamo's frames
 
@@ -80,6 +83,7 @@ FEATURES = {
     "_forward_cls": "custom Function nodes are labelled with their node name, not their class",
     "_input_metadata": "op nodes show no shape, dtype or device",
     "_sequence_nr": "ops are ordered by discovery; track_modules and live() cannot tag modules",
+    "_engine_run_backward": "track_passes cannot see the backward passes: no node gets a derivative order",
     "metadata": "nodes carry no module tags (no grouping by module)",
     "_saved_": "show_saved lists nothing for built-in ops",
     "_raw_saved_": "memory=True counts nothing (saved tensors cannot be read without unpacking)",
@@ -105,6 +109,21 @@ def _missing(feature: str) -> None:
     MISSING.add(feature)
     warnings.warn(f"dynagraph: torch {torch.__version__} has no {feature}: {FEATURES[feature]}",
                   RuntimeWarning, stacklevel=3)
+
+
+def engine_entry() -> Callable[..., Any] | None:
+    """``torch.autograd._engine_run_backward``, through which ``backward()`` and
+    ``autograd.grad`` (and ``torch.func``'s transforms) run the engine; ``None`` where
+    torch has none."""
+    entry = getattr(torch.autograd, _ENGINE_ENTRY, None)
+    if entry is None:
+        _missing(_ENGINE_ENTRY)
+    return entry
+
+
+def set_engine_entry(entry: Callable[..., Any]) -> None:
+    """Make ``backward()`` and ``autograd.grad`` call ``entry`` to run the engine."""
+    setattr(torch.autograd, _ENGINE_ENTRY, entry)
 
 
 def original_module(module: Any) -> Any:

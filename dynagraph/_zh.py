@@ -81,6 +81,8 @@ MESSAGES: dict[str, str] = {
         "张量：{shape} {dtype} {device}",
     "saved {name}: {value}":
         "保存的 {name}：{value}",
+    "made by: the {name} pass":
+        "由哪一遍计算创建：{name}",
     "drawn once for {n} iterations":
         "只画一次，代表 {n} 次迭代",
     "iteration: node":
@@ -184,6 +186,15 @@ MESSAGES: dict[str, str] = {
     # timing.py: dg.compare's verdict line
     "timing: ":
         "计时：",
+    # forward.py: a forward-mode trace's steps and caption
+    "{leaf}: tangent in":
+        "{leaf}：切向量输入",
+    "{op} ran: tangent out":
+        "{op} 已运行：切向量输出",
+    ", \u2016t\u2016 = {norm}":
+        "，\u2016t\u2016 = {norm}",
+    "forward mode: {n} node runs. The arrows point the way tangents flow: from the inputs to the outputs":
+        "前向模式：节点共运行 {n} 次。箭头指向切向量流动的方向：从输入到输出",
     "{verdict} ({times}; {how})":
         "{verdict}（{times}；{how}）",
     "{b} is {ratio}x faster than {a}":

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import _patch, _tags, _torch
+from . import _patch, _tags, _torch, passes
 from ._records import Node, owner
 from ._walk import reach
 
@@ -245,6 +245,8 @@ def record(fn: _torch.GradFn, nid: int, param_names: Mapping[int, str], show_sav
     node = Node(id=nid, name=name, kind=kind, label=label, seq=seq, shape=shape, dtype=dtype, device=device)
     if tags and _tags.active():
         node.module = _tags.module_of(fn)
+    if passes.active():
+        node.derivative = passes.derivative_of(fn)
     if show_saved:
         node.saved = _saved(fn)
     return node

@@ -50,7 +50,9 @@ def draw(roots: Roots, *, params: Params = None, depth: int | None = None,
         leaf input, green = output, purple 3-D box = collapsed module, dashed note =
         folded nodes; dashed frames group nodes by module; a yellow frame titled
         ``×N`` is one iteration drawn for N, its dashed orange edges carrying state
-        to the next iteration. Op nodes show the shape
+        to the next iteration. Inside :func:`track_passes`, a node made by a backward pass
+        (``create_graph=True``) is outlined in that pass's colour (purple: first backward,
+        teal: second, orange: third and later), named in the title. Op nodes show the shape
         (and dtype/device when not float32/cpu) of the tensor they produced.
 
     Warns:

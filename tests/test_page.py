@@ -162,6 +162,32 @@ def test_backward_output_steps_in_backward_order():
     assert {f"#{k}" for k in range(1, len(bt.order) + 1)} <= set(svg_texts(svg))
 
 
+def test_forward_trace_output_steps_in_run_order_with_forward_arrows():
+    import torch.autograd.forward_ad as fwAD
+    with dg.trace_forward() as ft, fwAD.dual_level():
+        x = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 0.0]))
+        (2 * x + 1).sin().sum()
+    html = html_of(ft)
+    data = check(ft).payload()
+    assert [n for _, n in page_steps(html)] == [[i] for i in ft.order]
+    assert data["mode"] == "reveal"
+    (svg,) = pictures(html)
+    assert {f"#{k}" for k in range(1, len(ft.order) + 1)} <= set(svg_texts(svg))
+    assert "dir=back" not in ft.to_dot()  # tangents flow forward: the arrows are not turned
+
+
+def test_graph_of_a_gradient_hover_names_the_pass():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with dg.track_passes():
+        (g,) = torch.autograd.grad((x.sin() * x).sum(), x, create_graph=True)
+    graph = dg.draw(g)
+    info = check(graph).payload()["info"]
+    made = [n.derivative for n in graph.nodes]
+    texts = {int(k): v for k, v in info.items()}
+    assert 1 in made and 0 in made
+    assert all(("made by: the first backward pass" in texts[n.id]) == (d == 1) for n, d in zip(graph.nodes, made))
+
+
 def test_step_text_cannot_break_out_of_the_page():
     x = torch.ones(1, requires_grad=True)
     weird = "x < 2 </script><script>alert(1)</script> & <!--"

@@ -654,4 +654,45 @@ MESSAGES: dict[str, str] = {
         "{name}.grad 是 None：请对每个微批次的损失调用 `backward()`。",
     "{name}.grad should be the gradient of the mean of the micro-batches' losses; it is {ratio:.2f} times as long. backward() adds into .grad: divide each loss by the number of micro-batches.":
         "{name}.grad 应是各微批次损失的平均值的梯度；而它的长度是后者的 {ratio:.2f} 倍。`backward()` 会累加到 `.grad` 中：请把每个损失除以微批次的数量。",
+    # nb10.py: forward mode and the graph of a gradient
+    'J @ v with dual tensors (forward mode)':
+        '用对偶张量计算 J @ v（前向模式）',
+    'the Jacobian row by row: one forward pass, one backward pass per output':
+        '逐行求雅可比矩阵：一次前向传播，每个输出一次反向传播',
+    'a gradient penalty you can backpropagate (double backward)':
+        '可以反向传播的梯度惩罚（二次反向传播）',
+    'your answer changed the x it was given: work on a copy that requires grad, x.detach().requires_grad_().':
+        '你的答案改动了传入的 x：请在一个需要梯度的副本上计算，即 x.detach().requires_grad_()。',
+    'return one number as a 0-dim tensor (the mean over the samples), not {what}.':
+        '请返回一个 0 维张量表示的数（对样本取平均），而不是 {what}。',
+    'the penalty has no graph, so training cannot backpropagate it: pass create_graph=True to torch.autograd.grad, so that the slopes are computed with a graph.':
+        '惩罚项没有计算图，所以训练无法对它反向传播：请给 torch.autograd.grad 传入 create_graph=True，让斜率在计算时也建立计算图。',
+    "the penalty is {got:.4g}, the check computes {want:.4g}: the slope of each sample is the gradient of model(x).sum() with respect to x (one row per sample); take each row's norm, subtract 1, square, and average.":
+        '惩罚项是 {got:.4g}，检查算出的是 {want:.4g}：每个样本的斜率是 model(x).sum() 对 x 的梯度（每个样本一行）；对每一行取范数，减 1，平方，再取平均。',
+    "the penalty's gradients for the weights differ from torch.func's: the slopes must come from the same model(x) the penalty is for, with create_graph=True.":
+        '惩罚项对权重的梯度与 torch.func 算出的不同：斜率必须来自惩罚项所针对的同一个 model(x)，并使用 create_graph=True。',
+    "return a tensor (the tangent of f's output), not {type}: unpack_dual(out) gives (primal, tangent), and the tangent is None once dual_level() has ended.":
+        '请返回一个张量（f 的输出的切向量），而不是 {type}：unpack_dual(out) 给出 (primal, tangent)，而 dual_level() 结束后切向量就是 None。',
+    'for an f with {n} inputs and {m} outputs, J @ v has {m} numbers; you returned shape {shape}. v @ J (reverse mode, vjp) would have {n}.':
+        '对于有 {n} 个输入、{m} 个输出的 f，J @ v 有 {m} 个数；你返回的形状是 {shape}。v @ J（反向模式，vjp）才有 {n} 个数。',
+    'f never received a dual tensor: compute J @ v in forward mode. Inside fwAD.dual_level(), make x carry the tangent v with fwAD.make_dual(x, v), call f, and read the tangent of its output with fwAD.unpack_dual.':
+        'f 从未收到对偶张量：请用前向模式计算 J @ v。在 fwAD.dual_level() 中，用 fwAD.make_dual(x, v) 让 x 携带切向量 v，调用 f，再用 fwAD.unpack_dual 读出其输出的切向量。',
+    'you returned f(x), the primal: the tangent is the second part of fwAD.unpack_dual(out).':
+        '你返回的是 f(x)，即原始值：切向量是 fwAD.unpack_dual(out) 的第二部分。',
+    'the result differs from J @ v (J from torch.autograd.functional.jacobian): make_dual(x, v) takes the point first and the direction second.':
+        '结果与 J @ v 不同（J 由 torch.autograd.functional.jacobian 算出）：make_dual(x, v) 先接收点，再接收方向。',
+    'return the Jacobian as one tensor of shape (outputs, inputs) = ({m}, {n}); you returned {what}. torch.stack(rows) stacks the rows.':
+        '请把雅可比矩阵作为一个形状为（输出数，输入数）=（{m}, {n}）的张量返回；你返回的是 {what}。torch.stack(rows) 可以把各行堆叠起来。',
+    'no backward pass ran: that is forward mode (jacfwd or jvp), one pass per input. Build each row with the function vjp returns.':
+        '没有运行任何反向传播：这是前向模式（jacfwd 或 jvp），每个输入一次传播。请用 vjp 返回的函数构造每一行。',
+    'f ran {k} times for {m} rows: call vjp(f, x) once, then call the function it returns once per row, with a one-hot vector (a row of torch.eye(m)).':
+        '为了 {m} 行，f 运行了 {k} 次：请只调用一次 vjp(f, x)，然后对每一行用一个独热向量（torch.eye(m) 的一行）调用一次它返回的函数。',
+    '{k} backward passes ran for {m} rows: each row is one vector-Jacobian product, its own backward pass (jacrev without chunk_size batches them into one with vmap).':
+        '为了 {m} 行，运行了 {k} 次反向传播：每一行是一个向量-雅可比积，各自一次反向传播（不带 chunk_size 的 jacrev 会用 vmap 把它们合成一次）。',
+    'you returned the transpose: row i of J is u @ J for u the i-th one-hot vector.':
+        '你返回的是转置：J 的第 i 行是 u @ J，其中 u 是第 i 个独热向量。',
+    'the rows differ from the Jacobian: row i is pullback(e_i) with e_i the i-th row of torch.eye(m), m the number of outputs.':
+        '各行与雅可比矩阵不同：第 i 行是 pullback(e_i)，其中 e_i 是 torch.eye(m) 的第 i 行，m 是输出个数。',
+    'backpropagating your penalty failed: {message}':
+        '对你的惩罚项反向传播失败：{message}',
 }

@@ -1,0 +1,268 @@
+"""trace_forward(): watch forward-mode AD run, op by op, with the tangent norm on each edge."""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from typing import Any
+
+import torch
+import torch.autograd.forward_ad as fwAD
+from torch.overrides import TorchFunctionMode
+
+from . import _page, _patch, _torch
+from ._dot import Overlay
+from ._language import tr
+from ._records import Node
+from ._tags import tensors_in
+from .graph import Graph
+
+__all__ = ["ForwardTrace", "trace_forward"]
+
+Edge = tuple[int, int, int]  # (producer, consumer, number of the consumer's tensor argument)
+_SKIP = frozenset({"_unpack_dual", "unpack_dual", "dim", "size", "numel", "is_floating_point"})
+
+
+class ForwardTrace(_page.View):
+    """The ops a forward-mode computation ran, and the tangent on each edge.
+
+    Attributes:
+        nodes, edges: The computation as a graph: one ``input`` node per dual tensor
+            made in the block (``fwAD.make_dual``) or read from outside it, one ``op``
+            node per op whose result carries a tangent, in the order they ran, and an
+            ``output`` node for each result no later op read. Edges point the way
+            data and tangents flow (producer -> consumer).
+        order: Node ids in the order they ran (inputs where first met).
+        edge_norms: ``{(src, dst, slot): L2 norm}`` of the tangent of the tensor that
+            ``src`` made and ``dst`` read as its ``slot``-th tensor argument (0 for the
+            edge into an output). ``x * x`` reads ``x`` twice: two edges, one tangent.
+        tangent_norms: ``{node id: L2 norm}`` of the tangent of each node's result (of
+            its first tensor result).
+
+    Displays as the graph with each edge's width and label from its tangent norm,
+    arrows in the forward direction, and a stepper that reveals the ops in the order
+    they ran.
+    """
+
+    def __init__(self, nodes: list[Node], edges: list[tuple[int, int]]) -> None:
+        self.nodes, self.edges = nodes, edges
+        self.order: list[int] = []
+        self.edge_norms: dict[Edge, float] = {}
+        self.tangent_norms: dict[int, float] = {}
+
+    def __repr__(self) -> str:
+        names = {n.id: n.label for n in self.nodes}
+        ran = " -> ".join(names[i] for i in self.order[:12])
+        more = f" ... (+{len(self.order) - 12})" if len(self.order) > 12 else ""
+        return (f"<dynagraph.ForwardTrace: {len(self.order)} node runs, "
+                f"{len(self.edge_norms)} edge tangents>\n  {ran}{more}")
+
+    def node(self, node_id: int) -> Node:
+        """The record with id ``node_id``."""
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        raise KeyError(f"no node with id {node_id!r} in this trace (see [n.id for n in trace.nodes])")
+
+    def node_name(self, node_id: int) -> str:
+        """The op (or ``input``, ``output``) of node ``node_id``."""
+        return self.node(node_id).name
+
+    def graph(self, title: str | None = None) -> Graph:
+        """The computation's graph (without the tangent annotations)."""
+        return Graph(self.nodes, self.edges, title=title)
+
+    def _overlays(self) -> Overlay:
+        pairs: dict[tuple[int, int], list[float]] = {}
+        for (src, dst, _), v in sorted(self.edge_norms.items()):
+            pairs.setdefault((src, dst), []).append(v)
+        by_id = {n.id: n for n in self.nodes}
+        steps = [(_ran(by_id[nid], self.tangent_norms.get(nid)), [nid]) for nid in self.order]
+        # (one tensor read twice carries one tangent: the pair shows it)
+        return Overlay(edge_norms={pair: vs[0] for pair, vs in pairs.items()},
+                       parallel_norms={pair: vs for pair, vs in pairs.items() if len(vs) > 1},
+                       badges={nid: f"#{k + 1}" for k, nid in enumerate(self.order)},
+                       steps=steps, mode="reveal", forward=True)
+
+    def to_dot(self) -> str:
+        """DOT of the picture: run order on the nodes, tangent norm on the edges."""
+        from . import _picture
+        return _picture.drawing(self.graph(), self._overlays())[1]
+
+    def _outputs(self) -> list[_page.Output]:
+        if not self.order:
+            return [_page.Output({"text/plain": repr(self)}, {})]
+        return _page.outputs(self.graph(), repr(self), self._overlays(),
+                             caption=tr("forward mode: {n} node runs. The arrows point the way tangents "
+                                        "flow: from the inputs to the outputs", n=f"{len(self.order):,}"))
+
+
+def _ran(node: Node, norm: float | None) -> str:
+    """A step's text: what ran, and the norm of the tangent it made."""
+    told = "" if norm is None else tr(", \u2016t\u2016 = {norm}", norm=f"{norm:.3g}")
+    if node.kind == "input":
+        return tr("{leaf}: tangent in", leaf=node.label) + told
+    return tr("{op} ran: tangent out", op=node.label) + told
+
+
+class _Recorder(TorchFunctionMode):
+    """Notes each op whose result carries a tangent, and the tangents' norms (on the device)."""
+
+    def __init__(self, names: Mapping[int, str]) -> None:
+        super().__init__()
+        self.names = names
+        self.nodes: list[Node] = []
+        # id(tensor) -> (the tensor, its producer, which of the producer's results it is)
+        self.made: dict[int, tuple[weakref.ref, int, int]] = {}
+        self.edges: list[tuple[int, int, int, int]] = []  # (producer, consumer, slot, which result)
+        self.read: set[int] = set()  # node ids some op read
+        self.norms: dict[tuple[int, int], torch.Tensor] = {}  # (node id, result) -> tangent norm (0-dim)
+
+    def __torch_function__(self, func: Callable[..., Any], types: Collection[type], args: Sequence[Any] = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        name = _patch.op_name(func)
+        if name in _SKIP:
+            return out
+        with _torch.no_torch_function():
+            try:
+                self._note(name, func, tensors_in(kwargs, tensors_in(args, [])), out)
+            except Exception:  # noqa: BLE001 - bookkeeping never breaks the user's computation
+                pass
+        return out
+
+    def _note(self, name: str, func: object, ins: list[torch.Tensor], out: object) -> None:
+        outs = [out] if isinstance(out, torch.Tensor) else tensors_in(out, [])
+        tangents = [_tangent(t) for t in outs]
+        if not any(t is not None for t in tangents):
+            return
+        if name == "_make_dual" and tangents[0] is not None:  # a new dual tensor: an input
+            label = self.names.get(id(ins[0]), "input") if ins else "input"
+            self._add(Node(id=len(self.nodes), name="input", kind="input", label=label, **_meta(outs[0])),
+                      outs[0], tangents[0])
+            return
+        sources = [self._source(t) for t in ins]
+        nid = len(self.nodes)
+        k, first = next((k, t) for k, t in enumerate(outs) if tangents[k] is not None)
+        self.nodes.append(Node(id=nid, name=name, kind="op", label=name, seq=nid, **_meta(first)))
+        for k, (t, tan) in enumerate(zip(outs, tangents)):
+            if tan is not None:
+                self._made(nid, k, t, tan)
+        for slot, src in enumerate(sources):
+            if src is not None:
+                self.edges.append((src[0], nid, slot, src[1]))
+                self.read.add(src[0])
+
+    def _add(self, node: Node, tensor: torch.Tensor, tangent: torch.Tensor) -> None:
+        self.nodes.append(node)
+        self._made(node.id, 0, tensor, tangent)
+
+    def _made(self, nid: int, k: int, tensor: torch.Tensor, tangent: torch.Tensor) -> None:
+        """Node ``nid`` made ``tensor`` as its ``k``-th result, with ``tangent``."""
+        self.made[id(tensor)] = (weakref.ref(tensor), nid, k)
+        self.norms[nid, k] = torch.linalg.vector_norm(tangent.detach())
+
+    def _source(self, tensor: torch.Tensor) -> tuple[int, int] | None:
+        """The node that made ``tensor`` and which of its results it is: a recorded op, or
+        a new input node for a dual tensor made outside the block; ``None`` for a tensor
+        without a tangent."""
+        known = self.made.get(id(tensor))
+        if known is not None and known[0]() is tensor:
+            return known[1], known[2]
+        tangent = _tangent(tensor)
+        if tangent is None:
+            return None
+        nid = len(self.nodes)
+        self._add(Node(id=nid, name="input", kind="input", label=self.names.get(id(tensor), "input"),
+                       **_meta(tensor)), tensor, tangent)
+        return nid, 0
+
+
+def _tangent(t: torch.Tensor) -> torch.Tensor | None:
+    try:
+        return fwAD.unpack_dual(t).tangent
+    except Exception:  # noqa: BLE001 - no forward-mode level, or a tensor torch cannot unpack
+        return None
+
+
+def _meta(t: torch.Tensor) -> dict[str, Any]:
+    return {"shape": _torch.shape_of(t), "dtype": str(t.dtype).removeprefix("torch."),
+            "device": str(t.device)}
+
+
+@contextlib.contextmanager
+def trace_forward(*, params: Mapping[str, torch.Tensor] | None = None) -> Iterator[ForwardTrace]:
+    """Record a forward-mode computation (dual tensors) run inside the block, with tangents.
+
+    Every op whose result carries a tangent (``torch.autograd.forward_ad``: inside
+    ``fwAD.dual_level()``, on tensors made by ``fwAD.make_dual``) is noted as it runs,
+    with the L2 norm of the tangent of its result: what :func:`trace_backward` shows for
+    gradients flowing back, this shows for tangents flowing forward. The picture is the
+    same kind as the other views': edge width and label from the tangent norm (arrows
+    in the forward direction), a stepper that reveals the ops in the order they ran,
+    hover details, and rolled blocks for loops.
+
+    ``torch.func.jvp`` passes its function dual tensors too: the ops of a ``jvp`` call
+    made inside the block are recorded the same way.
+
+    Args:
+        params: A mapping name -> tensor naming inputs: a primal passed to
+            ``fwAD.make_dual`` (or a dual tensor made before the block) is labelled
+            with its name.
+
+    Yields:
+        A :class:`ForwardTrace`, complete after the block. The recording stops on exit,
+        even if the block raises.
+
+    Raises:
+        TypeError: ``params`` is not a mapping of names to tensors.
+
+    Example:
+        >>> import torch.autograd.forward_ad as fwAD
+        >>> with dg.trace_forward() as ft, fwAD.dual_level():
+        ...     x = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 0.0]))
+        ...     y = (x.sin() * x).sum()
+        >>> ft          # edge width = tangent norm, arrows forward
+    """
+    if params is not None and not isinstance(params, Mapping):
+        raise TypeError(f"params must be a mapping name -> tensor (such as {{'x': x}}); "
+                        f"got {type(params).__name__}")
+    names: dict[int, str] = {}
+    for key, t in (params or {}).items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"params[{key!r}] is a {type(t).__name__}, not a tensor")
+        names.setdefault(id(t), str(key))
+    recorder = _Recorder(names)
+    trace = ForwardTrace([], [])
+    try:
+        with recorder:
+            yield trace
+    finally:
+        _finish(recorder, trace)
+
+
+def _finish(rec: _Recorder, trace: ForwardTrace) -> None:
+    """Fill ``trace`` from what ``rec`` noted: nodes, output nodes, and every norm read
+    with one synchronisation."""
+    with _torch.no_torch_function():
+        keys = list(rec.norms)
+        values = torch.stack([rec.norms[key].to(torch.float64) for key in keys]).tolist() if keys else []
+    norms = dict(zip(keys, values))
+    nodes = list(rec.nodes)
+    edges = list(rec.edges)
+    for node in rec.nodes:  # a result no op read: an output
+        if node.kind == "op" and node.id not in rec.read:
+            k = min(key[1] for key in norms if key[0] == node.id)
+            nodes.append(Node(id=len(nodes), name="output", kind="output", label="output", shape=node.shape,
+                              dtype=node.dtype, device=node.device))
+            edges.append((node.id, nodes[-1].id, 0, k))
+    trace.nodes, trace.edges = nodes, [(a, b) for a, b, _, _ in edges]
+    trace.order = [n.id for n in rec.nodes]
+    trace.tangent_norms = {}
+    for (nid, _), v in sorted(norms.items()):
+        trace.tangent_norms.setdefault(nid, v)  # (its first result with a tangent)
+    trace.edge_norms = {(a, b, slot): norms[a, k] for a, b, slot, k in edges}
+    rec.made.clear()
+    rec.norms.clear()

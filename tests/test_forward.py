@@ -1,0 +1,150 @@
+"""trace_forward: the tangent on each edge of a forward-mode computation, checked against
+the tangents PyTorch itself carries (``forward_ad.unpack_dual``) and ``torch.func.jvp``."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+import torch
+import torch.autograd.forward_ad as fwAD
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dynagraph as dg
+from dynagraph import _page
+
+EXAMPLES = int(os.environ.get("DYNAGRAPH_PROPERTY_EXAMPLES", "20"))
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+# Each instruction is exactly one torch call, so the k-th op the trace records is the
+# k-th instruction's result (its name is the op's).
+UNARY = {"tanh": torch.tanh, "sigmoid": torch.sigmoid, "sin": torch.sin, "neg": torch.neg, "exp": torch.exp,
+         "t": torch.t}
+BINARY = {"add": torch.add, "mul": torch.mul, "sub": torch.sub, "maximum": torch.maximum}
+
+
+@st.composite
+def programs(draw):
+    """(number of inputs, [("u", op, i) or ("b", op, i, j)]) over values 0..n-1."""
+    inputs = draw(st.integers(1, 3))
+    steps = []
+    for n in range(draw(st.integers(1, 10))):
+        values = inputs + n
+        if draw(st.booleans()):
+            steps.append(("u", draw(st.sampled_from(sorted(UNARY))), draw(st.integers(0, values - 1))))
+        else:
+            steps.append(("b", draw(st.sampled_from(sorted(BINARY))), draw(st.integers(0, values - 1)),
+                          draw(st.integers(0, values - 1))))
+    return inputs, steps
+
+
+def run(steps, values):
+    """Run ``steps`` on ``values`` (appending each result); returns ``values``."""
+    for step in steps:
+        args = [values[i] for i in step[2:]]
+        values.append((UNARY if step[0] == "u" else BINARY)[step[1]](*args))
+    return values
+
+
+def norm(t):
+    return torch.linalg.vector_norm(t).item()
+
+
+@SETTINGS
+@given(programs())
+def test_edge_tangents_match_pytorch(program):
+    inputs, steps = program
+    torch.manual_seed(len(steps))
+    primals = [torch.randn(3, 3, dtype=torch.float64) for _ in range(inputs)]
+    tangents = [torch.randn(3, 3, dtype=torch.float64) for _ in range(inputs)]
+    with dg.trace_forward() as ft, fwAD.dual_level():
+        values = run(steps, [fwAD.make_dual(p, t) for p, t in zip(primals, tangents)])
+        want = [norm(fwAD.unpack_dual(v).tangent) for v in values]  # PyTorch's own tangents
+    ins = [n.id for n in ft.nodes if n.kind == "input"]
+    ops = [n.id for n in ft.nodes if n.kind == "op"]
+    node_of = ins + ops  # value k -> the node that made it
+    assert len(ins) == inputs and [ft.node_name(i) for i in ops] == [s[1] for s in steps]
+    for k, nid in enumerate(node_of):
+        assert math.isclose(ft.tangent_norms[nid], want[k], rel_tol=1e-12, abs_tol=1e-300)
+    expected = {}
+    for k, step in enumerate(steps):
+        for slot, i in enumerate(step[2:]):
+            expected[node_of[i], node_of[inputs + k], slot] = want[i]
+    got = {e: v for e, v in ft.edge_norms.items() if e[1] in set(ops)}
+    assert got.keys() == expected.keys()
+    for e, v in expected.items():
+        assert math.isclose(got[e], v, rel_tol=1e-12, abs_tol=1e-300), e
+
+
+def test_output_tangent_is_the_jvp():
+    x0 = torch.tensor([0.3, -1.2, 2.0], dtype=torch.float64)
+    v = torch.tensor([1.0, 0.5, -2.0], dtype=torch.float64)
+
+    def f(x):
+        return (x.sin() * x.exp()).sum()
+
+    with dg.trace_forward(params={"x": x0}) as ft, fwAD.dual_level():
+        f(fwAD.make_dual(x0, v))
+    _, jvp = torch.func.jvp(f, (x0,), (v,))
+    (out,) = [n.id for n in ft.nodes if n.kind == "output"]
+    (edge,) = [e for e in ft.edge_norms if e[1] == out]
+    assert math.isclose(ft.edge_norms[edge], abs(jvp.item()), rel_tol=1e-12)
+    assert ft.node(0).label == "x"
+
+
+def test_torch_func_jvp_is_recorded_too():
+    x0 = torch.tensor([0.3, -1.2, 2.0], dtype=torch.float64)
+    v = torch.tensor([1.0, 0.5, -2.0], dtype=torch.float64)
+    with dg.trace_forward() as ft:
+        _, jvp = torch.func.jvp(lambda x: (x.sin() * x).sum(), (x0,), (v,))
+    assert [ft.node_name(i) for i in ft.order] == ["input", "sin", "mul", "sum"]
+    (edge,) = [e for e in ft.edge_norms if ft.node_name(e[1]) == "output"]
+    assert math.isclose(ft.edge_norms[edge], abs(jvp.item()), rel_tol=1e-12)
+
+
+def test_picture_arrows_point_forward_and_steps_in_run_order():
+    with dg.trace_forward() as ft, fwAD.dual_level():
+        x = fwAD.make_dual(torch.ones(2), torch.ones(2))
+        (x * 3).sum()
+    dot = ft.to_dot()
+    assert "dir=back" not in dot and "penwidth" in dot
+    outs = ft._outputs()
+    assert [o.metadata["dynagraph"] for o in outs] == ["picture", "script", "steps"]
+    assert _page.largest_output(outs) < _page.MAX_BYTES
+    steps = outs[-1].data["text/plain"].splitlines()
+    assert steps[1].startswith("1. input: tangent in") and steps[2].startswith("2. mul ran")
+
+
+def test_loop_rolls_into_one_block():
+    with dg.trace_forward() as ft, fwAD.dual_level():
+        h = fwAD.make_dual(torch.ones(4), torch.ones(4))
+        for _ in range(30):
+            h = torch.tanh(h * 0.9 + 0.1)
+    assert len(ft.order) == 91
+    pic = ft.graph().picture()
+    assert pic.blocks and pic.blocks[0].repeats >= 10
+    assert "\u2016tangent\u2016 along the loop" in ft.to_dot()  # the frame's sparkline names tangents
+
+
+def test_no_dual_tensors_records_nothing():
+    with dg.trace_forward() as ft:
+        torch.ones(2) * 2
+    assert ft.order == [] and "0 node runs" in repr(ft)
+
+
+def test_mode_removed_even_when_the_block_raises():
+    depth = torch._C._len_torch_function_stack()
+    with pytest.raises(ZeroDivisionError, match="division"), dg.trace_forward():
+        assert torch._C._len_torch_function_stack() == depth + 1
+        1 / 0
+    assert torch._C._len_torch_function_stack() == depth
+
+
+def test_bad_params_raise():
+    with pytest.raises(TypeError, match="params must be a mapping"), dg.trace_forward(params=[1]):
+        pass
+    with pytest.raises(TypeError, match=r"params\['x'\] is a int"), dg.trace_forward(params={"x": 1}):
+        pass
