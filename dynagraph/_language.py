@@ -27,6 +27,7 @@ translated where it is shown with :func:`translated`, which takes a variable.
 from __future__ import annotations
 
 import importlib
+import re
 from typing import Any
 
 from . import _fonts
@@ -103,9 +104,16 @@ def translated(text: str, /, **fields: Any) -> str:
         >>> translated(title)
         'an SGD step'
     """
-    if _current[0] != "en":
-        text = catalog(_current[0]).get(text, text)
-    return text.format(**fields) if fields else text
+    if _current[0] == "en":
+        return text.format(**fields) if fields else text
+    text = catalog(_current[0]).get(text, text)
+    return _CJK_SPACE.sub("", text.format(**fields) if fields else text)
+
+
+# A space with a Chinese character on each side: a template's spaces around a field read as
+# gaps once the field is Chinese ("打包 的速度"); beside digits and Latin names they stay.
+_CJK = r"[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]"  # ideographs, Chinese punctuation, full-width forms
+_CJK_SPACE = re.compile(rf"(?<={_CJK}) (?={_CJK})")
 
 
 def catalog(lang: str) -> dict[str, str]:

@@ -102,3 +102,14 @@ def test_set_language_rejects_an_unknown_language():
     with pytest.raises(ValueError, match=r"unknown language 'fr': use one of 'en', 'zh'"):
         dg.set_language("fr")
     assert dg.language() == "en"
+
+
+def test_chinese_fields_are_not_set_apart_by_the_templates_spaces(chinese):
+    """A template puts spaces around its fields ("{b} 的速度是 {a} 的 {ratio} 倍"); filled with
+    Chinese names they read as gaps, so a space between two Chinese characters goes, and one
+    beside a digit or a Latin name stays."""
+    line = language.tr("{b} is {ratio}x faster than {a}", b="打包", a="循环", ratio="9.4")
+    assert "打包的速度" in line and "循环的 9.4" in line, line
+    assert language.tr("{b} is {ratio}x faster than {a}", b="packed", a="loop", ratio="9.4").startswith("packed 的")
+    dg.set_language("en")
+    assert language.tr("{b} is {ratio}x faster than {a}", b="打包", a="循环", ratio="9.4") == "打包 is 9.4x faster than 循环"
