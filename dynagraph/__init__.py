@@ -17,8 +17,9 @@ from .graph import Graph
 from .history import GradHistory
 from .live import Recording, Step, live
 from .norms import GradNorms, grad_norms
-from .plots import plot_grad_history, plot_grad_norms
+from .plots import plot_grad_history, plot_grad_norms, plot_step_memory
 from .render import RendererNotFoundError, RenderTimeoutError
+from .step_memory import StepMemory, step_memory
 from .timing import Comparison, compare
 
 __version__ = "0.1.0"
@@ -35,6 +36,7 @@ __all__ = [  # sorted; literal, so that linters and type checkers read it
     "RenderTimeoutError",
     "RendererNotFoundError",
     "Step",
+    "StepMemory",
     "compare",
     "device",
     "diff",
@@ -44,7 +46,9 @@ __all__ = [  # sorted; literal, so that linters and type checkers read it
     "live",
     "plot_grad_history",
     "plot_grad_norms",
+    "plot_step_memory",
     "set_language",
+    "step_memory",
     "trace_backward",
     "track_modules",
 ]

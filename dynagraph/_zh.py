@@ -183,4 +183,19 @@ MESSAGES: dict[str, str] = {
         "第 {k} 步：{op} [{where}] {code}",
     "{n} steps so far":
         "已记录 {n} 步",
+    # plots.py: a step's memory (step_memory)
+    "forward":
+        "前向",
+    "backward":
+        "反向",
+    "optimizer step":
+        "优化器步",
+    "after backward":
+        "反向之后",
+    "peak {bytes}":
+        "峰值 {bytes}",
+    "memory event (allocation or free) during the step":
+        "这一步中的内存事件（分配或释放）",
+    "bytes alive ({unit})":
+        "存活的字节（{unit}）",
 }
