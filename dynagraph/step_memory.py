@@ -44,7 +44,12 @@ from __future__ import annotations
 
 import bisect
 import gc
-from collections.abc import Callable
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +69,10 @@ _KIND_OF = {"PARAMETER": "parameters", "GRADIENT": "gradients", "OPTIMIZER_STATE
             "INPUT": "inputs", "ACTIVATION": "activations", "TEMPORARY": "temporaries"}
 PHASES = ("before the step", "forward", "backward", "zero_grad", "optimizer step", "after backward")
 _BACKWARD = "autograd::engine::evaluate_function"  # the profiler's name of each backward node's run
+# What the profiler's C++ side writes to file descriptor 2 on each run (a Jupyter kernel
+# shows it under the cell, time-stamped): its start and stop, and a warning about
+# tensors made before it started (which dynagraph leaves out: see memory_events).
+_CHATTER = re.compile(r"^USDT:.*ActivityProfiler|^\[W.*CPUAllocator\.cpp:\d+\] Memory block of unknown size")
 _OPTIMIZER = {"Optimizer.step#": "optimizer step", "Optimizer.zero_grad#": "zero_grad"}
 
 
@@ -174,7 +183,8 @@ def step_memory(step: Callable[[], Any], *, device: str | None = None) -> StepMe
         raise RuntimeError("another torch profiler is running: dg.step_memory starts its own; "
                            "call it outside the other profiler's block")
     gc.collect()  # earlier garbage freed now, not in the middle of the step (it would show as frees)
-    prof = _patch.paused_gc(_profile, step, device)
+    with _chatter_dropped():
+        prof = _patch.paused_gc(_profile, step, device)
     peak = torch.cuda.max_memory_allocated() if device == "cuda" else None
     found = _torch.memory_events(prof, device)
     if found is None:
@@ -183,6 +193,27 @@ def step_memory(step: Callable[[], Any], *, device: str | None = None) -> StepMe
     spans = _spans(prof, start)
     kinds, phases, ops = _timeline(events, spans)
     return StepMemory(device, kinds, phases, ops, peak)
+
+
+@contextmanager
+def _chatter_dropped() -> Iterator[None]:
+    """File descriptor 2 into a temporary file for the block; on the way out (also when
+    the block raises) it is put back, and the lines that are not the profiler's own
+    chatter (:data:`_CHATTER`) are written to ``sys.stderr``."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        try:
+            os.dup2(caught.fileno(), 2)
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            lines = caught.read().decode(errors="replace").splitlines(keepends=True)
+            kept = "".join(line for line in lines if not _CHATTER.search(line))
+            if kept:
+                sys.stderr.write(kept)
 
 
 def _checked_device(device: str | None) -> str:

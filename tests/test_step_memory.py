@@ -3,6 +3,7 @@ optimizer state (numel * element_size), and the activations a pack hook sees sav
 
 import importlib
 import itertools
+import os
 
 import matplotlib
 import pytest
@@ -230,3 +231,21 @@ def test_cuda_timeline_and_allocator_peak():
     assert mem.device == "cuda" and mem.at_end["parameters"] == nbytes(params)
     assert mem.at_end["optimizer state"] == nbytes(state_tensors(opt))
     assert mem.allocator_peak is not None and mem.allocator_peak >= mem.peak * 0.9
+
+
+def test_the_profilers_chatter_is_dropped_and_the_steps_own_stderr_kept(capfd):
+    def step():
+        torch.ones(100).sum()
+        os.write(2, b"the step's own line\n")
+
+    dg.step_memory(step)
+    err = capfd.readouterr().err
+    assert "the step's own line" in err and "USDT" not in err and "profiler_st" not in err
+
+
+def test_stderr_is_put_back_when_the_step_raises(capfd):
+    with pytest.raises(ValueError, match="bad"):
+        dg.step_memory(lambda: (os.write(2, b"before\n"), int("bad")))
+    os.write(2, b"after\n")
+    err = capfd.readouterr().err
+    assert "before" in err and "after" in err
