@@ -618,3 +618,16 @@ def test_many_saved_tensors_in_one_hover_are_cut_with_a_count():
     text = mem.dtype_notes({})[0]
     assert text.count(": bfloat16, 2 B") == memory.HOVER_LINES
     assert text.endswith("\u2026 and 4 more saved tensors")
+
+
+def test_live_recording_under_autocast_gives_bytes_by_dtype():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    x = torch.randn(8, 16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        with dg.live(model, memory=True) as rec:
+            out = model(x).float().sum()
+        _, seen = packed_dtypes(lambda: model(x).float().sum())
+    assert rec.memory.by_dtype() == by_dtype(seen) and "bfloat16" in rec.memory.by_dtype()
+    assert "\\nby dtype: bfloat16" in rec.graph().to_dot()  # the recording's picture says it too
+    assert out.dtype == torch.float32
