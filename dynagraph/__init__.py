@@ -19,9 +19,10 @@ from .history import GradHistory
 from .live import Recording, Step, live
 from .norms import GradNorms, grad_norms
 from .passes import track_passes
-from .plots import plot_grad_history, plot_grad_norms
+from .plots import plot_grad_history, plot_grad_norms, plot_step_memory
 from .render import RendererNotFoundError, RenderTimeoutError
 from .saving import load_view, save_view
+from .step_memory import StepMemory, step_memory
 from .timing import Comparison, compare
 
 __version__ = "0.1.0"
@@ -39,6 +40,7 @@ __all__ = [  # sorted; literal, so that linters and type checkers read it
     "RenderTimeoutError",
     "RendererNotFoundError",
     "Step",
+    "StepMemory",
     "compare",
     "device",
     "diff",
@@ -49,8 +51,10 @@ __all__ = [  # sorted; literal, so that linters and type checkers read it
     "load_view",
     "plot_grad_history",
     "plot_grad_norms",
+    "plot_step_memory",
     "save_view",
     "set_language",
+    "step_memory",
     "trace_backward",
     "trace_forward",
     "track_modules",

@@ -312,6 +312,9 @@ def _info(graph: Graph, pic: _picture.Picture, extra: Mapping[int, str]) -> dict
     for old in extra:
         note_of(drawn_id(old, old), old)
     notes = {new: extra[old] for new, old in first.items()}  # (a lazy ``extra`` makes only these)
+    saved = getattr(graph, "memory", None)
+    for nid, text in (saved.dtype_notes(pic.mapping) if saved is not None else {}).items():
+        notes[nid] = f"{text}\n{notes[nid]}" if nid in notes else text  # saved dtypes (mixed precision)
     stands: dict[int, list[Node]] = {}
     if pic.iteration:
         by_id = {n.id: n for n in graph.nodes}

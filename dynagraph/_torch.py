@@ -39,12 +39,14 @@ __all__ = [
     "keep_wrappers",
     "lifted_saved",
     "longest_chain",
+    "memory_events",
     "metadata",
     "no_torch_function",
     "original_module",
     "output_meta",
     "packed_of",
     "pop_mode",
+    "profiler_running",
     "push_mode",
     "raw_saved_values",
     "release_pending",
@@ -92,6 +94,7 @@ FEATURES = {
     "_foreach_norm": "gradient norms are computed one tensor at a time",
     "Function.apply": "live() records a custom Function's inner ops, not one apply step",
     "compiled_autograd": "memory=True does not count what an in-place op on a view (CopySlices) saved",
+    "memory profiler": "dg.step_memory cannot run (it reads the categories of PyTorch's memory profiler)",
 }
 MISSING: set[str] = set()  # features this torch lacks, found so far (each warned about once)
 FREED = object()  # a saved tensor that backward() released
@@ -720,3 +723,59 @@ def lifted_saved(fn: object) -> list[torch.Tensor] | None:
         compiled.set_autograd_compiler(*previous)
     ours = {t.untyped_storage().data_ptr() for t in seeds}
     return [t for t in lifter.inputs if t.untyped_storage().data_ptr() not in ours]
+
+
+# -- the memory profiler's timeline (step_memory.py): torch.profiler._memory_profiler --
+
+def profiler_running() -> bool:
+    """Whether a torch profiler is running in this process (a second one cannot start)."""
+    enabled = getattr(torch.autograd, "_profiler_enabled", None)
+    return bool(enabled()) if enabled is not None else False
+
+
+MemoryChange = tuple[int, list[tuple[int, str | None]]]  # (time ns, [(bytes, category name), ...])
+
+
+def memory_events(prof: Any, device: str) -> tuple[int, list[MemoryChange]] | None:
+    """What PyTorch's memory profiler saw on ``device`` in the finished profile ``prof``:
+    ``(trace start ns, [(time ns, [(bytes, category name), ...]), ...])``, one entry per
+    change of a tensor, in order: a tensor made or freed is one change of its bytes; a
+    new version that moves it to another category, two (a tensor that existed before
+    the step has time -1). ``None`` (warned once) where this torch has no memory
+    profiler of that shape."""
+    try:
+        from torch.profiler import _memory_profiler as mp
+        profile = prof._memory_profile()
+        timeline, categories = profile.timeline, profile._categories
+        start = prof.profiler.kineto_results.trace_start_ns()
+        made, destroy = (mp.Action.PREEXISTING, mp.Action.CREATE), mp.Action.DESTROY
+        bump = mp.Action.INCREMENT_VERSION
+        key_type = mp.TensorKey
+    except (ImportError, AttributeError):
+        _missing("memory profiler")
+        return None
+    target = torch.device(device)
+
+    def category(key: Any, version: int) -> str | None:
+        found = categories.get(key, version) if isinstance(key, key_type) else None
+        return None if found is None else found.name
+
+    # A tensor made before the step that the step only frees (the gradients that
+    # zero_grad(set_to_none=True) drops) shows only where an earlier profile saw it made
+    # ("Memory block of unknown size was allocated before the profiling started"): left
+    # out always, so that the same step gives the same timeline.
+    actions: dict[Any, set[Any]] = {}
+    for _, action, (key, _), _ in timeline:
+        actions.setdefault(key, set()).add(action)
+    only_freed = {key for key, seen in actions.items() if seen == {made[0], destroy}}
+    out: list[MemoryChange] = []
+    for t, action, (key, version), nbytes in timeline:
+        if key.device != target or key in only_freed:
+            continue
+        if action in made:
+            out.append((t, [(nbytes, category(key, version))]))
+        elif action == destroy:
+            out.append((t, [(-nbytes, category(key, version))]))
+        elif action == bump:
+            out.append((t, [(-nbytes, category(key, version)), (nbytes, category(key, version + 1))]))
+    return start, out

@@ -251,6 +251,28 @@ MESSAGES: dict[str, str] = {
         "桶 {k}",
     "bucket {k} launched ({n} parameters): all-reduce of their gradients":
         "桶 {k} 已启动（{n} 个参数）：对它们的梯度做全归约",
+    # memory.py: a mixed-precision graph's saved bytes by dtype (title and hover details)
+    "by dtype: {sizes}":
+        "按数据类型：{sizes}",
+    "saved {name}: {dtype}, {size}":
+        "保存的 {name}：{dtype}，{size}",
+    "\u2026 and {n} more saved tensors":
+        "\u2026\u2026另有 {n} 个保存的张量",
+    # plots.py: a step's memory (step_memory)
+    "forward":
+        "前向",
+    "backward":
+        "反向",
+    "optimizer step":
+        "优化器步",
+    "after backward":
+        "反向之后",
+    "peak {bytes}":
+        "峰值 {bytes}",
+    "memory event (allocation or free) during the step":
+        "这一步中的内存事件（分配或释放）",
+    "bytes alive ({unit})":
+        "存活的字节（{unit}）",
 }
 
 # Messages Graphviz draws inside a picture (a node's saved bytes, a rolled block's steps):

@@ -17,6 +17,10 @@ reads them, as autograd holds them, without unpacking, copying or moving any dat
   (recomputed in backward) and the region keeps its inputs, counted once; a
   reentrant one is its own ``CheckpointFunctionBackward`` node keeping its inputs;
 - after ``backward()`` the saved tensors are gone: they show as ``freed``;
+- each saved tensor keeps its dtype (:meth:`SavedMemory.by_dtype`); where a graph saves
+  a floating-point tensor that is not float32 (``torch.autocast``, a pack hook that
+  halves), the title adds the bytes by dtype and each node's hover details list its
+  saved tensors with their dtypes;
 - a tensor weighs what it holds: its storage; a sparse tensor its indices (and row or
   column pointers) and values; a tensor subclass that wraps others (a jagged nested
   tensor: values and offsets) what it wraps. A ``meta`` tensor weighs its size as if
@@ -70,6 +74,7 @@ StorageKey = tuple[str, int]  # (device, data pointer; the storage's own address
 SHARE_FILLS = ((0.40, "#ff8787"), (0.15, "#ffa94d"), (0.05, "#ffd8a8"), (0.0, "#fff4e6"))
 RECOMPUTED_FILL = "#e3fafc"  # nodes of a non-reentrant checkpoint region: they keep nothing
 FREED_TEXT = "freed"
+HOVER_LINES = 8  # saved tensors listed in a node's hover details (then how many more)
 RECOMPUTED = "recomputed in backward (checkpoint)"
 UNREAD = "in-place op on a view: nothing it saved could be read"
 _note = operator.attrgetter("note")
@@ -94,6 +99,8 @@ class SavedTensor:
         leaf: Whether the tensor is a parameter or input (autograd did not compute it).
         note: ``freed``, ``packed: float16 cpu`` (by saved_tensors_hooks), ``recomputed
             in backward (checkpoint)``, or empty.
+        dtype: The saved tensor's dtype without ``torch.`` (``bfloat16``; a sparse
+            tensor's indices ``int64``), empty without a storage.
     """
 
     name: str
@@ -101,6 +108,7 @@ class SavedTensor:
     nbytes: int
     leaf: bool
     note: str = ""
+    dtype: str = ""
 
 
 @dataclass
@@ -128,6 +136,50 @@ class SavedMemory:
         """``(activation bytes, parameter and input bytes)`` saved by ``ids``, each storage once."""
         return _split(self.storages(ids))
 
+    def by_dtype(self, ids: Iterable[int] | None = None) -> dict[str, int]:
+        """``{dtype: bytes}`` saved by ``ids`` (all nodes by default), each storage once at
+        its largest size, under the dtype of the first tensor that holds it; sorted by name.
+
+        Example (under ``torch.autocast("cpu", dtype=torch.bfloat16)`` a Linear saves its
+        input and weight in bfloat16): ``{'bfloat16': 1536, 'float32': 1024}``.
+        """
+        sizes: dict[StorageKey, tuple[int, str]] = {}
+        for nid in self.saved if ids is None else ids:
+            for s in self.saved.get(nid, ()):
+                if s.storage is not None:
+                    was = sizes.get(s.storage)
+                    sizes[s.storage] = (s.nbytes, s.dtype) if was is None else (max(was[0], s.nbytes), was[1])
+        out: dict[str, int] = {}
+        for nbytes, dtype in sizes.values():
+            out[dtype] = out.get(dtype, 0) + nbytes
+        return dict(sorted(out.items()))
+
+    def dtype_line(self) -> str:
+        """``by dtype: bfloat16 1.5 KB, float32 1.0 KB`` where the graph saves a
+        floating-point tensor that is not float32 (mixed precision, a pack hook that
+        halves); else empty: a float32 graph is drawn as before."""
+        dtypes = {s.dtype for lst in self.saved.values() for s in lst}
+        return _dtype_line(self.by_dtype()) if mixed(dtypes) else ""
+
+    def dtype_notes(self, mapping: Mapping[int, int]) -> dict[int, str]:
+        """Hover lines of each drawn node in a mixed-precision graph (see :meth:`dtype_line`):
+        what the first node it stands for saved, one line per tensor with its dtype and
+        bytes (``{drawn id: text}``; ``mapping``: ``{original id: drawn id}``); else empty."""
+        if not self.dtype_line():
+            return {}
+        out: dict[int, str] = {}
+        for nid, lst in self.saved.items():
+            new = mapping.get(nid, nid)
+            kept = [s for s in lst if s.storage is not None]
+            if new in out or not kept:
+                continue
+            lines = [tr("saved {name}: {dtype}, {size}", name=s.name, dtype=s.dtype, size=fmt_bytes(s.nbytes))
+                     for s in kept[:HOVER_LINES]]
+            if len(kept) > HOVER_LINES:
+                lines.append(tr("\u2026 and {n} more saved tensors", n=len(kept) - HOVER_LINES))
+            out[new] = "\n".join(lines)
+        return out
+
     @property
     def total(self) -> int:
         """Bytes the graph keeps alive for backward: every saved storage, once."""
@@ -153,7 +205,9 @@ class SavedMemory:
         """``keeps 41.2 MB alive for backward (40.1 MB activations, 1.1 MB parameters and
         inputs)``, or that backward() freed it (``split``: :meth:`bytes_of`, when known)."""
         notes = {s.note for lst in self.saved.values() for s in lst}  # one pass: 300,000 nodes
-        return self._summary(self.bytes_of() if split is None else split, notes, self.freed)
+        line = self.dtype_line()
+        return self._summary(self.bytes_of() if split is None else split, notes, self.freed) + \
+            (f"; {line}" if line else "")
 
     def _summary(self, split: tuple[int, int], notes: set[str], freed: bool) -> str:
         """:meth:`summary` from what a scan of every saved tensor found: the split, the
@@ -217,6 +271,21 @@ class SavedMemory:
         else:
             text = tr("saves {act}", act=fmt_bytes(act))
         return text + (tr(" (all \u00d7{n} iterations)", n=f"{repeats:,}") if repeats else "")
+
+
+def mixed(dtypes: Iterable[str]) -> bool:
+    """Whether saved tensors of these dtypes (names, ``""`` for none) include a
+    floating-point dtype other than float32.
+
+    Example:
+        >>> mixed(["float32", "int64"]), mixed(["bfloat16", "float32"])
+        (False, True)
+    """
+    return any(d and d != "float32" and getattr(torch, d).is_floating_point for d in dtypes)
+
+
+def _dtype_line(sizes: Mapping[str, int]) -> str:
+    return tr("by dtype: {sizes}", sizes=", ".join(f"{d} {fmt_bytes(n)}" for d, n in sizes.items()))
 
 
 def fmt_bytes(n: int) -> str:
@@ -293,10 +362,10 @@ def _one(fn: object, name: str, raw: object) -> list[SavedTensor]:
 
 def _entries(name: str, tensor: torch.Tensor, leaf: bool, note: str = "") -> list[SavedTensor]:
     """One :class:`SavedTensor` per storage ``tensor`` holds (a sparse one: indices, values)."""
-    return [SavedTensor(name, key, nbytes, leaf, note) for key, nbytes in storages_of(tensor)]
+    return [SavedTensor(name, key, nbytes, leaf, note, dtype) for key, nbytes, dtype in _parts(tensor)]
 
 
-def storages_of(tensor: torch.Tensor, depth: int = 0) -> list[tuple[StorageKey, int]]:
+def storages_of(tensor: torch.Tensor) -> list[tuple[StorageKey, int]]:
     """``[(storage key, bytes), ...]`` of what ``tensor`` holds, read without touching data.
 
     A strided tensor (also meta, quantized, nested) holds its storage; a sparse one its
@@ -305,14 +374,29 @@ def storages_of(tensor: torch.Tensor, depth: int = 0) -> list[tuple[StorageKey, 
     keyed by its own address. A tensor with no readable storage is keyed by itself and
     weighs its elements.
     """
+    return [(key, nbytes) for key, nbytes, _ in _parts(tensor)]
+
+
+def _parts(tensor: torch.Tensor, depth: int = 0) -> list[tuple[StorageKey, int, str]]:
+    """:func:`storages_of`, each with the dtype of the tensor that holds it (``float32``)."""
     parts = SPARSE_PARTS.get(tensor.layout)
     if parts is not None:
-        return [s for part in parts for s in storages_of(getattr(tensor, part)(), depth + 1)]
+        return [s for part in parts for s in _parts(getattr(tensor, part)(), depth + 1)]
     flatten = getattr(tensor, "__tensor_flatten__", None)
     if flatten is not None and depth < 8:  # a wrapper subclass: what it wraps
         inner = [getattr(tensor, name, None) for name in flatten()[0]]
-        return [s for t in inner if isinstance(t, torch.Tensor) for s in storages_of(t, depth + 1)]
-    return [_torch.storage_of(tensor)]
+        return [s for t in inner if isinstance(t, torch.Tensor) for s in _parts(t, depth + 1)]
+    return [(*_torch.storage_of(tensor), dtype_name(tensor.dtype))]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``bfloat16`` for ``torch.bfloat16``: a dtype as the pictures write it.
+
+    Example:
+        >>> dtype_name(torch.float16)
+        'float16'
+    """
+    return str(dtype).removeprefix("torch.")
 
 
 def _is_leaf(fn: object, name: str, tensor: torch.Tensor) -> bool:
@@ -399,6 +483,7 @@ def decorate(overlay: Overlay, memory: SavedMemory, mapping: Mapping[int, int],
     drawn = SavedMemory({}, set(memory.leaves))
     per_node: dict[int, dict[StorageKey, tuple[int, bool]]] = {}
     notes: set[str] = set()
+    dtypes: set[str] = set()
     kept = False
     leaves, lists, drawn_id = memory.leaves, drawn.saved, mapping.get
     for nid, lst in memory.saved.items():
@@ -410,6 +495,7 @@ def decorate(overlay: Overlay, memory: SavedMemory, mapping: Mapping[int, int],
         lists[new].extend(lst)
         for s in lst:
             notes.add(s.note)
+            dtypes.add(s.dtype)
             key = s.storage
             if key is None:
                 continue
@@ -448,6 +534,8 @@ def decorate(overlay: Overlay, memory: SavedMemory, mapping: Mapping[int, int],
                   if RECOMPUTED in notes else
                   tr("In a node: the bytes it saved for backward (after +: parameters and inputs)"))
         line = line.replace("\uff08", "\n\uff08", 1) + (f"\n{legend}" if legend else "")
+    if mixed(dtypes) and not freed:
+        line += "\n" + _dtype_line(memory.by_dtype())
     return f"{title}\n{line}" if title else line
 
 

@@ -1,4 +1,4 @@
-"""Matplotlib plots of gradient norms: per layer, and over training steps.
+"""Matplotlib plots of gradient norms (per layer, and over training steps) and of a step's memory.
 
 Titles, axis labels and legends follow :func:`dynagraph.set_language` (which gives
 matplotlib a font for Chinese); parameter and module names stay as they are.
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, cast
 
 import torch
 
-from ._language import tr
+from ._language import N_, tr, translated
 from ._records import owner
 from .norms import NamedTensors, grad_norms, grad_stats, named_tensors, per_module
 
@@ -22,8 +22,9 @@ if TYPE_CHECKING:  # history.py imports this module (types only: no import circl
     from matplotlib.axes import Axes
 
     from .history import GradHistory
+    from .step_memory import StepMemory
 
-__all__ = ["plot_grad_history", "plot_grad_norms"]
+__all__ = ["plot_grad_history", "plot_grad_norms", "plot_step_memory"]
 
 MAX_SHOWN = 60  # bars or rows; more are unreadable, and tick labels make drawing slow
 LABEL_CHARS = 40  # a longer name is shown as its start and end: a 100k-character name stays one line
@@ -253,4 +254,54 @@ def _heatmap(steps: list[int], norms: dict[str, list[float]], ax: Axes | None) -
                       extent=(steps[0] - 0.5, steps[-1] + 0.5, len(grid) - 0.5, -0.5))
     ax.set_yticks(range(len(norms)), [_shown(n) for n in norms], fontsize=7)
     ax.figure.colorbar(image, ax=ax, label=tr("log10 gradient norm"))
+    return ax
+
+
+# Colours of the kinds of a step's memory (PyTorch's memory timeline uses the same hues).
+# The phases' names as the plot writes them (step_memory.PHASES), marked for translation.
+PHASE_NAMES = {"forward": N_("forward"), "backward": N_("backward"), "optimizer step": N_("optimizer step"),
+               "after backward": N_("after backward")}
+WIDE_PHASE = 0.08  # a phase's name is written above its band when the band is this share of the axis
+KIND_COLOURS = {"parameters": "#2f9e44", "gradients": "#1971c2", "optimizer state": "#f08c00",
+                "inputs": "#495057", "activations": "#e03131", "temporaries": "#9775fa", "other": "#adb5bd"}
+
+
+def plot_step_memory(memory: StepMemory, *, ax: Axes | None = None) -> Axes:
+    """A step's memory (:func:`dynagraph.step_memory`) as stacked areas by kind.
+
+    The x axis counts memory events (each allocation or free), so the picture is the
+    same under any load; the phases (forward, backward, optimizer step) are shaded
+    and named above, and the peak is marked with its bytes.
+
+    Returns:
+        The matplotlib ``Axes``.
+    """
+    from .memory import fmt_bytes
+    ax = _axes(ax, (8.0, 3.6))
+    xs = list(range(len(memory.phases)))
+    shown = [k for k, v in memory.kinds.items() if any(v)]
+    scale, unit = next(((s, u) for s, u in ((1e9, "GB"), (1e6, "MB"), (1e3, "KB")) if memory.peak >= s),
+                       (1.0, "B"))
+    ax.stackplot(xs, *[[b / scale for b in memory.kinds[k]] for k in shown], labels=shown,
+                 colors=[KIND_COLOURS.get(k, "#adb5bd") for k in shown], step="post", alpha=0.85)
+    start, shade = 0, False
+    for k in range(1, len(xs) + 1):  # one band per run of events of the same phase, shaded in turn
+        if k == len(xs) or memory.phases[k] != memory.phases[start]:
+            shade = not shade
+            if shade:
+                ax.axvspan(start, k, color="#e9ecef", zorder=-1)
+            if k - start >= len(xs) * WIDE_PHASE:  # (a narrow band's name would run into its neighbours')
+                phase = memory.phases[start]
+                ax.text((start + k) / 2, 1.01, translated(PHASE_NAMES.get(phase, phase)),
+                        transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=8)
+            start = k
+    i = memory.peak_index
+    ax.plot([i], [memory.peak / scale], "kv")
+    ax.annotate(tr("peak {bytes}", bytes=fmt_bytes(memory.peak)), (i, memory.peak / scale),
+                textcoords="offset points", xytext=(6, -4), ha="left", va="top", fontsize=8)
+    ax.set_xlim(0, max(1, len(xs) - 1))
+    ax.set_xlabel(tr("memory event (allocation or free) during the step"))
+    ax.set_ylabel(tr("bytes alive ({unit})", unit=unit))
+    ax.set_ylim(0, memory.peak / scale * 1.08)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     return ax

@@ -5,10 +5,10 @@ import doctest
 
 import pytest
 
-from dynagraph import _dot, _roll, course
+from dynagraph import _dot, _roll, course, memory
 
 EXAMPLES = [_roll._split_index, _roll._range_label, _roll._inherited, _dot._edge_norms, _dot._edge_label,
-            course.exercise_minutes, course.placed_name, course.placed_links]
+            course.exercise_minutes, course.placed_name, course.placed_links, memory.mixed, memory.dtype_name]
 
 
 @pytest.mark.parametrize("function", EXAMPLES, ids=lambda f: f"{f.__module__}.{f.__name__}")

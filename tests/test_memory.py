@@ -526,3 +526,108 @@ def test_output_over_the_byte_budget_keeps_the_memory_title(monkeypatch):
     assert stored(g) <= 60_000
     (svg,) = pictures(html)
     assert any("alive for backward" in t for t in svg_texts(svg))
+
+
+# -- memory by dtype: mixed precision, against the dtypes the pack hook sees --------------
+
+def packed_dtypes(fn):
+    """Run ``fn`` under a hook recording each packed storage's bytes and dtype: the oracle."""
+    seen = {}
+
+    def pack(t):
+        for key, nbytes in held(t).items():
+            seen.setdefault(key, (nbytes, str(t.dtype).removeprefix("torch.")))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn()
+    return out, seen
+
+
+def by_dtype(seen):
+    out = {}
+    for nbytes, dtype in seen.values():
+        out[dtype] = out.get(dtype, 0) + nbytes
+    return out
+
+
+AUTOCAST_CASES = {"mlp": mlp, "conv": conv_net, "mha": multihead, "lstm_cell": lambda: lstm_loop(5)}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("case", sorted(AUTOCAST_CASES))
+def test_bytes_by_dtype_under_autocast_equal_what_the_pack_hook_sees(case, dtype):
+    run = AUTOCAST_CASES[case]()
+    with torch.autocast("cpu", dtype=dtype):
+        out, seen = packed_dtypes(run)
+    mem = dg.draw(out, memory=True).memory
+    unseen = {s.storage: s for lst in mem.saved.values() for s in lst if s.storage not in {*seen, None}}
+    assert all(s.nbytes == 8 and s.leaf for s in unseen.values()), unseen  # wrapped Python numbers
+    found = mem.by_dtype()
+    for s in unseen.values():
+        found[s.dtype] -= s.nbytes
+    assert {d: n for d, n in found.items() if n} == by_dtype(seen)
+    half = str(dtype).removeprefix("torch.")
+    assert found[half] > 0 and sum(found.values()) == mem.total - 8 * len(unseen)
+
+
+def test_autocast_title_records_and_hover_give_each_dtype():
+    run = mlp()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out, seen = packed_dtypes(run)
+    graph = dg.draw(out, memory=True)
+    sizes = by_dtype(seen)
+    line = "by dtype: " + ", ".join(f"{d} {fmt_bytes(n)}" for d, n in sorted(sizes.items()))
+    assert f'\\n{line}"' in graph.to_dot()  # the title's last line
+    assert line in repr(graph)
+    entries = [s for lst in graph.memory.saved.values() for s in lst if s.storage]
+    assert {s.dtype for s in entries} == set(sizes)
+    info = page_data(html_of(graph))["info"].values()
+    hovered = [line for text in info for line in text.split("\n") if line.startswith("saved ")]
+    assert sorted(hovered) == sorted(f"saved {s.name}: {s.dtype}, {fmt_bytes(s.nbytes)}" for s in entries)
+
+
+def test_float32_graphs_draw_no_dtype_line_and_no_hover_lines():
+    graph = dg.draw(mlp()(), memory=True)
+    assert graph.memory.by_dtype() == {"float32": graph.memory.total}
+    assert "by dtype" not in graph.to_dot() and "by dtype" not in repr(graph)
+    assert not any("saved " in text for text in page_data(html_of(graph))["info"].values())
+
+
+def test_half_pack_hook_is_mixed_and_int_indices_are_not():
+    x = torch.randn(4, 1, 8, 8, requires_grad=True)
+    pooled = dg.draw(F.max_pool2d(x.exp(), 2).sum(), memory=True).memory  # saves int64 indices
+    assert set(pooled.by_dtype()) == {"float32", "int64"} and not pooled.dtype_line()
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t.half(), lambda t: t.float()):
+        out = x.exp().sum()
+    half = dg.draw(out, memory=True).memory
+    assert half.by_dtype() == {"float16": 4 * 64 * 2} and half.dtype_line() == "by dtype: float16 512 B"
+
+
+def test_freed_mixed_graph_says_freed_without_dtypes():
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = mlp()()
+    out.backward()
+    graph = dg.draw(out, memory=True)
+    assert graph.memory.freed and graph.memory.by_dtype() == {} and "by dtype" not in graph.to_dot()
+
+
+def test_many_saved_tensors_in_one_hover_are_cut_with_a_count():
+    mem = memory.SavedMemory({0: [memory.SavedTensor(f"t{i}", ("cpu", i + 1), 2, False, "", "bfloat16")
+                                  for i in range(12)]})
+    text = mem.dtype_notes({})[0]
+    assert text.count(": bfloat16, 2 B") == memory.HOVER_LINES
+    assert text.endswith("\u2026 and 4 more saved tensors")
+
+
+def test_live_recording_under_autocast_gives_bytes_by_dtype():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    x = torch.randn(8, 16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        with dg.live(model, memory=True) as rec:
+            out = model(x).float().sum()
+        _, seen = packed_dtypes(lambda: model(x).float().sum())
+    assert rec.memory.by_dtype() == by_dtype(seen) and "bfloat16" in rec.memory.by_dtype()
+    assert "\\nby dtype: bfloat16" in rec.graph().to_dot()  # the recording's picture says it too
+    assert out.dtype == torch.float32

@@ -131,6 +131,23 @@ def test_internal_compiled_autograd_lifts_what_copyslices_keeps_and_runs_nothing
     assert x.grad is None  # no node ran
 
 
+def test_internal_memory_profiler_sorts_a_steps_tensors_into_categories():  # step_memory.py
+    model = torch.nn.Linear(8, 4)
+    opt = torch.optim.Adam(model.parameters())
+    with torch.profiler.profile(profile_memory=True, record_shapes=True, with_stack=True) as prof:
+        model(torch.ones(2, 8)).sum().backward()
+        opt.step()
+    start, events = _torch.memory_events(prof, "cpu")
+    assert start > 0 and all(t == -1 or t >= start for t, _ in events)
+    made = {}
+    for _, changes in events:
+        for nbytes, category in changes:
+            made[category] = made.get(category, 0) + nbytes
+    assert made["PARAMETER"] == 4 * (8 * 4 + 4) == made["GRADIENT"]
+    assert made["OPTIMIZER_STATE"] == 2 * made["PARAMETER"] + 2 * 4  # exp_avg, exp_avg_sq, step
+    assert not _torch.profiler_running()
+
+
 def test_nothing_is_missing_on_this_torch():
     dg.draw(Square.apply(_x() * 2).sum(), show_saved=True)
     assert _torch.MISSING == set()
@@ -215,6 +232,12 @@ def test_without_foreach_norm_the_check_says_so(monkeypatch):
     monkeypatch.delattr(torch, "_foreach_norm")
     with _warns("_foreach_norm"):
         assert not _torch.has_foreach_norm()
+
+
+def test_without_the_memory_profiler_step_memory_says_so(monkeypatch):
+    monkeypatch.delattr(torch.profiler.profiler._KinetoProfile, "_memory_profile")
+    with _warns("memory profiler"), pytest.raises(RuntimeError, match="has no memory profiler"):
+        dg.step_memory(lambda: torch.ones(3))
 
 
 def test_without_compiled_autograd_copyslices_is_not_read_and_says_so(monkeypatch):

@@ -695,4 +695,37 @@ MESSAGES: dict[str, str] = {
         '各行与雅可比矩阵不同：第 i 行是 pullback(e_i)，其中 e_i 是 torch.eye(m) 的第 i 行，m 是输出个数。',
     'backpropagating your penalty failed: {message}':
         '对你的惩罚项反向传播失败：{message}',
+    # nb11.py
+    "an MLP 8-16-4":
+        "一个 8-16-4 的 MLP",
+    "an MLP whose first layer is frozen (requires_grad=False)":
+        "一个第一层被冻结（requires_grad=False）的 MLP",
+    "an MLP in float64":
+        "一个 float64 的 MLP",
+    "the bytes of Adam's state, from the parameters alone":
+        "只凭参数算出 Adam 状态的字节数",
+    "your answer ran a backward pass: count from the parameters alone.":
+        "你的答案运行了一次反向传播：请只凭参数来计算。",
+    "for {case} Adam keeps {want:,} bytes of state; you counted {got:,}. For each parameter that trains, Adam keeps exp_avg and exp_avg_sq (each the parameter's size, in its dtype) and a 0-dim float32 step count. A frozen parameter gets no gradient and no state.":
+        "对于{case}，Adam 保存了 {want:,} 字节的状态；你算出的是 {got:,}。对每个参与训练的参数，Adam 保存 exp_avg 和 exp_avg_sq（大小都与参数相同，数据类型也相同），以及一个 0 维 float32 的步数。被冻结的参数没有梯度，也没有状态。",
+    "one float16 training step with GradScaler":
+        "用 GradScaler 做一步 float16 训练",
+    "the scale after each step was {got}; GradScaler gives {want}. The first step's scaled gradients overflow float16, so scaler.step skips it and scaler.update() halves the scale. Call scaler.update() after scaler.step(opt).":
+        "每一步之后的缩放因子是 {got}；GradScaler 给出的是 {want}。第一步缩放后的梯度在 float16 中溢出，所以 scaler.step 跳过这一步，scaler.update() 把缩放因子减半。请在 scaler.step(opt) 之后调用 scaler.update()。",
+    "the parameters changed at steps {got} (True: changed); with GradScaler they change at {want}: a step whose gradients hold inf or NaN is skipped. Step through scaler.step(opt), not opt.step().":
+        "参数在这些步中发生了变化：{got}（True 表示变了）；用 GradScaler 时应为 {want}：梯度中含有 inf 或 NaN 的一步会被跳过。请通过 scaler.step(opt) 更新，而不是 opt.step()。",
+    "the parameters differ from GradScaler's recipe: zero the gradients, run the forward (and the loss) under torch.autocast('cpu', dtype=torch.float16), backward on scaler.scale(loss), then scaler.step(opt) and scaler.update().":
+        "参数与 GradScaler 的标准做法得到的不同：先清零梯度，在 torch.autocast('cpu', dtype=torch.float16) 下运行前向传播（和损失），对 scaler.scale(loss) 做反向传播，然后调用 scaler.step(opt) 和 scaler.update()。",
+    "an SGD step inside backward that frees each gradient":
+        "在反向传播中做 SGD 更新并释放每个梯度",
+    "return the list of hook handles (what register_post_accumulate_grad_hook returns), so that the hooks can be removed.":
+        "请返回钩子句柄的列表（register_post_accumulate_grad_hook 的返回值），以便之后移除这些钩子。",
+    "registering the hooks should not run backward: the gradients must still be None.":
+        "注册钩子时不应运行反向传播：梯度必须仍是 None。",
+    "after backward some .grad is still set: the hook should free each gradient once it has used it (p.grad = None).":
+        "反向传播之后仍有 .grad 没有释放：钩子用完每个梯度后应释放它（p.grad = None）。",
+    "the parameters after backward are not p - lr * p.grad: update each parameter in its hook, in place, under torch.no_grad().":
+        "反向传播之后的参数不等于 p - lr * p.grad：请在每个参数的钩子中，在 torch.no_grad() 下原地更新它。",
+    "all the gradients were alive at once ({most:,} bytes): free each one in its own hook.":
+        "所有梯度曾同时存活（{most:,} 字节）：请在各自的钩子中释放每个梯度。",
 }
