@@ -14,7 +14,6 @@ it; Chinese then shows as boxes in plots and stays in Graphviz's titles, as befo
 from __future__ import annotations
 
 import re
-import warnings
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -55,29 +54,29 @@ def pillow_font(size: int) -> Any:
     return ImageFont.truetype(str(path), size)
 
 
-def follow(lang: str) -> None:
+def follow(lang: str) -> bool:
     """Set matplotlib up for ``lang``: for ``"zh"`` register Noto Sans SC and put it after
     DejaVu Sans in ``rcParams["font.family"]`` (matplotlib falls back glyph by glyph
-    along that list); for another language undo that, if nothing changed it since."""
+    along that list); for another language undo that, if nothing changed it since.
+
+    Returns whether the caller should warn that the font is missing (the first time
+    ``"zh"`` finds no font; the message is the caller's, in the learner's language)."""
     if lang == "zh":
-        _use_cjk_font()
-    elif _changed:
+        return _use_cjk_font()
+    if _changed:
         import matplotlib
         before, ours = _changed.pop()
         if list(matplotlib.rcParams["font.family"]) == ours:
             matplotlib.rcParams["font.family"] = before
+    return False
 
 
-def _use_cjk_font() -> None:
+def _use_cjk_font() -> bool:
     path = cjk_font()
     if path is None:
-        if not _warned[0]:
-            _warned[0] = True
-            from ._language import tr  # here: _language imports this module
-            warnings.warn(tr("Chinese text in plots and picture titles needs a font that has its glyphs: "
-                             "{install} (Noto Sans SC), then restart the kernel. Until then it shows "
-                             "as boxes.", install=INSTALL), stacklevel=3)
-        return
+        first = not _warned[0]
+        _warned[0] = True
+        return first
     import matplotlib
     from matplotlib import font_manager
 
@@ -85,7 +84,7 @@ def _use_cjk_font() -> None:
         font_manager.fontManager.addfont(str(path))
     family = list(matplotlib.rcParams["font.family"])
     if CJK_FAMILY in family:
-        return
+        return False
     if "DejaVu Sans" in family:
         at = family.index("DejaVu Sans") + 1
         ours = [*family[:at], CJK_FAMILY, *family[at:]]
@@ -95,3 +94,4 @@ def _use_cjk_font() -> None:
         ours = [*family, CJK_FAMILY]
     matplotlib.rcParams["font.family"] = ours
     _changed.append((family, ours))
+    return False

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import warnings
 from typing import Any
 
 from . import _fonts
@@ -60,7 +61,10 @@ def set_language(lang: str) -> None:
         raise ValueError(f"unknown language {lang!r}: use one of {', '.join(map(repr, LANGUAGES))} "
                          "('en' is English, 'zh' is Simplified Chinese)")
     _current[0] = lang
-    _fonts.follow(lang)  # matplotlib's fallback font for Chinese (or back to the default)
+    if _fonts.follow(lang):  # matplotlib's fallback font for Chinese (or back to the default)
+        warnings.warn(tr("Chinese text in plots and picture titles needs a font that has its glyphs: "
+                         "{install} (Noto Sans SC), then restart the kernel. Until then it shows "
+                         "as boxes.", install=_fonts.INSTALL), stacklevel=2)
 
 
 def language() -> str:
