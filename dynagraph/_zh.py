@@ -247,8 +247,8 @@ MESSAGES: dict[str, str] = {
     "{n} steps so far":
         "已记录 {n} 步",
     # ddp.py: a backward replay of a DistributedDataParallel model
-    "bucket {k}":
-        "桶 {k}",
+    "bucket {k}":  # drawn by Graphviz in the parameter's box (DRAWN_BY_GRAPHVIZ): the bucket's index
+        "[{k}]",
     "bucket {k} launched ({n} parameters): all-reduce of their gradients":
         "桶 {k} 已启动（{n} 个参数）：对它们的梯度做全归约",
     # memory.py: a mixed-precision graph's saved bytes by dtype (title and hover details)
@@ -281,5 +281,5 @@ MESSAGES: dict[str, str] = {
 DRAWN_BY_GRAPHVIZ = frozenset({
     "saved: freed", "keeps nothing: recomputed in backward", "saves {leaf} of params/inputs",
     "saves {act} + {leaf} params/inputs", "saves {act}", " (all \u00d7{n} iterations)",
-    "step {first}\u2013{last}",
+    "step {first}\u2013{last}", "bucket {k}",
 })

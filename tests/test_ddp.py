@@ -161,3 +161,19 @@ def test_a_saved_ddp_trace_opens_as_the_same_view(one_rank, tmp_path):
     assert loaded.launches == bt.launches and len(bt.launches) == 1
     assert outputs_of(loaded) == outputs_of(bt)
     assert "bucket 0 launched (4 parameters)" in outputs_of(loaded)["steps"]["text/html"]
+
+
+def test_chinese_trace_draws_bucket_indices_without_chinese_in_graphviz(ranks):
+    _, traces = ranks
+    trace = traces[0][2]
+    dg.set_language("zh")
+    try:
+        overlay = trace._overlays()
+        dot = trace.to_dot()
+    finally:
+        dg.set_language("en")
+    acc = {n.label: n.id for n in trace.nodes if n.kind == "parameter"}
+    assert overlay.notes[acc["module.0.weight"]] == "[2]"  # Graphviz draws Chinese as boxes
+    assert [t for t, _ in overlay.steps][first_after(trace) + 1] == "桶 0 已启动（4 个参数）：对它们的梯度做全归约"
+    labels = re.findall(r'label="([^"]*)"', dot)
+    assert not [t for t in labels if re.search(r"[\u3400-\u9fff]", t)], labels

@@ -35,7 +35,7 @@ NAMES = frozenset("""
     nan inf none true false pytorch torch python jupyter jupyterlab numpy matplotlib graphviz
     autograd backward forward grad relu tanh sigmoid softmax gelu dropout lstm gru rnn mlp
     adam sgd jit script trace compile dynamo inductor eager aot oneDNN onednn mkldnn vmap
-    layernorm batchnorm kaiming glorot xavier
+    layernorm batchnorm kaiming glorot xavier gloo nccl
     output input parameter parameters module fold custom op ops node nodes
     checkpoint hooks iter function
     zeros unbind getitem
@@ -182,3 +182,22 @@ def test_the_chinese_glossary_explains_every_term_in_chinese():
         assert _CJK.search(term) and len(_CJK.findall(meaning)) >= 8, (term, meaning)
     zh_index = (ZH / "00_index.ipynb").read_text(encoding="utf-8")
     assert "](glossary.md)" in zh_index and "zh.d2l.ai" in (ZH / "glossary.md").read_text(encoding="utf-8")
+
+
+def _drawn_texts(out: dict) -> list[str]:
+    """The text Graphviz drew in one stored picture (its SVG)."""
+    js = "".join(out.get("data", {}).get("application/javascript", ""))
+    if "dynagraphView(" not in js:
+        return []
+    data, _ = json.JSONDecoder().raw_decode(js, js.index("{", js.rfind("dynagraphView(")))
+    svg = base64.b64decode(data["svg"]).decode() if "svg" in data else ""
+    return [html.unescape(t) for t in _SVG_TEXT.findall(svg)]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_graphviz_draws_no_chinese(path):
+    """Graphviz's renderer has no Chinese glyphs (boxes instead): what it draws in a node
+    must be words-free in Chinese (dynagraph/_zh.py's DRAWN_BY_GRAPHVIZ)."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    drawn = [t for cell in nb["cells"] for out in cell.get("outputs", []) for t in _drawn_texts(out)]
+    assert not [t for t in drawn if _CJK.search(t)], f"{path.name}: Graphviz draws Chinese as boxes"
