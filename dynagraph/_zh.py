@@ -101,6 +101,8 @@ MESSAGES: dict[str, str] = {
         "（{kind}）",
     "{n} steps":
         "{n} 步",
+    "1 step":
+        "1 步",
     "; {n} nodes drawn faint do not feed the result of step {step} ({op}): rec.feeding(tensor) draws only what feeds a tensor":
         "；画成浅色的 {n} 个节点不参与计算第 {step} 步（{op}）的结果：rec.feeding(tensor) 只画出计算某个张量所用的部分",
     # live.py: why an op made no node (Step.note stays English; steps show it so)
@@ -131,6 +133,8 @@ MESSAGES: dict[str, str] = {
         "：收到梯度，\u2016g\u2016 = {norms}",
     "backward: {n} node runs. The arrows point the way autograd sends gradients: from the output back to the inputs":
         "反向传播：节点共运行 {n} 次。箭头指向自动微分传递梯度的方向：从输出回到输入",
+    "backward: 1 node run. The arrows point the way autograd sends gradients: from the output back to the inputs":
+        "反向传播：节点共运行 1 次。箭头指向自动微分传递梯度的方向：从输出回到输入",
     # timing.py: dg.compare's verdict (after "timing: ", which stays)
     "{verdict} ({times}; {how})":
         "{verdict}（{times}；{how}）",
@@ -183,4 +187,6 @@ MESSAGES: dict[str, str] = {
         "第 {k} 步：{op} [{where}] {code}",
     "{n} steps so far":
         "已记录 {n} 步",
+    "1 step so far":
+        "已记录 1 步",
 }

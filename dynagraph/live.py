@@ -285,7 +285,7 @@ class Recording(_page.View):
 
     def _caption(self, last: Step | None, unused: set[int]) -> str:
         """The step list's heading: how many steps, and what is drawn faint."""
-        caption = tr("{n} steps", n=f"{len(self.steps):,}")
+        caption = tr("1 step") if len(self.steps) == 1 else tr("{n} steps", n=f"{len(self.steps):,}")
         if unused and last is not None:
             caption += tr("; {n} nodes drawn faint do not feed the result of step {step} ({op}): "
                           "rec.feeding(tensor) draws only what feeds a tensor",
@@ -583,7 +583,8 @@ class _View:
         if self.handle is None or self.stopped or not (force or due) or not rec.nodes:  # (nodes: walks)
             return
         try:
-            graph = rec.graph(title=tr("{n} steps so far", n=len(rec.steps)))
+            so_far = tr("1 step so far") if len(rec.steps) == 1 else tr("{n} steps so far", n=len(rec.steps))
+            graph = rec.graph(title=so_far)
             picture, script = _page.outputs(graph, repr(graph), still=force)  # the last stays: with a PNG
             if force:
                 self.handle.update(picture.data, metadata=picture.metadata, raw=True)

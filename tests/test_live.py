@@ -847,3 +847,21 @@ def test_a_long_source_line_is_cut_in_step_texts_saying_how_long_it_is(tmp_path,
     assert cut in repr(rec) and len(code) > 38_000
     assert stored(rec) < _page.MAX_BYTES
     assert all(cut in text for text, _ in page_steps(html_of(rec)))
+
+
+def test_the_step_list_heading_says_1_step_not_1_steps():
+    x = torch.ones(3, requires_grad=True)
+    with dg.live() as one:
+        x.exp()
+    with dg.live() as two:
+        x.exp().sin()
+    assert (len(one.steps), len(two.steps)) == (1, 2)
+    assert one._caption(None, set()) == "1 step"
+    assert two._caption(None, set()) == "2 steps"
+
+
+def test_the_step_list_heading_says_1_step_in_chinese(chinese):
+    x = torch.ones(3, requires_grad=True)
+    with dg.live() as one:
+        x.exp()
+    assert one._caption(None, set()) == "1 步"
