@@ -189,4 +189,9 @@ MESSAGES: dict[str, str] = {
         "已记录 {n} 步",
     "1 step so far":
         "已记录 1 步",
+    # _page.py: a view that had to be made smaller
+    "Cropped: the top {shown} px of a {w} x {h} px picture. The whole picture shows in Jupyter once this cell has run or the notebook is trusted.":
+        "已裁剪：显示 {w} x {h} 像素中最上面的 {shown} 像素。在 Jupyter 中运行此单元格或信任此笔记本后即可看到完整图片。",
+    "\u2026 (cut to {n} characters of {total})":
+        "\u2026（{total} 个字符中只保留前 {n} 个）",
 }
