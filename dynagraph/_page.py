@@ -53,8 +53,8 @@ if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle 
 __all__ = ["FILL", "LISTED_STEPS", "MAX_BYTES", "PLACEHOLDER", "Output", "View", "diff_table", "fragment",
            "largest_output", "outputs", "played", "stored_bytes"]
 
-# A view's output (its script with the SVG and steps, say) over this many bytes is drawn
-# again with more of the middle folded: notebooks stay small and quick to open.
+# A view's outputs together (its picture's PNG, its script with the SVG, its steps) over
+# this many bytes are made again smaller (see _outputs): notebooks stay small and quick to open.
 MAX_BYTES = 300_000
 # A picture of at most this many nodes is never folded to fit MAX_BYTES.
 FOLD_ABOVE = 10

@@ -104,8 +104,8 @@ class BackwardTrace(_page.View):
         if len(self.order) == 1:
             return tr("backward: 1 node run. The arrows point the way autograd sends gradients: from the "
                       "output back to the inputs")
-        return tr("backward: {n} node runs. The arrows point the way autograd sends gradients: from the output "
-                  "back to the inputs", n=f"{len(self.order):,}")
+        return tr("backward: {n} node runs. The arrows point the way autograd sends gradients: from the "
+                  "output back to the inputs", n=f"{len(self.order):,}")
 
 
 LISTED_NORMS = 6  # gradient norms a step's text lists; more are cut to the first ones and the last
