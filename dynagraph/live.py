@@ -585,7 +585,9 @@ class _View:
         try:
             so_far = tr("1 step so far") if len(rec.steps) == 1 else tr("{n} steps so far", n=len(rec.steps))
             graph = rec.graph(title=so_far)
-            picture, script = _page.outputs(graph, repr(graph), still=force)  # the last stays: with a PNG
+            outs = _page.outputs(graph, repr(graph), still=force)  # the last stays: with a PNG
+            picture = outs[0]  # (and no script where even the script cannot fit: the text alone)
+            script = outs[1] if len(outs) > 1 else _page.Output({"application/javascript": ""}, {})
             if force:
                 self.handle.update(picture.data, metadata=picture.metadata, raw=True)
             self.script.update(script.data, metadata=script.metadata, raw=True)

@@ -865,3 +865,24 @@ def test_the_step_list_heading_says_1_step_in_chinese(chinese):
     with dg.live() as one:
         x.exp()
     assert one._caption(None, set()) == "1 步"
+
+
+def test_a_live_view_over_a_budget_its_script_cannot_fit_redraws_its_text(monkeypatch):
+    """A redraw whose script alone is over the budget (here 2 KB) publishes the picture's
+    text and an empty script, and goes on redrawing: it never stops the live view."""
+    import IPython
+    import IPython.display
+
+    from dynagraph import _page
+    handle = FakeHandle()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False, display_id=None: handle)
+    monkeypatch.setattr(_page, "MAX_BYTES", 2_000)
+    x = torch.ones(2, requires_grad=True)
+    with dg.live(view=True, interval=1e-9) as rec:
+        y = x
+        for _ in range(20):
+            y = y * 1.0
+    assert len(rec.steps) == 20
+    assert not any("stopped redrawing" in str(u) for u in handle.updates), handle.updates
+    assert {"application/javascript": ""} in handle.updates
