@@ -267,8 +267,11 @@ def _with_png(drawn: _Drawn, room: int) -> _Drawn:
     of it fits."""
     from PIL import Image
 
-    with Image.open(io.BytesIO(drawn.raster)) as raw:
-        im = raw.convert("RGB")
+    try:
+        with Image.open(io.BytesIO(drawn.raster)) as raw:
+            im = raw.convert("RGB")
+    except Image.DecompressionBombError:  # (over ~180 million pixels: no PNG, its text shows)
+        return drawn
     if drawn.title:
         im = _titled(im, drawn.title, PNG_DPI)
     full = im.size

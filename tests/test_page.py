@@ -1070,3 +1070,12 @@ def test_a_view_runs_the_renderer_once_for_its_svg_and_png(monkeypatch):
 def data_of(outs):
     (script,) = [o for o in outs if o.metadata["dynagraph"] == "script"]
     return page_data(f"<script>{script.data['application/javascript']}</script>")
+
+
+def test_a_raster_too_big_for_pillow_leaves_the_picture_its_text(monkeypatch):
+    from PIL import Image
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1_000)  # (Pillow refuses twice this: a "decompression bomb")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    outs = dg.draw((2 * x + 1).sum(), params={"x": x})._outputs()
+    (pic,) = [o for o in outs if o.metadata["dynagraph"] == "picture"]
+    assert set(pic.data) == {"text/plain"} and "png" not in data_of(outs)
