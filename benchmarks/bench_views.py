@@ -344,6 +344,19 @@ def torchview_cost(spec: Spec) -> dict:
 
 # -- the zoo beside torchviz --------------------------------------------------------------
 
+def _sibling(name: str):
+    """``benchmarks/<name>.py`` as a module (the folder is not a package, and this file may
+    be run as a script or loaded from its path by the tests)."""
+    import importlib.util
+    import sys
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[name] = module
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return sys.modules[name]
+
+
 def torchviz_layout(case, timeout: float) -> float | str:
     """Seconds of torchviz's ``make_dot`` of ``case``'s loss and its SVG layout by
     dynagraph's renderer (uncached), or why it did not finish."""
@@ -365,9 +378,8 @@ def torchviz_layout(case, timeout: float) -> float | str:
 def zoo_rows(repeats: int, timeout: float, only: tuple[str, ...] = ()) -> tuple[list[str], bool]:
     """The zoo table: each view's display beside torchviz's build and layout, interleaved
     (``only``: just these models)."""
-    import zoo
-
     from dynagraph import render
+    zoo = _sibling("zoo")
     models, left_out = zoo.available()
     models = {k: f for k, f in models.items() if not only or k in only}
     lines = [f"skipped {name}: {why}" for name, why in left_out.items()]
