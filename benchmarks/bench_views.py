@@ -22,6 +22,14 @@
 # ``dg.live(cell)`` and inside ``dg.live(cell, view=True)`` under an IPython shell whose
 # display output is captured (the view only draws in IPython), interleaved, median of 3.
 #
+# Then the model zoo (``benchmarks/zoo.py``, the models this environment builds): per model
+# and view, the median of ``--repeats`` displays (``_outputs()``, fresh renderer cache)
+# beside torchviz on the same model, interleaved in one run: ``make_dot`` of the loss and
+# its SVG laid out by the same renderer dynagraph uses (graphviz-pure unless
+# DYNAGRAPH_DOT says otherwise; torchviz's own ``pipe`` needs a system ``dot``), and the
+# ratio of the two (target: at most ZOO_RATIO where torchviz finishes). ``--zoo`` runs
+# only this part.
+#
 # Then long recordings: a ``dg.live(memory=True)`` recording of a loop of 80,000 and
 # 300,000 small ops (``y = y * 1.0``), displayed in a child like the views; each must stay
 # under the same time and size targets (the stepper keeps the first and last steps).
@@ -60,6 +68,7 @@ SIZE_TARGET = 300.0  # KB: and this small
 VIEW_TARGET = 1.5  # live(view=True) may cost at most this many times the loop it watches (live)
 # The watched loop: an LSTMCell language-model-sized step (what a learner's RNN runs),
 # so that the loop takes seconds, as the loops that people watch do.
+ZOO_RATIO = 1.5  # a zoo view may take at most this many times torchviz's build and layout
 LOOP_CELL = (256, 512)
 LOOP_BATCH = 32
 TORCHVIEW_DEPTH = 3  # torchview's default module depth
@@ -331,6 +340,80 @@ def torchview_cost(spec: Spec) -> dict:
     graph = torchview.draw_graph(model, input_data=x, depth=TORCHVIEW_DEPTH)
     svg = graph.visual_graph.pipe(format="svg")
     return {"s": time.perf_counter() - start, "kb": len(svg) / 1024}
+
+
+# -- the zoo beside torchviz --------------------------------------------------------------
+
+def _sibling(name: str):
+    """``benchmarks/<name>.py`` as a module (the folder is not a package, and this file may
+    be run as a script or loaded from its path by the tests)."""
+    import importlib.util
+    import sys
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[name] = module
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return sys.modules[name]
+
+
+def torchviz_layout(case, timeout: float) -> float | str:
+    """Seconds of torchviz's ``make_dot`` of ``case``'s loss and its SVG layout by
+    dynagraph's renderer (uncached), or why it did not finish."""
+    from torchviz import make_dot
+
+    from dynagraph import render
+    loss = case.forward()
+    start = time.perf_counter()
+    try:
+        dot = make_dot(loss, params=dict(case.model.named_parameters())).source
+        render._layout(render.find_renderer(), dot, "svg", timeout)
+    except render.RenderTimeoutError:
+        return f"> {timeout:g} s"
+    except RecursionError as exc:
+        return type(exc).__name__
+    return time.perf_counter() - start
+
+
+def zoo_rows(repeats: int, timeout: float, only: tuple[str, ...] = ()) -> tuple[list[str], bool]:
+    """The zoo table: each view's display beside torchviz's build and layout, interleaved
+    (``only``: just these models)."""
+    from dynagraph import render
+    zoo = _sibling("zoo")
+    models, left_out = zoo.available()
+    models = {k: f for k, f in models.items() if not only or k in only}
+    lines = [f"skipped {name}: {why}" for name, why in left_out.items()]
+    lines += ["| model | view | dynagraph s | all outputs KB | torchviz s | ratio | verdict |",
+              "|---|---|---:|---:|---:|---:|---|"]
+    print("\n".join(lines), flush=True)
+    passed = True
+    for name, factory in models.items():
+        for view in ("draw", "live", "backward"):
+            ours, theirs, kb = [], [], 0.0
+            for _ in range(repeats):  # interleaved: a busy moment hits both alike
+                obj = zoo._view(factory(), view)
+                render.clear_cache()
+                start = time.perf_counter()
+                outs = obj._outputs()
+                ours.append(time.perf_counter() - start)
+                kb = _page.stored_bytes(outs) / 1000
+                tv = torchviz_layout(factory(), timeout)
+                theirs.append(tv)
+            s = statistics.median(ours)
+            if all(isinstance(t, float) for t in theirs):
+                tv_s = statistics.median(theirs)  # type: ignore[type-var]
+                ratio, tv_text = s / tv_s, seconds_text(tv_s)
+                ok = ratio <= ZOO_RATIO and s <= TIME_TARGET and kb <= SIZE_TARGET
+                ratio_text = f"{ratio:.2f}x"
+            else:
+                tv_text, ratio_text = str(next(t for t in theirs if not isinstance(t, float))), "-"
+                ok = s <= TIME_TARGET and kb <= SIZE_TARGET
+            passed &= ok
+            line = (f"| {name} | {view} | {seconds_text(s)} | {kb:.1f} | {tv_text} | {ratio_text} | "
+                    f"{'PASS' if ok else 'MISS'} |")
+            lines.append(line)
+            print(line, flush=True)
+    return lines, passed
 
 
 # -- running children ----------------------------------------------------------------------
@@ -650,6 +733,7 @@ def parse(argv):
     parser.add_argument("--timeout", type=float, help=f"seconds per case (default {TIMEOUT:g}; "
                         f"{QUICK_TIMEOUT:g} with --quick)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per cheap cell")
+    parser.add_argument("--zoo", action="store_true", help="only the zoo beside torchviz")
     parser.add_argument("--loop-steps", type=int, help="steps of the view-overhead loop "
                         "(default 600; 20 with --quick)")
     args = parser.parse_args(argv)
@@ -668,6 +752,8 @@ def main(argv=None) -> dict:
     specs = select(models(args.quick), args.only)
     print("\n".join(environment(dot, args.timeout)) + "\n", flush=True)
     warm_up()
+    if args.zoo:
+        return {"zoo": zoo_rows(args.repeats, args.timeout)[1]}
     start, ours = time.perf_counter(), []
     print(table_header(), flush=True)
     for spec in specs:
@@ -679,12 +765,14 @@ def main(argv=None) -> dict:
     long = {n: measure(long_recording_display, (n,), args.timeout, args.repeats)
             for n in ((2_000,) if args.quick else LONG_STEPS)}
     lines, long_passed = long_lines(long)
-    print("\n" + "\n".join(lines))
+    print("\n" + "\n".join(lines) + "\n")
+    zoo_passed = zoo_rows(1 if args.quick else args.repeats, args.timeout, ("unet",) if args.quick else ())[1]
     passed = sum(verdict(r) == "PASS" for r in ours)
     print(f"\nviews: {passed} PASS, {len(ours) - passed} FAIL; live(view=True): "
           f"{'PASS' if view_passed else 'FAIL'}; long recordings: {'PASS' if long_passed else 'FAIL'}; "
+          f"zoo beside torchviz: {'PASS' if zoo_passed else 'MISS'}; "
           f"total {time.perf_counter() - start:.0f} s")
-    return {"views": ours, "overhead": overhead, "long": long}
+    return {"views": ours, "overhead": overhead, "long": long, "zoo": zoo_passed}
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def needs_cjk_font(text: str) -> bool:
     return _CJK.search(text) is not None
 
 
-@lru_cache(maxsize=8)  # one per size: a picture's PNG is made at 36 to 72 dpi
+@lru_cache(maxsize=8)  # one per size (a title and a crop note, at 96 dpi)
 def pillow_font(size: int) -> Any:
     """Noto Sans SC at ``size`` pixels for Pillow, or ``None`` without the wheel."""
     path = cjk_font()

@@ -53,22 +53,27 @@ if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle 
 __all__ = ["FILL", "LISTED_STEPS", "MAX_BYTES", "PLACEHOLDER", "Output", "View", "diff_table", "fragment",
            "largest_output", "outputs", "played", "stored_bytes"]
 
-# A view's output (its script with the SVG and steps, say) over this many bytes is drawn
-# again with more of the middle folded: notebooks stay small and quick to open.
+# A view's outputs together (its picture's PNG, its script with the SVG, its steps) over
+# this many bytes are made again smaller (see _outputs): notebooks stay small and quick to open.
 MAX_BYTES = 300_000
 # A picture of at most this many nodes is never folded to fit MAX_BYTES.
 FOLD_ABOVE = 10
 # Steps listed in the plain step list under a stepper (no sanitizer keeps a
 # collapsible list, so it is short).
 LISTED_STEPS = 20
-# The picture for viewers without scripts: a PNG at Graphviz's 72 dpi (1 pt = 1 px;
-# the script's SVG shows at 96 dpi) in a palette of this many colours (about half the
-# bytes of a full-colour PNG; 16 colours lose text on coloured nodes). A PNG whose
-# output would be over MAX_BYTES is made at a lower dpi, down to PNG_MIN_DPI.
-PNG_DPI = 72
+# The picture for viewers without scripts: a PNG at 96 dpi, the size the script's SVG
+# draws at 1:1 (1 pt = 4/3 CSS px), so that its text is as readable; in a palette of
+# this many colours (about half the bytes of a full-colour PNG; 16 colours lose text on
+# coloured nodes). A PNG that would take the view over MAX_BYTES is cropped, never
+# shrunk: it shows the picture's top (and left), and says so in a strip at its foot.
+PNG_DPI = 96
 PNG_COLOURS = 64
-PNG_MIN_DPI = 36
-PNG_PIXELS = 4_000_000
+PNG_PIXELS = 4_000_000  # a bigger PNG is cropped to this many pixels first (packing it takes time)
+# The share of MAX_BYTES the rest of a view's outputs leave for the PNG at least (more
+# folding or fewer steps first): about a screen of the picture's top.
+PNG_SHARE = 0.15
+# The text of an output a view cannot make smaller otherwise is cut to this many characters.
+MAX_TEXT = 2_000
 # A title drawn outside Graphviz (see _picture.drawing's own_title) as Graphviz draws one: _dot's graph
 # font size in points, centred above the picture with this margin in points.
 TITLE_PT = 10
@@ -123,34 +128,86 @@ def outputs(graph: Graph, text: str, overlay: Overlay | None = None, *, caption:
 def _outputs(graph: Graph, text: str, overlay: Overlay, caption: str, table: str,
              still: bool) -> list[Output]:
     steps = min(len(overlay.steps), MAX_STEPS)
-    drawn = _drawn(graph, overlay)
+    drawn = _drawn(graph, overlay, still)
     made: list = []  # the stepper's data, made once per picture and number of steps
-    for _ in range(6):  # over budget (rare): a big graph with no repeats, or thousands of steps
+    room = int(MAX_BYTES * (1 - PNG_SHARE)) if still else MAX_BYTES  # for all but the PNG
+    while True:  # over budget (rare): a big graph with no repeats, or thousands of steps
         outs, sizes = _compose(drawn, overlay, text, caption, table, steps, made)
-        size = largest_output(outs)
-        if size <= MAX_BYTES and still and not drawn.png:  # the PNG last: for a drawing whose script fits
-            drawn = _with_png(drawn)
-            outs, sizes = _compose(drawn, overlay, text, caption, table, steps, made)
-            size = largest_output(outs)
-        if size <= MAX_BYTES:
+        size = stored_bytes(outs)
+        if size <= room:
             break
         # (a picture of a few nodes is not what makes it big; one with merged chains and
         # grouped leaves can be, with few nodes of many lines each)
         can_fold = sizes["nodes"] > FOLD_ABOVE
         if steps > 2 and (sizes["steps"] > sizes["picture"] or not can_fold):  # play fewer steps
-            steps = max(2, int(steps * max(0.1, 1 - (size - MAX_BYTES) / sizes["steps"]) * 0.9))
-        elif not can_fold:
-            break
-        else:  # fold more of the picture's middle
-            budget = max(2, int(sizes["nodes"] * MAX_BYTES / size * 0.8))
+            steps = max(2, min(steps - 1, int(steps * max(0.1, 1 - (size - room) / sizes["steps"]) * 0.9)))
+            continue
+        if drawn.series and len(_json_for_script(drawn.series)) > 0.1 * size:  # a long loop's norms
+            drawn = drawn._replace(series={})  # (the edges keep their drawn labels)
+            continue
+        if can_fold:  # fold more of the picture's middle
+            budget = max(2, int(sizes["nodes"] * room / size * 0.8))
             memory = getattr(graph, "memory", None)
-            graph = _picture.variant(graph, graph.nodes, graph.edges, blocks=graph.blocks, max_nodes=budget)
-            graph.memory = memory  # same node ids: the same memory
-            drawn = _drawn(graph, overlay)
-    if still and not drawn.png:  # (out of tries: the picture as it is)
-        drawn = _with_png(drawn)
-        outs, _ = _compose(drawn, overlay, text, caption, table, steps, made)
+            folded = _picture.variant(graph, graph.nodes, graph.edges, blocks=graph.blocks, max_nodes=budget)
+            folded.memory = memory  # same node ids: the same memory
+            smaller = _drawn(folded, overlay, still)
+            if len(smaller.pic.graph.nodes) < sizes["nodes"]:
+                graph, drawn = folded, smaller
+                continue
+        if drawn.series:
+            drawn = drawn._replace(series={})
+            continue
+        outs = _bare(text, table)  # (nothing left to shrink: the picture and what it says, cut)
+        size = stored_bytes(outs)
+        break
+    if still:  # the PNG last, in what is left
+        spare = MAX_BYTES - size - 200  # (the PNG's keys, and its size in the script's data)
+        while spare > 0:
+            drawn = _with_png(drawn, spare)
+            if not drawn.png:
+                break
+            with_png = ([*outs[:-1], _picture_output(outs[-1].data["text/plain"], drawn)]
+                        if "script" not in _parts(outs) else
+                        _compose(drawn, overlay, text, caption, table, steps, made)[0])
+            over = stored_bytes(with_png) - MAX_BYTES
+            if over <= 0:
+                return with_png
+            spare = len(drawn.png) - over - 100
     return outs
+
+
+def _parts(outs: Sequence[Output]) -> list[str]:
+    return [o.metadata.get("dynagraph", "") for o in outs]
+
+
+def _bare(text: str, table: str) -> list[Output]:
+    """The outputs of a view whose script and steps cannot fit :data:`MAX_BYTES`: the
+    table (as text when long) and the picture's text, each cut to :data:`MAX_TEXT`
+    characters; the PNG is added to these where it fits."""
+    outs = []
+    if table:
+        plain = _cut(_plain_table(table))
+        outs.append(Output({"text/plain": plain, **({"text/html": table} if len(table) <= MAX_TEXT else {})},
+                           {"dynagraph": "table"}))
+    outs.append(Output({"text/plain": _cut(text)}, {"dynagraph": "picture"}))
+    return outs
+
+
+def _cut(text: str) -> str:
+    """``text`` cut to :data:`MAX_TEXT` characters, saying so."""
+    if len(text) <= MAX_TEXT:
+        return text
+    return text[:MAX_TEXT] + "\n" + tr("\u2026 (cut to {n} characters of {total})", n=f"{MAX_TEXT:,}",
+                                       total=f"{len(text):,}")
+
+
+def _picture_output(text: str, drawn: _Drawn) -> Output:
+    """The picture's output: its text, and its PNG where there is one."""
+    if not drawn.png:
+        return Output({"text/plain": text}, {"dynagraph": "picture"})
+    w, h = drawn.png_size
+    return Output({"text/plain": text, "image/png": drawn.png},
+                  {"dynagraph": "picture", "image/png": {"width": w, "height": h}})
 
 
 def stored_bytes(outs: Sequence[Output]) -> int:
@@ -174,10 +231,12 @@ class _Drawn(NamedTuple):
     png: str = ""  # base64; empty: not made (yet)
     png_size: tuple[int, int] = (0, 0)
     title: str = ""  # drawn outside Graphviz (see _picture.drawing's own_title); empty: none, or in the DOT
+    raster: bytes = b""  # the whole picture as Graphviz drew it at PNG_DPI, from the SVG's layout
 
 
-def _drawn(graph: Graph, overlay: Overlay) -> _Drawn:
-    """``graph`` drawn with ``overlay``: its SVG, hover texts and frames (no PNG yet)."""
+def _drawn(graph: Graph, overlay: Overlay, still: bool = False) -> _Drawn:
+    """``graph`` drawn with ``overlay``: its SVG, hover texts and frames, and with
+    ``still`` the PNG's raster from the same layout (one renderer run; no PNG yet)."""
     # A title with Chinese (and a Chinese memory line) is drawn by the script and by Pillow
     # instead: see _picture.drawing
     pic, dot, series = _picture.drawing(graph, overlay, own_title=True)
@@ -187,42 +246,76 @@ def _drawn(graph: Graph, overlay: Overlay) -> _Drawn:
                             "info": _info(graph, pic, overlay.info)}
     if title:
         data["title"] = title
-    return _Drawn(pic, render.compact_svg(render.pipe(dot, "svg")), data, series, dot, title=title)
+    svg, raster = render.svg_and_png(dot, PNG_DPI) if still else (render.pipe(dot, "svg"), b"")
+    return _Drawn(pic, render.compact_svg(svg), data, series, dot, title=title, raster=raster)
 
 
-def _with_png(drawn: _Drawn) -> _Drawn:
-    """``drawn`` with its PNG, smaller when its output would be over :data:`MAX_BYTES` (a
-    tall picture: the text gets small, the PNG is only for viewers without scripts).
-    Graphviz draws it once (a 4,000-px PNG takes it ~1.5 s); Pillow scales it down."""
+def _with_png(drawn: _Drawn, room: int) -> _Drawn:
+    """``drawn`` with its PNG (from its raster), its output at most ``room`` bytes:
+    cropped to the picture's top (and left, when still too big), with a strip at its
+    foot that says so and where the whole picture shows; no PNG where not even a strip
+    of it fits."""
     from PIL import Image
 
-    # PNG bytes grow with the area; at 72 dpi they are about 3.3 times the SVG's on
-    # the zoo's models (2.8-3.3): start where the PNG should just fit, and at most
-    # PNG_PIXELS (drawing and packing a wide 5,500 x 4,000-px PNG took 2.4 s).
-    pt = re.match(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', drawn.svg)
-    area = float(pt[1]) * float(pt[2]) if pt else 0.0
-    fit = min(0.85 * MAX_BYTES / (3.3 * len(drawn.svg) + 1), PNG_PIXELS / area if area else 1.0) ** 0.5
-    dpi = max(PNG_MIN_DPI, min(PNG_DPI, int(PNG_DPI * fit)))
-    im = _raster(drawn.dot, dpi)
+    try:
+        with Image.open(io.BytesIO(drawn.raster)) as raw:
+            im = raw.convert("RGB")
+    except Image.DecompressionBombError:  # (over ~180 million pixels: no PNG, its text shows)
+        return drawn
     if drawn.title:
-        im = _titled(im, drawn.title, dpi)
+        im = _titled(im, drawn.title, PNG_DPI)
+    full = im.size
+    w, h = full
+    if w * h > PNG_PIXELS:  # (packing a huge PNG to crop it after takes seconds)
+        h = max(1, PNG_PIXELS // w)
+        w = min(w, PNG_PIXELS // h)
     while True:
-        b64 = _encoded(im)
-        if len(b64) + 2_000 <= MAX_BYTES or dpi <= PNG_MIN_DPI:
-            return drawn._replace(png=b64, png_size=im.size)
-        scale = (0.7 * MAX_BYTES / len(b64)) ** 0.5  # (smaller pictures pack less well: aim low)
-        dpi = max(PNG_MIN_DPI, int(dpi * scale))
-        im = im.resize((max(1, int(im.width * scale)), max(1, int(im.height * scale))),
-                       Image.Resampling.LANCZOS)
+        shown = im if (w, h) == full else _cropped(im.crop((0, 0, w, h)), full)
+        b64 = _encoded(shown)
+        if len(b64) <= room:
+            return drawn._replace(png=b64, png_size=shown.size)
+        if w * h <= 64 * 64:
+            return drawn
+        scale = 0.9 * room / len(b64)  # (bytes grow about as the area)
+        if h * scale >= min(h, 3 * w, 400):  # a tall picture: its top
+            h = max(1, int(h * scale))
+        else:
+            h, w = min(h, max(32, int(h * scale ** 0.5))), max(32, int(w * scale ** 0.5))
 
 
-def _raster(dot: str, dpi: int) -> Any:
-    """``dot`` drawn by Graphviz as an RGB Pillow image at ``dpi``."""
-    from PIL import Image  # matplotlib's dependency too: always there beside it
+# The strip under a cropped PNG: text this many points (the picture's node text's size).
+CROP_NOTE_PT = 10
 
-    head, brace, rest = dot.partition("{")
-    with Image.open(io.BytesIO(render.pipe(f"{head}{brace}\n  dpi={dpi};{rest}", "png"))) as im:
-        return im.convert("RGB")
+
+def _cropped(im: Any, full: tuple[int, int]) -> Any:
+    """``im``, the top-left of a picture ``full`` pixels in size, with a strip at its
+    foot saying that it is cropped and where the whole picture shows."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    shown = (f"{im.width:,} x {im.height:,}" if im.width < full[0] else f"{im.height:,}")
+    note = tr("Cropped: the top {shown} px of a {w} x {h} px picture. The whole picture shows in Jupyter "
+              "once this cell has run or the notebook is trusted.",
+              shown=shown, w=f"{full[0]:,}", h=f"{full[1]:,}")
+    size, cjk = round(CROP_NOTE_PT * PNG_DPI / 72), _fonts.needs_cjk_font(note)
+    font = _fonts.pillow_font(size) if cjk else None
+    if font is None:
+        font = ImageFont.load_default(size)
+    draw = ImageDraw.Draw(im)
+    lines: list[str] = []
+    for word in re.findall(r"[\x00-\x7f]+|." if cjk else r"\S+\s*", note):  # (Chinese: wrap at any character)
+        if lines and draw.textlength((lines[-1] + word).rstrip(), font=font) <= im.width - 8:
+            lines[-1] += word
+        else:
+            lines.append(word)
+    lines = [line.strip() for line in lines]
+    pad, step = 4, round(size * 1.3)
+    out = Image.new("RGB", (im.width, im.height + 2 * pad + step * len(lines)), "#fff3bf")
+    out.paste(im, (0, 0))
+    draw = ImageDraw.Draw(out)
+    draw.line([(0, im.height), (im.width, im.height)], fill="#d9480f", width=2)
+    for i, line in enumerate(lines):
+        draw.text((4, im.height + pad + i * step), line, fill="black", font=font)
+    return out
 
 
 def _titled(im: Any, title: str, dpi: int) -> Any:
@@ -281,10 +374,7 @@ def _compose(drawn: _Drawn, overlay: Overlay, text: str, caption: str, table: st
     outs = []
     if table:
         outs.append(Output({"text/plain": _plain_table(table), "text/html": table}, {"dynagraph": "table"}))
-    w, h = drawn.png_size
-    outs.append(Output({"text/plain": text, "image/png": drawn.png},
-                       {"dynagraph": "picture", "image/png": {"width": w, "height": h}}) if drawn.png else
-                Output({"text/plain": text}, {"dynagraph": "picture"}))
+    outs.append(_picture_output(text, drawn))
     # The script on its own: a viewer that picks one mime type per output and shows a
     # script as an empty <div> when it sanitizes (nbconvert) still shows the PNG above.
     outs.append(Output({"application/javascript": _script(data)}, {"dynagraph": "script"}))

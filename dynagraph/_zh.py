@@ -153,6 +153,8 @@ MESSAGES: dict[str, str] = {
         "（{kind}）",
     "{n} steps":
         "{n} 步",
+    "1 step":
+        "1 步",
     "; {n} nodes drawn faint do not feed the result of step {step} ({op}): rec.feeding(tensor) draws only what feeds a tensor":
         "；画成浅色的 {n} 个节点不参与计算第 {step} 步（{op}）的结果：rec.feeding(tensor) 只画出计算某个张量所用的部分",
     # live.py: why an op made no node (Step.note stays English; steps show it so)
@@ -195,6 +197,8 @@ MESSAGES: dict[str, str] = {
         "，\u2016t\u2016 = {norm}",
     "forward mode: {n} node runs. The arrows point the way tangents flow: from the inputs to the outputs":
         "前向模式：节点共运行 {n} 次。箭头指向切向量流动的方向：从输入到输出",
+    "backward: 1 node run. The arrows point the way autograd sends gradients: from the output back to the inputs":
+        "反向传播：节点共运行 1 次。箭头指向自动微分传递梯度的方向：从输出回到输入",
     "{verdict} ({times}; {how})":
         "{verdict}（{times}；{how}）",
     "{b} is {ratio}x faster than {a}":
@@ -273,6 +277,13 @@ MESSAGES: dict[str, str] = {
         "这一步中的内存事件（分配或释放）",
     "bytes alive ({unit})":
         "存活的字节（{unit}）",
+    "1 step so far":
+        "已记录 1 步",
+    # _page.py: a view that had to be made smaller
+    "Cropped: the top {shown} px of a {w} x {h} px picture. The whole picture shows in Jupyter once this cell has run or the notebook is trusted.":
+        "已裁剪：显示 {w} x {h} 像素中最上面的 {shown} 像素。在 Jupyter 中运行此单元格或信任此笔记本后即可看到完整图片。",
+    "\u2026 (cut to {n} characters of {total})":
+        "\u2026（{total} 个字符中只保留前 {n} 个）",
 }
 
 # Messages Graphviz draws inside a picture (a node's saved bytes, a rolled block's steps):

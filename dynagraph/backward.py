@@ -102,9 +102,15 @@ class BackwardTrace(_page.View):
         if not self.order:
             return [_page.Output({"text/plain": repr(self)}, {})]
         return _page.outputs(self.graph(), repr(self), self._overlays(),
-                             caption=tr("backward: {n} node runs. The arrows point the way autograd sends "
-                                        "gradients: from the output back to the inputs",
-                                        n=f"{len(self.order):,}"))
+                             caption=self._caption())
+
+    def _caption(self) -> str:
+        """The step list's heading: how many node runs, and which way the arrows point."""
+        if len(self.order) == 1:
+            return tr("backward: 1 node run. The arrows point the way autograd sends gradients: from the "
+                      "output back to the inputs")
+        return tr("backward: {n} node runs. The arrows point the way autograd sends gradients: from the "
+                  "output back to the inputs", n=f"{len(self.order):,}")
 
 
 LISTED_NORMS = 6  # gradient norms a step's text lists; more are cut to the first ones and the last

@@ -294,7 +294,7 @@ class Recording(_page.View):
 
     def _caption(self, last: Step | None, unused: set[int]) -> str:
         """The step list's heading: how many steps, and what is drawn faint."""
-        caption = tr("{n} steps", n=f"{len(self.steps):,}")
+        caption = tr("1 step") if len(self.steps) == 1 else tr("{n} steps", n=f"{len(self.steps):,}")
         if unused and last is not None:
             caption += tr("; {n} nodes drawn faint do not feed the result of step {step} ({op}): "
                           "rec.feeding(tensor) draws only what feeds a tensor",
@@ -592,8 +592,11 @@ class _View:
         if self.handle is None or self.stopped or not (force or due) or not rec.nodes:  # (nodes: walks)
             return
         try:
-            graph = rec.graph(title=tr("{n} steps so far", n=len(rec.steps)))
-            picture, script = _page.outputs(graph, repr(graph), still=force)  # the last stays: with a PNG
+            so_far = tr("1 step so far") if len(rec.steps) == 1 else tr("{n} steps so far", n=len(rec.steps))
+            graph = rec.graph(title=so_far)
+            outs = _page.outputs(graph, repr(graph), still=force)  # the last stays: with a PNG
+            picture = outs[0]  # (and no script where even the script cannot fit: the text alone)
+            script = outs[1] if len(outs) > 1 else _page.Output({"application/javascript": ""}, {})
             if force:
                 self.handle.update(picture.data, metadata=picture.metadata, raw=True)
             self.script.update(script.data, metadata=script.metadata, raw=True)

@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["CACHE_BYTES", "FORMATS", "RenderTimeoutError", "RendererNotFoundError", "clear_cache",
-           "compact_svg", "find_renderer", "pipe"]
+           "compact_svg", "find_renderer", "pipe", "svg_and_png"]
 
 FORMATS = ("dot", "svg", "png", "pdf", "jpg")
 # Rendered output kept for reuse, DOT text and result bytes together: a drawing of
@@ -121,6 +122,7 @@ def clear_cache() -> None:
         >>> dynagraph.render.clear_cache()
     """
     _run.cache_clear()
+    _run_both.cache_clear()
     _FOUND.clear()
 
 
@@ -136,14 +138,14 @@ class _ByteCache:
     cached. ``__wrapped__`` is ``fn`` itself (to bypass the cache).
     """
 
-    def __init__(self, fn: Callable[..., bytes], max_bytes: int) -> None:
+    def __init__(self, fn: Callable[..., Any], max_bytes: int) -> None:
         self.__wrapped__ = fn
         self.max_bytes = max_bytes
         self._entries: OrderedDict = OrderedDict()  # args -> (result, weight)
         self._bytes = 0
         self._lock = threading.Lock()  # pictures are drawn from recording threads too
 
-    def __call__(self, *args: Any) -> bytes:
+    def __call__(self, *args: Any) -> Any:
         with self._lock:
             if args in self._entries:
                 self._entries.move_to_end(args)
@@ -152,8 +154,9 @@ class _ByteCache:
         self._keep(args, result)
         return result
 
-    def _keep(self, args: tuple[Any, ...], result: bytes) -> None:
-        weight = sys.getsizeof(result) + sum(sys.getsizeof(a) for a in args if isinstance(a, str))
+    def _keep(self, args: tuple[Any, ...], result: Any) -> None:
+        parts = result if isinstance(result, tuple) else (result,)  # (svg_and_png: two pictures)
+        weight = sum(map(sys.getsizeof, parts)) + sum(sys.getsizeof(a) for a in args if isinstance(a, str))
         with self._lock:
             if weight > self.max_bytes or args in self._entries:
                 return
@@ -176,8 +179,17 @@ class _ByteCache:
 
 def _layout(exe: str, dot_text: str, fmt: str, timeout: float) -> bytes:
     """Run ``exe -T<fmt>`` on ``dot_text`` and return its checked output."""
+    out, err = _communicate([exe, f"-T{fmt}"], dot_text, fmt, timeout)
+    _check_output(exe, fmt, out, err)
+    return out
+
+
+def _communicate(args: list[str], dot_text: str, fmt: str, timeout: float) -> tuple[bytes, bytes]:
+    """Run the renderer ``args`` on ``dot_text``: its output and error output, checked for
+    a timeout and a failed exit (``fmt`` names the format in the message)."""
+    exe = args[0]
     # A session of its own, so that a timeout kills the renderer and anything it started.
-    proc = subprocess.Popen([exe, f"-T{fmt}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
     try:
         out, err = proc.communicate(dot_text.encode(), timeout=timeout)
@@ -190,11 +202,68 @@ def _layout(exe: str, dot_text: str, fmt: str, timeout: float) -> bytes:
         ) from None
     if proc.returncode != 0:
         raise RuntimeError(f"{Path(exe).name} -T{fmt} failed: {_stderr_summary(err)}")
-    _check_output(exe, fmt, out, err)
-    return out
+    return out, err
 
 
 _run = _ByteCache(_layout, CACHE_BYTES)
+
+
+def svg_and_png(dot_text: str, dpi: int, *, timeout: float = 60) -> tuple[bytes, bytes]:
+    """``dot_text`` laid out once and written both as SVG and as a PNG at ``dpi``.
+
+    The SVG is the one :func:`pipe` writes (Graphviz's 72 dpi: 1 pt a CSS pt): the
+    renderer writes both from one layout at ``dpi`` (``-Tsvg -o … -Tpng -o …``), whose
+    SVG differs only in its size and scale, set back here. Where that size cannot be
+    told for sure (its points end in .5 within the printed digits), the SVG is laid out
+    again on its own. Cached as :func:`pipe` is.
+
+    Raises:
+        as :func:`pipe` does.
+    """
+    svg, png = _run_both(find_renderer(), dot_text, dpi, timeout)
+    return svg, png
+
+
+def _both(exe: str, dot_text: str, dpi: int, timeout: float) -> tuple[bytes, bytes]:
+    head, brace, rest = dot_text.partition("{")
+    with tempfile.TemporaryDirectory(prefix="dynagraph-") as tmp:
+        svg_path, png_path = Path(tmp, "a.svg"), Path(tmp, "a.png")
+        _, err = _communicate([exe, "-Tsvg", "-o", str(svg_path), "-Tpng", "-o", str(png_path)],
+                              f"{head}{brace}\n  dpi={dpi};{rest}", "svg -Tpng", timeout)
+        scaled, png = (path.read_bytes() if path.exists() else b"" for path in (svg_path, png_path))
+    _check_output(exe, "svg", scaled, err)
+    _check_output(exe, "png", png, err)
+    svg = _unscaled(scaled, dpi)
+    return (svg if svg is not None else _run(exe, dot_text, "svg", timeout)), png
+
+
+_run_both = _ByteCache(_both, CACHE_BYTES)
+
+_SCALED_HEAD = re.compile(rb'<svg width="(\d+)pt" height="(\d+)pt"\n'
+                          rb' viewBox="0\.00 0\.00 (\d+)\.00 (\d+)\.00"')
+_SCALE = re.compile(rb'transform="scale\(([\d.]+) ([\d.]+)\) rotate\(0\) translate\(')
+_BACKGROUND = re.compile(rb'<polygon fill="[^"]*" stroke="[^"]*" points="([^"]*)"')
+
+
+def _unscaled(svg: bytes, dpi: int) -> bytes | None:
+    """Graphviz's SVG drawn at ``dpi`` as it draws it at 72 dpi, or ``None`` where its
+    size at 72 dpi cannot be told for sure. The two differ only in the size
+    (``width``/``height``/``viewBox``: the page's size in points, rounded, times
+    ``dpi``/72) and the ``scale(…)`` of the outer group; the page's size comes from the
+    background polygon, which spans it."""
+    head, scale, background = _SCALED_HEAD.search(svg), _SCALE.search(svg), _BACKGROUND.search(svg)
+    if not (head and scale and background) or head[1] != head[3] or head[2] != head[4]:
+        return None
+    numbers = [float(v) for v in re.findall(rb"-?\d+(?:\.\d+)?", background[1])]
+    size = [max(numbers[0::2]) - min(numbers[0::2]), max(numbers[1::2]) - min(numbers[1::2])]
+    whole = [int(v + 0.5) for v in size]  # Graphviz's ROUND
+    if (any(abs(v % 1 - 0.5) < 0.01 or abs(v * dpi / 72 % 1 - 0.5) < 0.01 for v in size)  # (printed: ±0.005)
+            or [int(v * dpi / 72 + 0.5) for v in size] != [int(head[1]), int(head[2])]):
+        return None  # (a size near .5, or not the one written: lay it out again)
+    w, h = whole
+    page = b'<svg width="%dpt" height="%dpt"\n viewBox="0.00 0.00 %d.00 %d.00"' % (w, h, w, h)
+    return (svg[:head.start()] + page + svg[head.end():scale.start()]
+            + b'transform="scale(1 1) rotate(0) translate(' + svg[scale.end():])
 
 
 def _stderr_summary(err: bytes, keep: int = 5, width: int = 200) -> str:

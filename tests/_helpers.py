@@ -46,8 +46,8 @@ def html_of(view) -> str:
 
 
 def stored(view) -> int:
-    """Bytes of a view's largest output as a notebook stores it (the budget is per output)."""
-    return _page.largest_output(view._outputs())
+    """Bytes of all of a view's outputs as a notebook stores them (the budget is for their sum)."""
+    return _page.stored_bytes(view._outputs())
 
 
 def outputs_of(view) -> dict[str, dict[str, str]]:

@@ -601,3 +601,14 @@ def test_merged_norms_follow_the_last_pass_as_edge_norms_do():
     assert bt.merged_norms[(add, out)] == pytest.approx(torch.full((2,), 10.0).norm().item())
     (square,) = [dst for (src, dst), n in Counter(bt.edges).items() if src == leaf(bt, "x") and n == 2]
     assert bt.merged_norms[(leaf(bt, "x"), square)] == pytest.approx((10 * 2 * x.detach()).norm().item())
+
+
+def test_a_one_node_trace_says_1_node_run():
+    x = torch.ones(3, requires_grad=True)
+    loss = x.sum()
+    with dg.trace_backward(loss) as one:
+        torch.autograd.grad(loss, x)  # (no AccumulateGrad: SumBackward0 alone runs)
+    many = traced(x.exp().sum())
+    assert len(one.order) == 1 and len(many.order) > 1
+    assert one._caption().startswith("backward: 1 node run. The arrows")
+    assert many._caption().startswith(f"backward: {len(many.order)} node runs. The arrows")

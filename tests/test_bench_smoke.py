@@ -1,5 +1,6 @@
 """benchmarks/bench_draw.py and bench_views.py run end to end on tiny models (no timing assertions)."""
 
+import re
 import subprocess
 import sys
 import time
@@ -103,6 +104,11 @@ def test_views_quick_run_prints_both_tables(views, capsys):
     assert set(result["long"]) == {2_000} and result["long"][2_000]["kb"] > 0
     assert any(line.startswith("| 2,000 steps | ") and "(<= 2 s, <= 300 KB)" in line for line in rows)
     assert "long recordings: " in out.splitlines()[-1]
+    # the zoo beside torchviz (one model with --quick): its three views and their ratios
+    zoo = [line for line in rows if line.startswith("| unet | ")]
+    assert [line.split(" | ")[1] for line in zoo] == ["draw", "live", "backward"]
+    assert all(re.search(r"\| [\d.]+x \| (PASS|MISS) \|$", line) for line in zoo), zoo
+    assert isinstance(result["zoo"], bool) and "zoo beside torchviz: " in out.splitlines()[-1]
 
 
 def test_long_lines_fail_a_recording_over_either_target(views):

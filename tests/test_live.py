@@ -847,3 +847,42 @@ def test_a_long_source_line_is_cut_in_step_texts_saying_how_long_it_is(tmp_path,
     assert cut in repr(rec) and len(code) > 38_000
     assert stored(rec) < _page.MAX_BYTES
     assert all(cut in text for text, _ in page_steps(html_of(rec)))
+
+
+def test_the_step_list_heading_says_1_step_not_1_steps():
+    x = torch.ones(3, requires_grad=True)
+    with dg.live() as one:
+        x.exp()
+    with dg.live() as two:
+        x.exp().sin()
+    assert (len(one.steps), len(two.steps)) == (1, 2)
+    assert one._caption(None, set()) == "1 step"
+    assert two._caption(None, set()) == "2 steps"
+
+
+def test_the_step_list_heading_says_1_step_in_chinese(chinese):
+    x = torch.ones(3, requires_grad=True)
+    with dg.live() as one:
+        x.exp()
+    assert one._caption(None, set()) == "1 步"
+
+
+def test_a_live_view_over_a_budget_its_script_cannot_fit_redraws_its_text(monkeypatch):
+    """A redraw whose script alone is over the budget (here 2 KB) publishes the picture's
+    text and an empty script, and goes on redrawing: it never stops the live view."""
+    import IPython
+    import IPython.display
+
+    from dynagraph import _page
+    handle = FakeHandle()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False, display_id=None: handle)
+    monkeypatch.setattr(_page, "MAX_BYTES", 2_000)
+    x = torch.ones(2, requires_grad=True)
+    with dg.live(view=True, interval=1e-9) as rec:
+        y = x
+        for _ in range(20):
+            y = y * 1.0
+    assert len(rec.steps) == 20
+    assert not any("stopped redrawing" in str(u) for u in handle.updates), handle.updates
+    assert {"application/javascript": ""} in handle.updates

@@ -97,7 +97,7 @@ PLAIN_TAGS = {"b", "div", "i", "li", "ol", "span", "table", "td", "tr"}
 def check(view):
     """What every view's outputs must satisfy; returns the parsed page of its HTML."""
     outs = view._outputs()
-    assert _page.largest_output(outs) < 300_000  # every output
+    assert _page.stored_bytes(outs) <= _page.MAX_BYTES  # all outputs together
     parts = [o.metadata["dynagraph"] for o in outs]
     assert parts in (["picture", "script"], ["picture", "script", "steps"], ["table", "picture", "script"]), parts
     picture = outs[parts.index("picture")]
@@ -355,7 +355,7 @@ def test_output_over_the_byte_budget_folds_further(monkeypatch):
     model = nn.Sequential(*[nn.Linear(4 + k, 5 + k) for k in range(60)])  # no two layers alike
     g = dg.draw(model(torch.randn(1, 4)).sum(), params=model)
     html = html_of(g)
-    assert stored(g) <= 40_000  # every output
+    assert stored(g) <= 40_000  # all outputs together
     (svg,) = pictures(html)
     assert any("nodes folded" in t for t in svg_texts(svg))
 
@@ -542,7 +542,8 @@ def test_a_recording_over_the_step_budget_keeps_its_first_and_last_steps_and_say
 def test_an_output_whose_step_data_is_over_the_budget_plays_fewer_steps_and_says_so(monkeypatch):
     """Thousands of steps with texts all different (a backward's norms): the stepper
     keeps its first and last steps, the picture is not folded, the whole output fits."""
-    monkeypatch.setattr(_page, "MAX_BYTES", 30_000)  # all 602 steps: a 34 KB script output; 2 steps, 26 KB
+    # all 602 steps: 37.5 KB of outputs; 2 steps, 30 KB (and 15 % of the budget kept for the PNG)
+    monkeypatch.setattr(_page, "MAX_BYTES", 36_000)
     torch.manual_seed(0)
     x = torch.randn(4, requires_grad=True)
     y = x
@@ -553,7 +554,7 @@ def test_an_output_whose_step_data_is_over_the_budget_plays_fewer_steps_and_says
         loss.backward()
     html = html_of(bt)
     data = page_data(html)
-    assert stored(bt) <= 30_000
+    assert stored(bt) <= 36_000
     head, left_out = data["gap"]
     assert left_out > 0 and len(data["s"]) == len(bt.order) - left_out
     assert (f"The output holds the first {head:,} and the last {len(bt.order) - head - left_out:,} of the "
@@ -772,14 +773,20 @@ def test_a_chinese_title_is_drawn_above_the_png_by_pillow_and_above_the_svg_by_t
     assert _same_ink(drawn, noto) > 0.8 > 0.5 > _same_ink(drawn, dejavu)
 
 
+def _raster(dot, dpi):
+    """``dot`` drawn by Graphviz at ``dpi`` as an RGB Pillow image."""
+    from PIL import Image
+    return Image.open(io.BytesIO(render.svg_and_png(dot, dpi)[1])).convert("RGB")
+
+
 def test_an_english_title_drawn_by_pillow_reads_as_graphviz_draws_it():
     """A title with Chinese in it may hold English too (a memory line, a batch size):
     Pillow draws it at Graphviz's size and place."""
     pytest.importorskip("pylopdf_fonts_zh_cn")
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     title = "compute graph, batch 64"
-    by_graphviz = _page._raster(_page._drawn(dg.draw(2 * x + 1, title=title), _dot.Overlay()).dot, 72)
-    untitled = _page._raster(_page._drawn(dg.draw(2 * x + 1), _dot.Overlay()).dot, 72)
+    by_graphviz = _raster(_page._drawn(dg.draw(2 * x + 1, title=title), _dot.Overlay()).dot, 72)
+    untitled = _raster(_page._drawn(dg.draw(2 * x + 1), _dot.Overlay()).dot, 72)
     by_pillow = _page._titled(untitled, title, 72)
     assert by_pillow.height == by_graphviz.height  # the same room above the picture
     rows = by_graphviz.height - untitled.height
@@ -820,17 +827,19 @@ def test_a_chinese_stepper_shows_its_words_and_title_in_the_page(tmp_path, chine
         now = page.locator(".dg-now").first.text_content()
         buttons = page.evaluate("() => [...document.querySelectorAll('.dg-stepper button')]"
                                 ".map(b => [b.textContent, b.title])")
-        title = page.locator(".dg-title")
-        caption = (title.count(), title.first.text_content(), title.first.is_visible(),
-                   title.first.evaluate("e => getComputedStyle(e).fontSize"))
+        captions = [(t.text_content(), t.is_visible(), t.evaluate("e => getComputedStyle(e).fontSize"))
+                    for t in page.locator(".dg-title").all()]
         watch.close()
     assert info == f"第 {k + 1} / {len(steps)} 步 · 第 10 次迭代（共 {page_data(html_of(rec))['blocks'][0]} 次）"
     assert re.search(r"  · 计算图为反向传播保留了 [\d.]+ [KMG]?B$", now), now
     assert buttons[:5] == [["\u00ab", "第一步"], ["\u2039 上一步", "上一步"], ["播放", "播放或暂停"],
                            ["下一步 \u203a", "下一步"], ["\u00bb", "最后一步"]]
     assert buttons[6] == ["适应宽度", "按宽度缩放图片"]
-    assert caption[:3] == (1, "循环", True) and caption[3] == "13.3333px"  # 10 pt, as Graphviz's title
-    assert data["title"] == "循环" and watch.errors == []
+    # one caption per view, drawn outside Graphviz (no Chinese glyphs there): the recording's
+    # memory summary, and the graph's title above its own
+    assert [text.split("计算图")[0].strip() for text, _, _ in captions] == ["", "循环"], captions
+    assert all(visible and size == "13.3333px" for _, visible, size in captions)  # 10 pt, as Graphviz's title
+    assert data["title"].startswith("循环\n计算图为反向传播保留了") and watch.errors == []
 
 
 # -- a tall stepper keeps what it lights in view ----------------------------------------
@@ -990,3 +999,111 @@ def test_a_tall_stepper_keeps_what_it_lights_in_view(tmp_path, layout):
     assert 0 < moves < 19, f"the picture moved at {moves} of 19 steps: it should move only when the lit node is out of view"
     assert abs(dragged - before) > 100 and kept == dragged, (before, dragged, kept)
     assert zoom == "125%" and errors == []
+
+
+# -- a view's budget is all it publishes; the PNG is as readable as the SVG at 1:1 ---------
+
+def _png(outs):
+    from PIL import Image
+    (pic,) = [o for o in outs if o.metadata["dynagraph"] == "picture"]
+    return Image.open(io.BytesIO(base64.b64decode(pic.data["image/png"]))).convert("RGB")
+
+
+def _svg_size_px(outs):
+    """The size of the view's SVG at 1:1 in CSS pixels (1 pt = 4/3 px), as its script draws it."""
+    svg = base64.b64decode(data_of(outs)["svg"]).decode()
+    w, h = re.search(r'<svg width="(\d+)pt" height="(\d+)pt"', svg).groups()
+    return round(int(w) * 4 / 3), round(int(h) * 4 / 3)
+
+
+def test_the_png_draws_the_picture_at_the_size_the_svg_shows_at_1_to_1():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    g = dg.draw((2 * x + 1).sum(), params={"x": x})
+    outs = g._outputs()
+    png, (w, h) = _png(outs), _svg_size_px(outs)
+    assert abs(png.width - w) <= 1 and abs(png.height - h) <= 1  # (72 dpi drew it at 3/4 of this)
+
+
+def test_a_tall_picture_is_cropped_not_shrunk_and_says_so(monkeypatch):
+    monkeypatch.setattr(_page, "MAX_BYTES", 80_000)
+    x = torch.ones(3, requires_grad=True)
+    y = x
+    for k in range(40):  # a chain of 80 ops, one node wide
+        y = (y.sin() if k % 3 else y.exp()) * (k + 1)
+    g = dg.draw(y.sum(), params={"x": x}, roll=False, max_nodes=None)
+    outs = g._outputs()
+    assert stored_bytes(outs) <= 80_000
+    png, (w, h) = _png(outs), _svg_size_px(outs)
+    assert abs(png.width - w) <= 1 and png.height < 0.8 * h  # as wide as at 1:1: its top only
+    strip = [png.getpixel((x, png.height - 3)) for x in range(png.width)]
+    note = [c for c in strip if max(abs(a - b) for a, b in zip(c, (255, 243, 191))) <= 4]  # (its palette's)
+    assert len(note) > 0.5 * png.width  # the note's strip at its foot
+    ink = png.crop((0, png.height - 30, png.width, png.height)).convert("L").point(lambda v: 255 if v < 100 else 0)
+    assert ink.getbbox() is not None  # with text in it
+    data = page_data(html_of(g))
+    assert data["png"] == list(png.size)  # the script still finds and hides it
+
+
+def test_the_crop_note_is_a_strip_under_the_shown_part_that_wraps_to_its_width(monkeypatch):
+    from PIL import Image
+    notes = []
+    real = _page.tr
+    monkeypatch.setattr(_page, "tr", lambda text, **kw: notes.append(real(text, **kw)) or notes[-1])
+    top = Image.new("RGB", (300, 200), "white")
+    tall = _page._cropped(top.copy(), (300, 900))
+    wide = _page._cropped(top.copy(), (900, 900))
+    assert notes == ["Cropped: the top 200 px of a 300 x 900 px picture. The whole picture shows in Jupyter once this "
+                     "cell has run or the notebook is trusted.",
+                     "Cropped: the top 300 x 200 px of a 900 x 900 px picture. The whole picture shows in Jupyter "
+                     "once this cell has run or the notebook is trusted."]
+    assert tall.width == wide.width == 300 and tall.crop((0, 0, 300, 200)).getcolors() == [(60_000, (255, 255, 255))]
+    assert tall.height - 200 > 3 * round(_page.CROP_NOTE_PT * _page.PNG_DPI / 72)  # wrapped: several lines
+
+
+@pytest.mark.parametrize("budget", [6_000, 20_000, 60_000])
+def test_every_view_fits_the_budget_in_all_its_outputs_whatever_it_holds(monkeypatch, budget):
+    """Nothing left to shrink (a few nodes with a 40,000-character title; a long loop's
+    norms; many steps): the view still publishes at most the budget in all, its
+    picture's text first."""
+    monkeypatch.setattr(_page, "MAX_BYTES", budget)
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    titled = dg.draw((2 * x + 1).sum(), params={"x": x}, title="t" * 40_000)
+    y = x
+    for _ in range(200):
+        y = torch.sin(y) * 1.5
+    loss = y.sum()
+    with dg.trace_backward(loss, params={"x": x}) as bt:
+        loss.backward()
+    with dg.live() as rec:
+        z = x
+        for _ in range(300):
+            z = z * 1.01
+    for view in (titled, bt, rec):
+        outs = view._outputs()
+        assert stored_bytes(outs) <= budget, (view, [stored_bytes([o]) for o in outs])
+        assert any(o.metadata["dynagraph"] == "picture" and o.data["text/plain"] for o in outs)
+
+
+def test_a_view_runs_the_renderer_once_for_its_svg_and_png(monkeypatch):
+    runs = []
+    real = render._communicate
+    monkeypatch.setattr(render, "_communicate", lambda args, *rest: runs.append(args) or real(args, *rest))
+    render.clear_cache()
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    outs = dg.draw((2 * x + 1).sum(), params={"x": x})._outputs()
+    assert len(runs) == 1 and "-Tsvg" in runs[0] and "-Tpng" in runs[0]
+    assert data_of(outs)["svg"] and _png(outs).width > 0
+
+
+def data_of(outs):
+    (script,) = [o for o in outs if o.metadata["dynagraph"] == "script"]
+    return page_data(f"<script>{script.data['application/javascript']}</script>")
+
+
+def test_a_raster_too_big_for_pillow_leaves_the_picture_its_text(monkeypatch):
+    from PIL import Image
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1_000)  # (Pillow refuses twice this: a "decompression bomb")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    outs = dg.draw((2 * x + 1).sum(), params={"x": x})._outputs()
+    (pic,) = [o for o in outs if o.metadata["dynagraph"] == "picture"]
+    assert set(pic.data) == {"text/plain"} and "png" not in data_of(outs)

@@ -185,3 +185,43 @@ def test_graphviz_pure_wins_over_a_system_dot_on_path(fresh_renderer, tmp_path):
     fresh_renderer.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     assert Path(render.find_renderer()).name == "graphviz-pure"
     assert b"graphviz-pure" in render.pipe("digraph { a -> b }", "svg")
+
+
+# -- one layout, two pictures --------------------------------------------------------------
+
+def _dots():
+    """DOT texts of many sizes: the golden files and drawings of chains whose nodes'
+    labels and counts vary (so the page's size in points takes many fractions)."""
+    dots = [p.read_text() for p in sorted((Path(__file__).parent / "golden").glob("*.dot"))]
+    for k in range(1, 25):
+        x = torch.ones(k % 5 + 1, requires_grad=True)
+        y = x
+        for i in range(k):
+            y = y.sin() if i % 2 else y * (i + 1)
+        dots.append(dg.draw(y.sum(), params={"x" * k: x}, roll=False).to_dot())
+    return dots
+
+
+def test_svg_and_png_writes_the_svg_pipe_writes_and_a_png_at_the_dpi(monkeypatch):
+    from PIL import Image
+    import io
+    import re
+    dots = _dots()
+    fallbacks = []
+    real = render._unscaled
+    monkeypatch.setattr(render, "_unscaled", lambda svg, dpi: real(svg, dpi) or fallbacks.append(svg))
+    render.clear_cache()
+    for dot in dots:
+        svg, png = render.svg_and_png(dot, 96)
+        assert svg == render.pipe(dot, "svg")
+        w, h = (int(v) for v in re.search(rb'<svg width="(\d+)pt" height="(\d+)pt"', svg).groups())
+        size = Image.open(io.BytesIO(png)).size
+        assert abs(size[0] - w * 4 / 3) <= 1.5 and abs(size[1] - h * 4 / 3) <= 1.5  # 96 dpi: 4/3 px a point
+    assert len(fallbacks) < len(dots) // 4  # (laid out again only near a .5)
+
+
+def test_svg_and_png_lays_out_again_where_the_size_cannot_be_told(monkeypatch):
+    dot = _dots()[0]
+    monkeypatch.setattr(render, "_unscaled", lambda svg, dpi: None)
+    render.clear_cache()
+    assert render.svg_and_png(dot, 96)[0] == render.pipe(dot, "svg")

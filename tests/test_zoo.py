@@ -2,23 +2,26 @@
 ``grad_fn`` walk, memory equals the saved-tensor-hook oracle, every view stays under
 300 KB, and rolled blocks are titled with the layers they stand for."""
 
+import base64
 import contextlib
+import io
 import re
 import xml.etree.ElementTree as ET
 
 import pytest
 import torch
+from PIL import Image
 from test_capture import degrees, names_only, oracle  # the grad_fn walk, one copy for all tests
 from test_memory import packed_storages  # the saved_tensors_hooks oracle
 
 import dynagraph as dg
-from dynagraph import _picture
+from dynagraph import _page, _picture
 
-from _helpers import frame_rows, html_of, load_benchmark, pictures, stored, svg_texts
+from _helpers import frame_rows, html_of, load_benchmark, pictures, scripts_data, svg_texts
 
 zoo = load_benchmark("zoo")
 
-SIZE_LIMIT = 300 * 1024  # bytes of a view's bundle as JSON (bench_views.py's 300 KB)
+SIZE_LIMIT = 300_000  # bytes of a view's outputs together as JSON (_page.MAX_BYTES)
 NO_TRANSFORMERS = "the Hugging Face zoo models need transformers: pip install 'transformers>=5.23,<5.24'"
 
 
@@ -35,8 +38,19 @@ def name(request):
 
 
 def bundle_size(view):
-    """Bytes of what Jupyter stores for ``view``: its outputs as JSON."""
-    return stored(view)
+    """Bytes of what Jupyter stores for ``view``: all its outputs as JSON. Checks on the
+    way that its PNG is drawn at the size its SVG shows at 1:1 (4/3 px a point), as
+    wide as it unless cropped, and then saying so in a strip at its foot."""
+    outs = view._outputs()
+    data = {o.metadata["dynagraph"]: o.data for o in outs}
+    png = Image.open(io.BytesIO(base64.b64decode(data["picture"]["image/png"]))).convert("RGB")
+    svg = base64.b64decode(scripts_data(_page.fragment(outs))[0]["svg"]).decode()
+    width, height = (int(v) * 4 / 3 for v in re.search(r'<svg width="(\d+)pt" height="(\d+)pt"', svg).groups())
+    foot = png.getpixel((2, png.height - 2))
+    cropped = max(abs(a - b) for a, b in zip(foot, (255, 243, 191))) <= 4  # the note's strip
+    assert abs(png.width - width) <= 1.5 or (cropped and png.width < width), (png.size, width, height)
+    assert cropped or abs(png.height - height) <= 1.5, (png.size, width, height)
+    return _page.stored_bytes(outs)
 
 
 def test_every_model_is_seeded_and_every_parameter_gets_a_gradient(name):
