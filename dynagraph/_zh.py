@@ -82,7 +82,29 @@ MESSAGES: dict[str, str] = {
     "saved {name}: {value}":
         "保存的 {name}：{value}",
     "made by: the {name} pass":
-        "由哪一遍计算创建：{name}",
+        "由{name}创建",
+    # passes.py and _dot.py: the pass that made a node (hover details, the picture's legend,
+    # a title line: views draw it outside Graphviz when it holds Chinese)
+    "forward":
+        "前向传播",
+    "first backward":
+        "第一次反向传播",
+    "second backward":
+        "第二次反向传播",
+    "third backward":
+        "第三次反向传播",
+    "{order}th backward":
+        "第 {order} 次反向传播",
+    "outline: plain = forward":
+        "边框：默认 = 前向传播",
+    ", {colour} = {name}":
+        "，{colour} = {name}",
+    "purple":
+        "紫色",
+    "teal":
+        "青绿色",
+    "orange":
+        "橙色",
     "drawn once for {n} iterations":
         "只画一次，代表 {n} 次迭代",
     "iteration: node":
