@@ -75,6 +75,10 @@ MESSAGES: dict[str, str] = {
         " (\u00d7{n})",
     "step {first}\u2013{last}":
         "#{first}\u2013{last}",
+    "\u2016tangent\u2016 along the loop, iteration 1\u2192{n}: {line}":
+        "\u2016t\u2016 #1\u2192{n}: {line}",
+    "\u2016grad\u2016 along the loop, iteration 1\u2192{n}: {line}":
+        "\u2016g\u2016 #1\u2192{n}: {line}",
     "module: {module}":
         "模块：{module}",
     "tensor: {shape} {dtype} {device}":
@@ -281,5 +285,6 @@ MESSAGES: dict[str, str] = {
 DRAWN_BY_GRAPHVIZ = frozenset({
     "saved: freed", "keeps nothing: recomputed in backward", "saves {leaf} of params/inputs",
     "saves {act} + {leaf} params/inputs", "saves {act}", " (all \u00d7{n} iterations)",
-    "step {first}\u2013{last}",
+    "step {first}\u2013{last}", "\u2016tangent\u2016 along the loop, iteration 1\u2192{n}: {line}",
+    "\u2016grad\u2016 along the loop, iteration 1\u2192{n}: {line}",
 })
