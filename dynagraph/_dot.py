@@ -485,14 +485,16 @@ def pass_legend(nodes: Iterable[Node]) -> str:
         ...              Node(id=1, name="B", kind="op", label="B", derivative=1)])
         'outline: plain = forward, purple = first backward'
     """
+    from ._language import N_, tr, translated
     from .passes import pass_name  # (no torch import at module load)
 
     orders = sorted({n.derivative for n in nodes if n.derivative})
     if not orders:
         return ""
-    names = {"#7048e8": "purple", "#0ca678": "teal", "#e8590c": "orange"}
-    parts = [f"{names[_pass_colour(k)]} = {pass_name(k)}" for k in orders]
-    return "outline: plain = forward, " + ", ".join(dict.fromkeys(parts))
+    names = {"#7048e8": N_("purple"), "#0ca678": N_("teal"), "#e8590c": N_("orange")}
+    parts = [tr(", {colour} = {name}", colour=translated(names[_pass_colour(k)]), name=pass_name(k))
+             for k in orders]  # (in Chinese the line holds Chinese: views draw it outside Graphviz)
+    return tr("outline: plain = forward") + "".join(dict.fromkeys(parts))
 
 
 def node_label(node: Node) -> str:

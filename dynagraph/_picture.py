@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from . import _dot, _fonts, _patch, _roll, _torch, _transform, memory
 from ._dot import Overlay
+from ._language import tr
 from ._records import Node
 
 if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle at run time)
@@ -266,7 +267,10 @@ def _sparklines(pic: Picture, series: dict[tuple[int, int], list[float | None]],
             continue
         n = max(map(len, rows))
         per_it = [math.sqrt(sum((r[i] or 0.0) ** 2 for r in rows if i < len(r))) for i in range(n)]
-        notes[k] = f"\u2016{what}\u2016 along the loop, iteration 1\u2192{n}: {sparkline(per_it)}"
+        line = sparkline(per_it)  # (drawn by Graphviz: its Chinese has no words, see _zh.DRAWN_BY_GRAPHVIZ)
+        notes[k] = (tr("\u2016tangent\u2016 along the loop, iteration 1\u2192{n}: {line}", n=n, line=line)
+                    if what == "tangent" else
+                    tr("\u2016grad\u2016 along the loop, iteration 1\u2192{n}: {line}", n=n, line=line))
     return notes
 
 

@@ -75,6 +75,10 @@ MESSAGES: dict[str, str] = {
         " (\u00d7{n})",
     "step {first}\u2013{last}":
         "#{first}\u2013{last}",
+    "\u2016tangent\u2016 along the loop, iteration 1\u2192{n}: {line}":
+        "\u2016t\u2016 #1\u2192{n}: {line}",
+    "\u2016grad\u2016 along the loop, iteration 1\u2192{n}: {line}":
+        "\u2016g\u2016 #1\u2192{n}: {line}",
     "module: {module}":
         "模块：{module}",
     "tensor: {shape} {dtype} {device}":
@@ -82,7 +86,29 @@ MESSAGES: dict[str, str] = {
     "saved {name}: {value}":
         "保存的 {name}：{value}",
     "made by: the {name} pass":
-        "由哪一遍计算创建：{name}",
+        "由{name}创建",
+    # passes.py and _dot.py: the pass that made a node (hover details, the picture's legend,
+    # a title line: views draw it outside Graphviz when it holds Chinese)
+    "forward":
+        "前向传播",
+    "first backward":
+        "第一次反向传播",
+    "second backward":
+        "第二次反向传播",
+    "third backward":
+        "第三次反向传播",
+    "{order}th backward":
+        "第 {order} 次反向传播",
+    "outline: plain = forward":
+        "边框：默认 = 前向传播",
+    ", {colour} = {name}":
+        "，{colour} = {name}",
+    "purple":
+        "紫色",
+    "teal":
+        "青绿色",
+    "orange":
+        "橙色",
     "drawn once for {n} iterations":
         "只画一次，代表 {n} 次迭代",
     "iteration: node":
@@ -263,10 +289,9 @@ MESSAGES: dict[str, str] = {
     "\u2026 and {n} more saved tensors":
         "\u2026\u2026另有 {n} 个保存的张量",
     # plots.py: a step's memory (step_memory)
-    "forward":
-        "前向",
+    # ("forward" is above, with the pass names: 前向传播)
     "backward":
-        "反向",
+        "反向传播",
     "optimizer step":
         "优化器步",
     "after backward":
@@ -292,5 +317,6 @@ MESSAGES: dict[str, str] = {
 DRAWN_BY_GRAPHVIZ = frozenset({
     "saved: freed", "keeps nothing: recomputed in backward", "saves {leaf} of params/inputs",
     "saves {act} + {leaf} params/inputs", "saves {act}", " (all \u00d7{n} iterations)",
-    "step {first}\u2013{last}", "bucket {k}",
+    "step {first}\u2013{last}", "bucket {k}", "\u2016tangent\u2016 along the loop, iteration 1\u2192{n}: {line}",
+    "\u2016grad\u2016 along the loop, iteration 1\u2192{n}: {line}",
 })

@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from . import _torch
+from ._language import N_, tr, translated
 from ._walk import reach
 
 __all__ = ["KEY", "active", "derivative_of", "pass_name", "track_passes"]
@@ -48,14 +49,17 @@ def derivative_of(fn: _torch.GradFn) -> int | None:
     return _torch.metadata(fn).get(KEY)
 
 
-_ORDINALS = ("first", "second", "third")
+_ORDINALS = (N_("first backward"), N_("second backward"), N_("third backward"))
 
 
 def pass_name(order: int) -> str:
-    """``"forward"``, ``"first backward"``, ... ``"4th backward"`` for derivative order ``order``."""
+    """``"forward"``, ``"first backward"``, ... ``"4th backward"`` for derivative order ``order``,
+    in the language of :func:`dynagraph.set_language` (Chinese: ``"前向传播"``, ``"第一次反向传播"`` ...)."""
     if order == 0:
-        return "forward"
-    return f"{_ORDINALS[order - 1] if order <= len(_ORDINALS) else f'{order}th'} backward"
+        return tr("forward")
+    if order <= len(_ORDINALS):
+        return translated(_ORDINALS[order - 1])
+    return tr("{order}th backward", order=order)
 
 
 def _mark_old(starts: Iterable[_torch.GradFn]) -> tuple[int, list[torch.Tensor]]:

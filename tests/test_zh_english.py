@@ -38,7 +38,7 @@ NAMES = frozenset("""
     layernorm batchnorm kaiming glorot xavier gloo nccl
     output input parameter parameters module fold custom op ops node nodes
     checkpoint hooks iter function
-    zeros unbind getitem
+    zeros unbind getitem add mul pow
 """.split())  # noqa: SIM905 - a list of words, read as a list
 # Latin-letter units and tokens that are not words (a size, a ratio, "A/A noise")
 _UNITS = re.compile(r"\b(?:\d+(?:\.\d+)?\s*(?:[KMGT]?B|ms|µs|us|ns|s|x)\b)")
