@@ -38,7 +38,9 @@ MAX_NODES = 400
 TALL = 30
 # Per-iteration gradient norms sent to the page, at most (the rest is summarised).
 MAX_SERIES_VALUES = 5_000
-_SPARK = "\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588"
+# A sparkline's levels: shades the renderer's fonts draw (its PNG shows the eighth-height
+# blocks \u2581-\u2587 as empty boxes; a browser would draw them, a viewer without scripts not)
+_SPARK = "\u2591\u2592\u2593\u2588"
 Series = dict[str, list[float | None]]  # "src-dst" (drawn ids) -> norm per iteration
 
 
@@ -275,8 +277,8 @@ def _sparklines(pic: Picture, series: dict[tuple[int, int], list[float | None]],
 
 
 def sparkline(values: list[float], width: int = 32) -> str:
-    """``values`` as a bar of block characters on a log scale, binned to ``width``,
-    with the first and last values: ``▇▆▅▃▂▁ 0.31→2.1e-05``."""
+    """``values`` as a strip of shades on a log scale (darker: larger), binned to
+    ``width``, with the first and last values: ``██▓▓▒▒░░ 0.31→2.1e-05``."""
     if not values:
         return ""
     bins = [values[i * len(values) // width:(i + 1) * len(values) // width]
@@ -284,5 +286,6 @@ def sparkline(values: list[float], width: int = 32) -> str:
             for i in range(min(width, len(values)))]
     logs = [math.log10(max(sum(b) / len(b), 1e-30)) for b in bins]
     lo, hi = min(logs), max(logs)
-    bar = "".join(_SPARK[int((v - lo) / (hi - lo) * 7.999) if hi > lo else 3] for v in logs)
+    top = len(_SPARK) - 1
+    bar = "".join(_SPARK[int((v - lo) / (hi - lo) * (top + 0.999)) if hi > lo else top // 2] for v in logs)
     return f"{bar} {values[0]:.2g}\u2192{values[-1]:.2g}"

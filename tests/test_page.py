@@ -297,7 +297,7 @@ def test_rolled_backward_sends_per_iteration_norms_along_the_loop(lstm200):
     loop_series = [s for key, s in data["norms"].items() if len(s) == 199]
     assert loop_series, "the h and c state edges carry one norm per iteration step"
     (title,) = [t for t in svg_texts(svg) if "along the loop" in t]
-    assert re.search("[\u2581-\u2588]{8,}", title)  # the sparkline
+    assert re.search(f"[{_picture._SPARK}]{{8,}}", title)  # the sparkline
     # each value is the norm PyTorch computed for that iteration's edge
     edge_values = sorted(round(v, 3) for v in bt.edge_norms.values() if v > 1e-3)
     page_values = sorted(round(v, 3) for s in data["norms"].values() for v in s if v and v > 1e-3)
@@ -360,8 +360,17 @@ def test_output_over_the_byte_budget_folds_further(monkeypatch):
     assert any("nodes folded" in t for t in svg_texts(svg))
 
 
+def test_sparkline_glyphs_are_drawn_in_the_still_picture():
+    """Each level of a sparkline is a glyph the renderer's fonts have: its PNG (what viewers
+    without scripts show) differs from the empty box it draws for a missing glyph."""
+    def png(text):
+        return render.svg_and_png(f'digraph {{ a [shape=plaintext label="{text}"] }}', 96)[1]
+    missing = png("\ue000")  # a private-use character: no font has it
+    assert all(png(level) != missing for level in _picture._SPARK)
+
+
 def test_sparkline_follows_the_values_on_a_log_scale():
-    assert _picture.sparkline([1e-6, 1e-4, 1e-2, 1.0], width=4).startswith("\u2581\u2583\u2586\u2588")
+    assert _picture.sparkline([1e-6, 1e-4, 1e-2, 1.0], width=4).startswith("\u2591\u2592\u2593\u2588")
     assert _picture.sparkline([]) == ""
     assert len(_picture.sparkline([1.0] * 500, width=32).split()[0]) == 32
 
