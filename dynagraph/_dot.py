@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._language import N_, tr, translated
 from ._records import shape_text, upstream
 
 if TYPE_CHECKING:
@@ -475,6 +476,19 @@ def _pass_colour(order: int) -> str:
     return PASS_COLOURS[min(order, len(PASS_COLOURS)) - 1]
 
 
+_ORDINALS = (N_("first backward"), N_("second backward"), N_("third backward"))
+
+
+def pass_name(order: int) -> str:
+    """``"forward"``, ``"first backward"``, ... ``"4th backward"`` for derivative order ``order``,
+    in the language of :func:`dynagraph.set_language` (Chinese: ``"前向传播"``, ``"第一次反向传播"`` ...)."""
+    if order == 0:
+        return tr("forward")
+    if order <= len(_ORDINALS):
+        return translated(_ORDINALS[order - 1])
+    return tr("{order}th backward", order=order)
+
+
 def pass_legend(nodes: Iterable[Node]) -> str:
     """The title line naming the outline of each backward pass that made a node of
     ``nodes`` (``""`` when the forward pass made them all, or no pass was recorded).
@@ -485,9 +499,6 @@ def pass_legend(nodes: Iterable[Node]) -> str:
         ...              Node(id=1, name="B", kind="op", label="B", derivative=1)])
         'outline: plain = forward, purple = first backward'
     """
-    from ._language import N_, tr, translated
-    from .passes import pass_name  # (no torch import at module load)
-
     orders = sorted({n.derivative for n in nodes if n.derivative})
     if not orders:
         return ""

@@ -45,7 +45,6 @@ from . import _dot, _fonts, _patch, _picture, memory, render
 from ._dot import Overlay, StepText
 from ._language import N_, language, tr, translated
 from ._records import Node, shape_text
-from .passes import pass_name
 
 if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle at run time)
     from .graph import Graph
@@ -440,7 +439,7 @@ def _describe(node: Node, repeats: int | None, note: str | None, stands: Sequenc
                         device=node.device))
     lines += [tr("saved {name}: {value}", name=k, value=v) for k, v in node.saved]
     if node.derivative is not None:
-        lines.append(tr("made by: the {name} pass", name=pass_name(node.derivative)))
+        lines.append(tr("made by: the {name} pass", name=_dot.pass_name(node.derivative)))
     if repeats:
         lines.append(tr("drawn once for {n} iterations", n=f"{repeats:,}"))
         if len({(n.label, n.shape) for n in stands}) > 1:  # (an op node that is the same each time: no list)

@@ -28,10 +28,9 @@ from typing import Any
 import torch
 
 from . import _torch
-from ._language import N_, tr, translated
 from ._walk import reach
 
-__all__ = ["KEY", "active", "derivative_of", "pass_name", "track_passes"]
+__all__ = ["KEY", "active", "derivative_of", "track_passes"]
 
 KEY = "dynagraph.pass"
 _used = False  # capture reads node.metadata for the mark only once tracking has been used
@@ -47,19 +46,6 @@ def derivative_of(fn: _torch.GradFn) -> int | None:
     """The pass that made autograd node ``fn``: 0 the forward pass, ``k`` the backward pass
     of order ``k``; ``None`` where no tracked pass saw it."""
     return _torch.metadata(fn).get(KEY)
-
-
-_ORDINALS = (N_("first backward"), N_("second backward"), N_("third backward"))
-
-
-def pass_name(order: int) -> str:
-    """``"forward"``, ``"first backward"``, ... ``"4th backward"`` for derivative order ``order``,
-    in the language of :func:`dynagraph.set_language` (Chinese: ``"前向传播"``, ``"第一次反向传播"`` ...)."""
-    if order == 0:
-        return tr("forward")
-    if order <= len(_ORDINALS):
-        return translated(_ORDINALS[order - 1])
-    return tr("{order}th backward", order=order)
 
 
 def _mark_old(starts: Iterable[_torch.GradFn]) -> tuple[int, list[torch.Tensor]]:

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import dynagraph as dg
-from dynagraph import _page, _picture, passes
+from dynagraph import _dot, _page, _picture
 from dynagraph._walk import reach
 from dynagraph.capture import named_roots, walk
 
@@ -117,5 +117,5 @@ def test_torch_func_transforms_still_run_inside():
 
 
 def test_pass_name():
-    assert [passes.pass_name(k) for k in range(5)] == [
+    assert [_dot.pass_name(k) for k in range(5)] == [
         "forward", "first backward", "second backward", "third backward", "4th backward"]
