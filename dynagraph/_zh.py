@@ -258,7 +258,9 @@ MESSAGES: dict[str, str] = {
         "保存的 {name}：{dtype}，{size}",
     "\u2026 and {n} more saved tensors":
         "\u2026\u2026另有 {n} 个保存的张量",
-    # plots.py: a step's memory (step_memory)
+    # plots.py: a step's memory (step_memory): its phases, the kinds in its legend, its marks
+    "before the step":
+        "这一步之前",
     "forward":
         "前向",
     "backward":
@@ -267,6 +269,20 @@ MESSAGES: dict[str, str] = {
         "优化器步",
     "after backward":
         "反向之后",
+    "parameters":
+        "参数",
+    "gradients":
+        "梯度",
+    "optimizer state":
+        "优化器状态",
+    "inputs":
+        "输入",
+    "activations":
+        "激活值",
+    "temporaries":
+        "临时张量",
+    "other":
+        "其他",
     "peak {bytes}":
         "峰值 {bytes}",
     "memory event (allocation or free) during the step":
