@@ -80,7 +80,7 @@ MESSAGES: dict[str, str] = {
     "tensor: {shape} {dtype} {device}":
         "张量：{shape} {dtype} {device}",
     "saved {name}: {value}":
-        "保存的 {name}：{value}",
+        "保存的“{name}”：{value}",
     "made by: the {name} pass":
         "由哪一遍计算创建：{name}",
     "drawn once for {n} iterations":
@@ -255,7 +255,7 @@ MESSAGES: dict[str, str] = {
     "by dtype: {sizes}":
         "按数据类型：{sizes}",
     "saved {name}: {dtype}, {size}":
-        "保存的 {name}：{dtype}，{size}",
+        "保存的“{name}”：{dtype}，{size}",
     "\u2026 and {n} more saved tensors":
         "\u2026\u2026另有 {n} 个保存的张量",
     # plots.py: a step's memory (step_memory): its phases, the kinds in its legend, its marks
