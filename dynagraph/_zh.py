@@ -254,6 +254,8 @@ MESSAGES: dict[str, str] = {
     # memory.py: a mixed-precision graph's saved bytes by dtype (title and hover details)
     "by dtype: {sizes}":
         "按数据类型：{sizes}",
+    ", ":
+        "、",
     "saved {name}: {dtype}, {size}":
         "保存的“{name}”：{dtype}，{size}",
     "\u2026 and {n} more saved tensors":
