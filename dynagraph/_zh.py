@@ -84,7 +84,7 @@ MESSAGES: dict[str, str] = {
     "tensor: {shape} {dtype} {device}":
         "张量：{shape} {dtype} {device}",
     "saved {name}: {value}":
-        "保存的 {name}：{value}",
+        "保存的“{name}”：{value}",
     "made by: the {name} pass":
         "由{name}创建",
     # passes.py and _dot.py: the pass that made a node (hover details, the picture's legend,
@@ -284,18 +284,36 @@ MESSAGES: dict[str, str] = {
     # memory.py: a mixed-precision graph's saved bytes by dtype (title and hover details)
     "by dtype: {sizes}":
         "按数据类型：{sizes}",
+    ", ":
+        "、",
     "saved {name}: {dtype}, {size}":
-        "保存的 {name}：{dtype}，{size}",
+        "保存的“{name}”：{dtype}，{size}",
     "\u2026 and {n} more saved tensors":
         "\u2026\u2026另有 {n} 个保存的张量",
-    # plots.py: a step's memory (step_memory)
+    # plots.py: a step's memory (step_memory): its phases, the kinds in its legend, its marks
     # ("forward" is above, with the pass names: 前向传播)
+    "before the step":
+        "这一步之前",
     "backward":
         "反向传播",
     "optimizer step":
         "优化器步",
     "after backward":
         "反向之后",
+    "parameters":
+        "参数",
+    "gradients":
+        "梯度",
+    "optimizer state":
+        "优化器状态",
+    "inputs":
+        "输入",
+    "activations":
+        "激活值",
+    "temporaries":
+        "临时张量",
+    "other":
+        "其他",
     "peak {bytes}":
         "峰值 {bytes}",
     "memory event (allocation or free) during the step":

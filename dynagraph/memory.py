@@ -285,7 +285,8 @@ def mixed(dtypes: Iterable[str]) -> bool:
 
 
 def _dtype_line(sizes: Mapping[str, int]) -> str:
-    return tr("by dtype: {sizes}", sizes=", ".join(f"{d} {fmt_bytes(n)}" for d, n in sizes.items()))
+    sep = tr(", ")  # between the items of a list (Chinese: the enumeration comma)
+    return tr("by dtype: {sizes}", sizes=sep.join(f"{d} {fmt_bytes(n)}" for d, n in sizes.items()))
 
 
 def fmt_bytes(n: int) -> str:

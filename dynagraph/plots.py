@@ -259,8 +259,12 @@ def _heatmap(steps: list[int], norms: dict[str, list[float]], ax: Axes | None) -
 
 # Colours of the kinds of a step's memory (PyTorch's memory timeline uses the same hues).
 # The phases' names as the plot writes them (step_memory.PHASES), marked for translation.
-PHASE_NAMES = {"forward": N_("forward"), "backward": N_("backward"), "optimizer step": N_("optimizer step"),
-               "after backward": N_("after backward")}
+PHASE_NAMES = {"before the step": N_("before the step"), "forward": N_("forward"), "backward": N_("backward"),
+               "optimizer step": N_("optimizer step"), "after backward": N_("after backward")}
+# The kinds' names as the legend writes them (step_memory.KINDS), marked for translation.
+KIND_NAMES = {"parameters": N_("parameters"), "gradients": N_("gradients"),
+              "optimizer state": N_("optimizer state"), "inputs": N_("inputs"),
+              "activations": N_("activations"), "temporaries": N_("temporaries"), "other": N_("other")}
 WIDE_PHASE = 0.08  # a phase's name is written above its band when the band is this share of the axis
 KIND_COLOURS = {"parameters": "#2f9e44", "gradients": "#1971c2", "optimizer state": "#f08c00",
                 "inputs": "#495057", "activations": "#e03131", "temporaries": "#9775fa", "other": "#adb5bd"}
@@ -282,7 +286,8 @@ def plot_step_memory(memory: StepMemory, *, ax: Axes | None = None) -> Axes:
     shown = [k for k, v in memory.kinds.items() if any(v)]
     scale, unit = next(((s, u) for s, u in ((1e9, "GB"), (1e6, "MB"), (1e3, "KB")) if memory.peak >= s),
                        (1.0, "B"))
-    ax.stackplot(xs, *[[b / scale for b in memory.kinds[k]] for k in shown], labels=shown,
+    ax.stackplot(xs, *[[b / scale for b in memory.kinds[k]] for k in shown],
+                 labels=[translated(KIND_NAMES.get(k, k)) for k in shown],
                  colors=[KIND_COLOURS.get(k, "#adb5bd") for k in shown], step="post", alpha=0.85)
     start, shade = 0, False
     for k in range(1, len(xs) + 1):  # one band per run of events of the same phase, shaded in turn

@@ -587,6 +587,25 @@ def test_autocast_title_records_and_hover_give_each_dtype():
     assert sorted(hovered) == sorted(f"saved {s.name}: {s.dtype}, {fmt_bytes(s.nbytes)}" for s in entries)
 
 
+def test_autocast_title_and_hover_read_chinese_in_the_chinese_edition():
+    torch.manual_seed(0)
+    model, x, y = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)), torch.randn(8, 16), torch.arange(8) % 4
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # cross_entropy runs and saves in float32
+        out, seen = packed_dtypes(lambda: F.cross_entropy(model(x), y))
+    assert len(by_dtype(seen)) >= 2                     # a list of dtypes, with separators
+    dg.set_language("zh")
+    try:
+        graph = dg.draw(out, memory=True)
+        info = page_data(html_of(graph))["info"].values()
+        title = graph.memory.dtype_line()
+    finally:
+        dg.set_language("en")
+    assert title == "按数据类型：" + "、".join(f"{d} {fmt_bytes(n)}" for d, n in sorted(by_dtype(seen).items()))
+    entries = [s for lst in graph.memory.saved.values() for s in lst if s.storage]
+    hovered = [line for text in info for line in text.split("\n") if line.startswith("保存的")]
+    assert sorted(hovered) == sorted(f"保存的“{s.name}”：{s.dtype}，{fmt_bytes(s.nbytes)}" for s in entries)
+
+
 def test_float32_graphs_draw_no_dtype_line_and_no_hover_lines():
     graph = dg.draw(mlp()(), memory=True)
     assert graph.memory.by_dtype() == {"float32": graph.memory.total}

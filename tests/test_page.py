@@ -724,7 +724,7 @@ def test_hover_details_read_in_chinese_with_names_and_shapes_as_they_are(chinese
     assert weight.endswith(f"\n  ……还有 {14 - _page.LISTED_ITERATIONS} 个")
     x = torch.ones(2, requires_grad=True)
     saved = page_data(html_of(dg.draw(x.exp().sum(), show_saved=True)))["info"].values()
-    assert any(line.startswith("保存的 result：") for text in saved for line in text.splitlines())
+    assert any(line.startswith("保存的“result”：") for text in saved for line in text.splitlines())
     model = nn.Sequential(nn.Linear(2, 2))
     with dg.live(model) as rec:
         model(torch.ones(1, 2)).sum()

@@ -163,6 +163,26 @@ def test_plot_stacks_the_kinds_and_names_the_phases():
     assert dg.plot_step_memory is dg.plots.plot_step_memory
 
 
+def test_plot_reads_chinese_in_the_chinese_edition():
+    _, _, _, step = setup(OPTIMIZERS["adam"])
+    step()
+    mem = dg.step_memory(step)
+    dg.set_language("zh")
+    try:
+        ax = mem.plot()
+    finally:
+        dg.set_language("en")
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    shown = [k for k in sm.KINDS if any(mem.kinds[k])]
+    assert labels == [{"parameters": "参数", "gradients": "梯度", "optimizer state": "优化器状态", "inputs": "输入",
+                       "activations": "激活值", "temporaries": "临时张量", "other": "其他"}[k] for k in shown]
+    texts = [t.get_text() for t in ax.texts]
+    assert "优化器步" in texts and any(t.startswith("峰值 ") for t in texts)
+    assert ax.get_xlabel() == "这一步中的内存事件（分配或释放）"
+    english = [t.get_text() for t in mem.plot().get_legend().get_texts()]
+    assert english == shown                      # English unchanged
+
+
 @pytest.mark.parametrize("bad", [None, 3, "step"])
 def test_step_must_be_callable(bad):
     with pytest.raises(TypeError, match="step must be a function of no arguments"):
