@@ -231,6 +231,8 @@ def plot_grad_history(history: GradHistory, *, kind: str = "lines", ax: Axes | N
     if note:
         ax.set_ylabel(f"{ax.get_ylabel()}\n{note}".strip(), fontsize=7)
     ax.set_xlabel(tr("step"))  # a training step
+    from matplotlib.ticker import MaxNLocator
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # (no step 1.5)
     ax.set_title(_per_title(history.per, over_steps=True))
     return ax
 

@@ -117,6 +117,14 @@ def test_plot_grad_history_lines_one_per_parameter(history):
     assert ax.get_title() == "gradient norm per parameter over steps"
 
 
+@pytest.mark.parametrize("kind", ["lines", "heatmap"])
+def test_plot_grad_history_ticks_only_whole_steps(history, kind):
+    ax = dg.plot_grad_history(history, kind=kind)
+    ax.figure.canvas.draw()
+    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    assert ticks and all(t == int(t) for t in ticks), ticks   # 3 steps: no tick at 0.25, 1.5
+
+
 def test_plot_grad_history_heatmap_is_log10_with_colorbar(history):
     ax = history.plot(kind="heatmap")
     [image] = ax.images
