@@ -203,9 +203,10 @@ def _dots():
 
 
 def test_svg_and_png_writes_the_svg_pipe_writes_and_a_png_at_the_dpi(monkeypatch):
-    from PIL import Image
     import io
     import re
+
+    from PIL import Image
     dots = _dots()
     fallbacks = []
     real = render._unscaled
