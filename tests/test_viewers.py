@@ -668,14 +668,22 @@ def vscode_pages(folder: Path, outputs: list, theme: str, trusted: bool = True, 
     data = json.dumps([o.data for o in outputs]).replace("</", "<\\/")
     script = (f"const ORDER = {json.dumps(VSCODE_ORDER)}, TRUSTED = {json.dumps(trusted)}, "
               f"HOOK = {json.dumps(hook)}, OUTPUTS = {data};\n{_VSCODE_JS}")
-    style = ("body { margin: 0; padding: 0 20px; background: var(--vscode-editor-background); "
+    # (the rules of backLayerWebView.ts's page that place outputs, and its table rules)
+    style = ("body { margin: 0; padding: 0; overflow: hidden; background: var(--vscode-editor-background); "
              "color: var(--vscode-editor-foreground); font-family: var(--vscode-font-family); "
-             "font-size: var(--vscode-font-size); } #container { position: relative; } "
-             ".cell_container { position: absolute; left: 0; right: 0; } "
-             ".output_container { position: absolute; overflow: hidden; left: 0; right: 0; }")
+             "font-size: var(--vscode-font-size); } #container { position: absolute; width: 100%; top: 0; } "
+             "#container .cell_container, #container .output_container { width: 100%; } "
+             "#container > div > div > div.output { width: calc(100% - 60px); margin-left: 40px; "
+             "box-sizing: border-box; } #container > div > div:not(.preview) > div { overflow-x: auto; } "
+             "table, thead, tr, th, td, tbody { border: none !important; border-color: transparent; "
+             "border-spacing: 0; border-collapse: collapse; } table, th, tr { vertical-align: middle; "
+             "text-align: right; } tr:nth-child(even) { background-color: rgba(130, 130, 130, 0.08); } "
+             ".cell_container { position: absolute; } "
+             ".output_container { position: absolute; overflow: hidden; }")
     (folder / "webview.html").write_text(
         f"<!doctype html><html style='{';'.join(f'{k}:{v}' for k, v in variables.items())}'><head>"
-        f"<meta charset='utf-8'><style>{style}</style></head><body class='{body_class}'><div id='container'>"
+        f"<meta charset='utf-8'><style>{style}</style></head><body class='{body_class}'><div id='container' "
+        f"class='widgetarea'>"
         f"<div class='cell_container' style='top:{VSCODE_BOUNDARY}px'></div></div>"
         f"<script>{script}</script></body></html>")
     editor = folder / "editor.html"
