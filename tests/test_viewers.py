@@ -567,3 +567,241 @@ def test_nbconvert_sanitized_html_shows_every_picture(browser, sanitized, path):
 @functools.cache
 def _first_with_pictures() -> Path | None:
     return next((p for p in NOTEBOOKS if picture_outputs(_notebook(p))), None)
+
+
+# -- VS Code's notebook view -------------------------------------------------------------
+# A page that shows a notebook's outputs as VS Code does (read in its source):
+# - which mime type an output shows: the first in the ipynb extension's order
+#   (microsoft/vscode extensions/ipynb/src/deserializers.ts, orderOfMimeTypes);
+# - how: the built-in renderer (extensions/notebook-renderers/src/index.ts). An image is
+#   an <img> of a blob: URL in a div.display; text/html is set as innerHTML and each of
+#   its scripts re-created (domEval); application/javascript is a <script type="module">
+#   set as innerHTML (it stays inert) and a copy run by domEval, which takes it out again:
+#   a module script has no document.currentScript. In Restricted Mode (an untrusted
+#   workspace) text/html and application/javascript show nothing;
+# - the Jupyter extension's renderers (microsoft/vscode-notebook-renderers
+#   src/client/builtinRendererHooks.ts) wrap the script in a function given the output's
+#   element as `element`; VS Code without them (or with an older version, which gives it
+#   as jQuery of the element's id) gives no `element`;
+# - where (src/vs/workbench/contrib/notebook/browser/view/renderers/webviewPreloads.ts):
+#   all outputs in one webview document, each output a div.output (its id the output's)
+#   in a div.output_container that is absolutely placed, clips (overflow: hidden) and is
+#   as high as the editor last measured the output (a ResizeObserver); the webview is
+#   as high as the notebook plus 2 x NOTEBOOK_WEBVIEW_BOUNDARY (5,000 px) and placed
+#   5,000 px above the editor's top (notebookCellList.ts, notebookEditorWidget.ts), so
+#   that `vh` there is a hundredth of all that, not of the screen;
+# - its theme: --vscode-* variables and a vscode-dark or vscode-light class on <body>.
+VSCODE_ORDER = ["application/vnd.", "application/vdom.", "application/geo+json",
+                "application/x-nteract-model-debug+json", "text/html", "application/javascript", "image/gif",
+                "text/latex", "text/markdown", "image/png", "image/svg+xml", "image/jpeg", "application/json",
+                "text/plain"]
+VSCODE_BOUNDARY = 5_000
+VSCODE_NOTEBOOK = 3_000  # px: the notebook's height (one cell), within the webview's
+VSCODE_THEMES = {  # (body class, --vscode-* variables): Dark Modern's and Light Modern's editor colours
+    "dark": ("vscode-dark", {"--vscode-editor-background": "#1f1f1f", "--vscode-editor-foreground": "#cccccc",
+                             "--vscode-font-family": "system-ui, sans-serif", "--vscode-font-size": "13px"}),
+    "light": ("vscode-light", {"--vscode-editor-background": "#ffffff", "--vscode-editor-foreground": "#3b3b3b",
+                               "--vscode-font-family": "system-ui, sans-serif", "--vscode-font-size": "13px"}),
+}
+_VSCODE_JS = r"""
+const order = ORDER, rank = (m) => { const i = order.findIndex((o) => m.startsWith(o)); return i < 0 ? 100 : i; };
+const domEval = (container) => {  // notebook-renderers' domEval
+  for (const node of [...container.getElementsByTagName('script')]) {
+    const tag = document.createElement('script');
+    tag.text = node.innerText;
+    for (const key of ['type', 'src', 'nonce', 'noModule', 'async']) {
+      const val = node[key] || node.getAttribute(key);
+      if (val) tag.setAttribute(key, val);
+    }
+    container.appendChild(tag).parentNode.removeChild(tag);
+  }
+};
+const hooked = (script, element) => `(function(){ let gotToUserScript = false; try {
+  const context = { outputs: [{ metadata: {}, data: {} }] };
+  const ele = document.getElementById("${element.id}");
+  (function (element){ gotToUserScript = true; ${script} }).call(context, ele);
+  } catch (ex) { console.error('VS Code Renderer failed to render output', ex); if (gotToUserScript) throw ex; } })();`;
+const render = (mime, value, el) => {
+  if (mime === 'image/png') {
+    const img = document.createElement('img'), display = document.createElement('div');
+    img.src = URL.createObjectURL(new Blob([Uint8Array.from(atob(value), (c) => c.charCodeAt(0))], { type: mime }));
+    display.className = 'display'; display.append(img); el.append(display);
+  } else if (mime === 'text/html') {
+    if (!TRUSTED) return;
+    const div = document.createElement('div');
+    div.innerHTML = value; el.append(div); domEval(div);
+  } else if (mime === 'application/javascript') {
+    if (!TRUSTED) return;
+    const script = document.createElement('script'), div = document.createElement('div');
+    script.type = 'module'; script.textContent = HOOK ? hooked(value, el) : value;
+    div.innerHTML = script.outerHTML; el.append(div); domEval(div);
+  } else if (mime === 'text/plain') {
+    const pre = document.createElement('div');
+    pre.className = 'output-plaintext'; pre.textContent = value.split('\n').slice(0, 30).join('\n'); el.append(pre);
+  }
+};
+const cell = document.querySelector('.cell_container'), boxes = [];
+const layout = () => { let top = 0; for (const b of boxes) { b.style.top = top + 'px'; top += b.offsetHeight; } };
+OUTPUTS.forEach((data, i) => {
+  const box = document.createElement('div'), out = document.createElement('div');
+  box.className = 'output_container'; box.style.maxHeight = '0px';
+  out.className = 'output'; out.id = 'output-' + i;
+  box.append(out); cell.append(box); boxes.push(box);
+  new ResizeObserver(([e]) => {  // the editor's measure of the output, sent back as the box's height
+    const h = e.contentRect.height;
+    out.style.padding = h ? '4px 8px' : '0px';
+    const high = h ? h + 8 : 0;
+    box.style.height = box.style.maxHeight = high + 'px';
+    layout();
+  }).observe(out);
+  const mime = Object.keys(data).sort((a, b) => rank(a) - rank(b))[0];
+  render(mime, data[mime], out);
+});
+"""
+
+
+def vscode_pages(folder: Path, outputs: list, theme: str, trusted: bool = True, hook: bool = True) -> Path:
+    """The editor page (a 900 px window on a webview ``iframe``) and the webview page
+    that show ``outputs`` (a view's :class:`~dynagraph._page.Output` s) in one cell as
+    VS Code shows them (see above); the editor page's path."""
+    body_class, variables = VSCODE_THEMES[theme]
+    data = json.dumps([o.data for o in outputs]).replace("</", "<\\/")
+    script = (f"const ORDER = {json.dumps(VSCODE_ORDER)}, TRUSTED = {json.dumps(trusted)}, "
+              f"HOOK = {json.dumps(hook)}, OUTPUTS = {data};\n{_VSCODE_JS}")
+    # (the rules of backLayerWebView.ts's page that place outputs, and its table rules)
+    style = ("body { margin: 0; padding: 0; overflow: hidden; background: var(--vscode-editor-background); "
+             "color: var(--vscode-editor-foreground); font-family: var(--vscode-font-family); "
+             "font-size: var(--vscode-font-size); } #container { position: absolute; width: 100%; top: 0; } "
+             "#container .cell_container, #container .output_container { width: 100%; } "
+             "#container > div > div > div.output { width: calc(100% - 60px); margin-left: 40px; "
+             "box-sizing: border-box; } #container > div > div:not(.preview) > div { overflow-x: auto; } "
+             "table, thead, tr, th, td, tbody { border: none !important; border-color: transparent; "
+             "border-spacing: 0; border-collapse: collapse; } table, th, tr { vertical-align: middle; "
+             "text-align: right; } tr:nth-child(even) { background-color: rgba(130, 130, 130, 0.08); } "
+             ".cell_container { position: absolute; } "
+             ".output_container { position: absolute; overflow: hidden; }")
+    (folder / "webview.html").write_text(
+        f"<!doctype html><html style='{';'.join(f'{k}:{v}' for k, v in variables.items())}'><head>"
+        f"<meta charset='utf-8'><style>{style}</style></head><body class='{body_class}'><div id='container' "
+        f"class='widgetarea'>"
+        f"<div class='cell_container' style='top:{VSCODE_BOUNDARY}px'></div></div>"
+        f"<script>{script}</script></body></html>")
+    editor = folder / "editor.html"
+    editor.write_text(
+        f"<!doctype html><html><head><meta charset='utf-8'></head><body style='margin:0;overflow:hidden;"
+        f"background:{variables['--vscode-editor-background']}'><iframe src='webview.html' style='position:absolute;"
+        f"left:0;top:{20 - VSCODE_BOUNDARY}px;width:100%;height:{VSCODE_NOTEBOOK + 2 * VSCODE_BOUNDARY}px;"
+        f"border:0'></iframe></body></html>")
+    return editor
+
+
+def _webview(page):
+    return next(f for f in page.frames if f.url.endswith("webview.html"))
+
+
+# A lit node a reader sees in the editor: its box (in the editor's window, across the
+# iframe) inside the window and inside the canvas's inside.
+_LIT_BOXES_JS = """root => {
+  const canvas = root.querySelector('.dg-canvas'), c = canvas.getBoundingClientRect();
+  const inside = [c.left + canvas.clientLeft, c.top + canvas.clientTop];
+  inside.push(inside[0] + canvas.clientWidth, inside[1] + canvas.clientHeight);
+  return {canvas: inside, lit: [...root.querySelectorAll('g.node.dg-lit')].map(g => {
+    const b = g.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; })};
+}"""
+
+
+def vscode_lit_unseen(page, stepper, frame_top: float) -> list[str]:
+    """The lit nodes of ``stepper`` (in the webview frame) that a reader of the editor's
+    window does not see whole: outside the window, or outside the canvas's inside."""
+    got = stepper.evaluate(_LIT_BOXES_JS)
+    height = page.viewport_size["height"]
+    cl, ct, cr, cb = got["canvas"]
+    bad = []
+    for left, top, right, bottom in got["lit"]:
+        shown_top, shown_bottom = top + frame_top, bottom + frame_top  # in the editor's window
+        if not (left >= cl and right <= cr and top >= ct and bottom <= cb):
+            bad.append(f"lit node at {left:.0f},{top:.0f}-{right:.0f},{bottom:.0f} outside the canvas {got['canvas']}")
+        if shown_top < 0 or shown_bottom > height:
+            bad.append(f"lit node at y {shown_top:.0f}-{shown_bottom:.0f} outside the editor's window (0-{height})")
+    return bad
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(("theme", "hook"), [("dark", True), ("light", False)],
+                         ids=["jupyter-renderers-dark", "built-in-renderer-light"])
+def test_vscode_shows_and_steps_a_tall_replay(browser, tmp_path, theme, hook):
+    """Lesson 07's backward replay (21 steps, a picture taller than a screen) in VS Code's
+    notebook view, with the Jupyter extension's renderers (``element`` given) and with the
+    built-in renderer alone (no ``element``, no ``document.currentScript``): the script
+    draws one stepper, hides the PNG and the static step list, and at every step the lit
+    nodes are inside the canvas and inside the editor's 900 px window; all text reads at
+    WCAG AA contrast in the theme's colours; no console error."""
+    from test_page import lesson07_replay
+
+    outputs = lesson07_replay()._outputs()
+    watch, page = _open(browser, vscode_pages(tmp_path, outputs, theme, hook=hook))
+    try:
+        frame = _webview(page)
+        frame.wait_for_selector("div.dg-stepper", timeout=15_000)
+        stepper = frame.locator("div.dg-stepper")
+        assert stepper.count() == 1, f"{stepper.count()} steppers drawn for one view"
+        frame.wait_for_function("() => [...document.images].every(i => i.complete)")
+        frame.wait_for_timeout(300)  # (hidePng, then the editor's new measure of the outputs)
+        shown = frame.evaluate("""() => [...document.querySelectorAll('.output_container')].map(b => [
+          b.offsetHeight, b.querySelector('img') ? b.querySelector('img').getBoundingClientRect().height : -1,
+          b.querySelector('.output').scrollHeight])""")
+        hint = stepper.evaluate("r => r.dgData.hint")
+        hint_seen = frame.locator(f"#{hint}:visible").count() + frame.locator(f"#{hint} ~ ol li:visible").count()
+        canvas_height = stepper.evaluate("r => r.querySelector('.dg-canvas').clientHeight")
+        frame_top = page.evaluate("() => document.querySelector('iframe').getBoundingClientRect().top")
+        click = lambda act: stepper.locator(f'button[data-act="{act}"]').evaluate("b => b.click()")  # noqa: E731
+        click("first")
+        texts, unseen = [], []
+        for k in range(len(stepper.evaluate("r => r.dgData.s"))):
+            if k:
+                click("next")
+            texts.append(stepper.evaluate("r => r.querySelector('.dg-now').textContent + '|' + "
+                                          "[...r.querySelectorAll('g.dg-lit')].length"))
+            unseen += [f"step {k + 1}: {p}" for p in vscode_lit_unseen(page, stepper, frame_top)]
+        outer_scroll = page.evaluate("() => [scrollX, scrollY]")
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"viewers-vscode-{theme}.png"))
+        bad, measured = low_contrast(frame)
+        frame.add_style_tag(content=_BAD_STYLE)  # (the measure can fail: unreadable step texts are caught)
+        caught, _ = low_contrast(frame)
+        errors = watch.errors + watch.blocked
+    finally:
+        watch.close()
+    assert any(".dg-now" in c for c in caught), caught
+    png_box, script_box = shown[0], shown[1]
+    assert png_box[0] == 0, f"the PNG's output still takes {png_box[0]} px beside the live picture"
+    assert hint_seen == 0, "the static step list shows beside the stepper"
+    assert script_box[0] >= script_box[2], f"the stepper's output is clipped: {script_box}"
+    assert len(texts) == 21 and len(set(texts)) == 21, f"the steps did not each show something new: {texts}"
+    assert not unseen, "\n".join(unseen)
+    assert 200 < canvas_height <= 640, f"the canvas is {canvas_height} px high: not a box a screen shows whole"
+    assert outer_scroll == [0, 0], f"the editor's window scrolled to {outer_scroll}"
+    assert measured >= 8 and not bad, f"{measured} text elements measured; under {MIN_CONTRAST}:\n" + "\n".join(bad)
+    assert not errors, errors
+
+
+@pytest.mark.browser
+def test_vscode_restricted_mode_shows_the_png(browser, tmp_path):
+    """In VS Code's Restricted Mode (an untrusted workspace: no text/html, no script) a
+    view's picture still shows: its PNG, loaded, at the size the PNG's header says."""
+    from test_page import lesson07_replay
+
+    outputs = lesson07_replay()._outputs()
+    png = next(o for o in outputs if "image/png" in o.data)
+    watch, page = _open(browser, vscode_pages(tmp_path, outputs, "dark", trusted=False))
+    try:
+        frame = _webview(page)
+        frame.wait_for_function("() => document.images.length && [...document.images].every(i => i.complete)")
+        images = frame.evaluate("() => [...document.images].map(i => [i.naturalWidth, i.getBoundingClientRect().height])")
+        drawn = frame.locator("div.dg-out").count()
+        errors = watch.errors + watch.blocked
+    finally:
+        watch.close()
+    assert drawn == 0, "a script ran in Restricted Mode: the page does not reproduce VS Code"
+    assert len(images) == 1 and images[0][0] == png_width(png.data["image/png"]) and images[0][1] > 100, images
+    assert not errors, errors

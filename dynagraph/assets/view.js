@@ -10,9 +10,12 @@
 // data brings them (`words`), and a title Graphviz cannot draw (Chinese) as text (`title`).
 function dynagraphView(host, data, css) {
   // JupyterLab and nbconvert hand the output's element as `element` (a jQuery object
-  // in the classic notebook); pages that just run the script (Sphinx) have the script.
+  // in the classic notebook, and in VS Code with the Jupyter extension's renderers);
+  // pages that just run the script (Sphinx) have the script. VS Code's own renderer
+  // gives neither: see holder.
   const mark = document.currentScript;
   if (host && host.jquery) host = host[0];
+  if (!host && !(mark && mark.parentNode)) host = holder(data);
   if (!host && !(mark && mark.parentNode)) return;
   const el = (tag, cls, text) => {
     const e = document.createElement(tag);
@@ -240,6 +243,24 @@ function dynagraphView(host, data, css) {
     slider.addEventListener("input", () => show(+slider.value));
     show(S - 1);
   }
+}
+
+// The element that holds this output's script where the viewer gives neither the
+// output's element nor `document.currentScript`: VS Code's notebook renderer
+// (extensions/notebook-renderers) puts an `application/javascript` output in a
+// `<script type="module">` (no currentScript) that it sets with innerHTML, where it
+// stays inert, and runs a copy it takes out again. That inert script is found by a
+// piece of the picture's data in its text: the first one not drawn yet (copies of
+// one output are alike, so which copy draws where does not matter).
+function holder(data) {
+  const key = data.svg.substr(data.svg.length >> 1, 64);
+  for (const s of document.getElementsByTagName("script")) {
+    if (!s.dgDrawn && s.parentNode && s.text.includes(key)) {
+      s.dgDrawn = true;
+      return s.parentNode;
+    }
+  }
+  return null;
 }
 
 // Hide the output before `from` that holds the picture's PNG: the nearest earlier
