@@ -2,7 +2,8 @@
 
 Run from the repo root (a few minutes; ``--quick`` is a smoke run):
 
-    .venv/bin/python benchmarks/bench_live.py [--repeats 15] [--threads 1,2] [--only gpt]
+    .venv/bin/python benchmarks/bench_live.py [--repeats 15] [--threads 1,2] [--only gpt,lstm]
+        [--stat min] [--baseline DIR]
 
 The models learners write, in train mode: MLPs of depth 10 (width 64 and 256) and
 100 (width 256), batch 64, ReLU; one ``nn.TransformerEncoderLayer(256, 4, 512)`` on a (16, 32, 256)
@@ -55,7 +56,8 @@ one run.
 
 Variants run interleaved (plain, mode, floor, live, hook, ..., plain, ...) after a
 warm-up, so drift and the load of other processes hit all of them alike; each cell
-is the median (``--stat min``: the fastest) of ``--repeats`` wall-clock samples. Every variant runs with the same ``torch.set_num_threads``, once per value
+is the median (``--stat min``: the fastest) of ``--repeats`` wall-clock samples.
+Every variant runs with the same ``torch.set_num_threads``, once per value
 of ``--threads``.
 
 How to read the table: ``plain`` is milliseconds per iteration; every other timing
@@ -532,7 +534,8 @@ def verdicts(rows):
                 + (f", and <= {TARGET:g}x plain: the floor is {floor_ratio:.2f}x, under {SMALL_FLOOR:g}x)"
                    if floor_ratio < SMALL_FLOOR else f"; the floor alone is {floor_ratio:.2f}x)"))
         if "trace0" in t:
-            line += f" (before: {t['trace0'] / t['plain']:.2f}x plain, {t['trace0'] / t['norms']:.2f}x the floor)"
+            line += (f" (before: {t['trace0'] / t['plain']:.2f}x plain, "
+                     f"{t['trace0'] / t['norms']:.2f}x the floor)")
         out.append((line, passed))
     return out
 
@@ -541,7 +544,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15, help="timed samples per variant")
     parser.add_argument("--threads", default="1,2", help="torch.set_num_threads values, e.g. 1,2")
-    parser.add_argument("--only", default="", help="run only models whose name contains this")
+    parser.add_argument("--only", default="",
+                        help="run only models whose name contains this (or one of these, comma-separated)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, 3 repeats")
     parser.add_argument("--stat", choices=("median", "min"), default="median",
                         help="each cell: the median of the samples, or the fastest")
@@ -562,14 +566,15 @@ def main(argv=None):
     rows = []
     try:
         for name, factory in models(args.quick):
-            if args.only.lower() not in name.lower():
+            if not any(part.strip().lower() in name.lower() for part in args.only.split(",")):
                 continue
             torch.manual_seed(0)
             model, x = factory()
             size = sizes(model, x)
             for threads in counts:
                 torch.set_num_threads(threads)
-                rows.append((name, threads, size, measure(model, x, repeats, package=package, stat=args.stat)))
+                times = measure(model, x, repeats, package=package, stat=args.stat)
+                rows.append((name, threads, size, times))
                 print(f"  {name}, {threads} thread(s): done", flush=True)
     finally:
         torch.set_num_threads(before)

@@ -47,7 +47,7 @@ def test_baseline_runs_an_earlier_checkout_beside_this_one(bench, capsys):
     assert "| live before |" in out and "| trace before |" in out
     verdicts = [line for line in out.splitlines() if line.startswith(("PASS", "MISS", "FLOOR-PASS"))]
     assert len(verdicts) == 2 and all("(before: " in v for v in verdicts)
-    with pytest.raises(SystemExit, match="no dynagraph/__init__.py there"):
+    with pytest.raises(SystemExit, match=r"no dynagraph/__init__\.py there"):
         bench.main(["--quick", "--baseline", os.path.join(root, "tests")])
 
 
