@@ -847,3 +847,31 @@ def test_a_long_source_line_is_cut_in_step_texts_saying_how_long_it_is(tmp_path,
     assert cut in repr(rec) and len(code) > 38_000
     assert stored(rec) < _page.MAX_BYTES
     assert all(cut in text for text, _ in page_steps(html_of(rec)))
+
+
+class Logged(torch.Tensor):
+    """A tensor subclass that lists the torch calls it is shown."""
+
+    calls: list[str] = []
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        cls.calls.append(patch_module._op_name(func))
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+@pytest.mark.parametrize("make", [lambda x: x.as_subclass(Logged) * 2,  # a subclass among the inputs
+                                  lambda x: (x * 2).as_subclass(Logged)],  # plain inputs, a subclass out
+                         ids=["input", "output"])
+def test_tensor_subclass_sees_only_the_users_calls(make):
+    """The recording reads each op's tensors (grad_fn, shape) with torch function off
+    wherever a subclass or another mode could see it; plain ops skip that guard."""
+    x = torch.ones(2, requires_grad=True)
+    Logged.calls = []
+    alone = make(x).sum()
+    expected, Logged.calls = Logged.calls, []
+    with dg.live() as rec:
+        inside = make(x).sum()
+    assert Logged.calls == expected and expected
+    assert [s.op for s in rec.steps] == ["mul", "sum"]
+    assert torch.equal(alone, inside)
