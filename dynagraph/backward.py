@@ -286,7 +286,7 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
     post-hooks fire in the order the nodes ran.
     """
     sent = [(k, (s[0], nid, k)) for k, s in enumerate(slots) if s is not None]  # (input number, its edge)
-    children = [edge[0] for _, edge in sent]
+    children = [edge[0] for _, edge in sent] if len(sent) > 1 else []
     parallel = (frozenset(child for child in children if children.count(child) > 1)  # fed by several edges
                 if len(set(children)) < len(children) else _NONE)
     out_edge = (nid, output_id, 0) if output_id is not None else None
