@@ -540,12 +540,18 @@ def verdicts(rows):
     return out
 
 
+def _picked(part, name):
+    """Whether ``--only``'s ``part`` picks row ``name``: a part in it, or ``=name`` exactly."""
+    return name == part[1:] if part.startswith("=") else part in name
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15, help="timed samples per variant")
     parser.add_argument("--threads", default="1,2", help="torch.set_num_threads values, e.g. 1,2")
     parser.add_argument("--only", default="",
-                        help="run only models whose name contains this (or one of these, comma-separated)")
+                        help="run only models whose name contains this (or one of these, comma-separated; "
+                             "=NAME: that row only)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, 3 repeats")
     parser.add_argument("--stat", choices=("median", "min"), default="median",
                         help="each cell: the median of the samples, or the fastest")
@@ -566,7 +572,7 @@ def main(argv=None):
     rows = []
     try:
         for name, factory in models(args.quick):
-            if not any(part.strip().lower() in name.lower() for part in args.only.split(",")):
+            if not any(_picked(part.strip().lower(), name.lower()) for part in args.only.split(",")):
                 continue
             torch.manual_seed(0)
             model, x = factory()

@@ -175,3 +175,11 @@ def test_norms_floor_takes_the_norms_a_trace_shows(bench):
     traced = sorted(v for (src, dst, _), v in bt.edge_norms.items() if dst not in outputs)
     assert len(norms) == len(traced) == 11  # 12 nodes; each edge into a consumer once
     assert sorted(torch.stack(norms).tolist()) == pytest.approx(traced, rel=1e-6)
+
+
+def test_only_picks_rows_by_part_or_exact_name(bench):
+    assert bench._picked("lstmcell x50", "lstmcell x500")  # a part of the name
+    assert bench._picked("=lstmcell x50", "lstmcell x50")
+    assert not bench._picked("=lstmcell x50", "lstmcell x500")  # "=": that row only
+    assert [name for name, _ in bench.models(quick=True) if any(
+        bench._picked(p, name.lower()) for p in ("=mlp 10x64", "gru"))] == ["MLP 10x64", "GRU 2 layers, packed"]
