@@ -6,6 +6,7 @@ import importlib
 import inspect
 import re
 import weakref
+from typing import ClassVar
 
 import numpy
 import pytest
@@ -852,7 +853,7 @@ def test_a_long_source_line_is_cut_in_step_texts_saying_how_long_it_is(tmp_path,
 class Logged(torch.Tensor):
     """A tensor subclass that lists the torch calls it is shown."""
 
-    calls: list[str] = []
+    calls: ClassVar[list[str]] = []
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
