@@ -2,15 +2,18 @@
 
 Run from the repo root (a few minutes; ``--quick`` is a smoke run):
 
-    .venv/bin/python benchmarks/bench_live.py [--repeats 15] [--threads 1,2] [--only gpt]
+    .venv/bin/python benchmarks/bench_live.py [--repeats 15] [--threads 1,2] [--only gpt,lstm]
+        [--stat min] [--baseline DIR]
 
-The models learners write, in train mode: MLPs of depth 10 and 100 (width 256,
-batch 64, ReLU), one ``nn.TransformerEncoderLayer(256, 4, 512)`` on a (16, 32, 256)
+The models learners write, in train mode: MLPs of depth 10 (width 64 and 256) and
+100 (width 256), batch 64, ReLU; one ``nn.TransformerEncoderLayer(256, 4, 512)`` on a (16, 32, 256)
 batch, a 12-layer ``nn.TransformerEncoder`` (d 128, 4 heads, batch 8 x 32 tokens), a
 4-block GPT (d 128, 4 heads, 8 x 64 tokens, vocabulary 512), an ``nn.LSTMCell(64,
 128)`` unrolled in a Python loop over 50 and 500 steps (batch 32), and a packed GRU:
 ``nn.GRU(32, 64, num_layers=2)`` over a ``pack_padded_sequence`` of 8 sequences of
-lengths 100 down to 20, the loss on the padded output (bench_views.py's GRU sizes).
+lengths 100 down to 20, the loss on the padded output (bench_views.py's GRU sizes);
+and a 4-layer causal ``nn.TransformerEncoder`` (d 64, 4 heads, feed-forward 128, 8 x
+32 tokens, a causal mask).
 The LSTMCell rows show whether the cost stays flat as the graph grows.
 
 Then the Hugging Face zoo, built from configs (nothing is downloaded), on 8 x 64
@@ -26,7 +29,12 @@ Per model, one iteration of each variant is
 
 * ``plain``: ``_loss(model(x)).backward()``;
 * ``mode``: the same inside a ``TorchFunctionMode`` whose ``__torch_function__`` only
-  calls the function: the floor of ``live()``, which needs such a mode to see each op;
+  calls the function;
+* ``floor``: ``live()`` as it must be built, each part doing nothing: that bare mode,
+  the two global module hooks (a forward pre-hook and an ``always_call`` forward hook:
+  a hook makes torch take its slow path for every module call) and the
+  ``Function.apply`` patch, put in place and taken out around the step as one
+  ``live()`` block does: the floor of ``live()``;
 * ``live``: the same inside ``with dg.live(model):``;
 * ``hook``: the forward, then a minimal walk of the loss's autograd nodes
   (``next_functions`` and a seen set, nothing recorded) that registers a do-nothing
@@ -36,13 +44,20 @@ Per model, one iteration of each variant is
   sends (``torch.linalg.vector_norm``, one kernel each, kept on the device), and the
   norms are read with one ``torch.stack`` after the backward: the least a
   ``trace_backward`` that shows every gradient's norm must do. It is printed beside
-  the floors, and the verdicts do not use it;
+  the floors, and it is the floor ``trace`` is held to;
 * ``trace``: the forward, then ``with dg.trace_backward(loss, params=model):``
   around the backward (the trace is set up on each iteration's loss).
 
-Variants run interleaved (plain, mode, live, hook, trace, plain, ...) after a warm-up,
-so drift hits all of them alike; each cell is the median of ``--repeats`` wall-clock
-samples. Every variant runs with the same ``torch.set_num_threads``, once per value
+With ``--baseline DIR`` (a checkout of an earlier commit: ``git worktree add DIR
+COMMIT``), that checkout's ``dynagraph`` is imported beside this one (as
+``dynagraph_baseline``) and two more variants run: ``live0`` and ``trace0``, the
+same blocks with the earlier code, so before and after are measured side by side in
+one run.
+
+Variants run interleaved (plain, mode, floor, live, hook, ..., plain, ...) after a
+warm-up, so drift and the load of other processes hit all of them alike; each cell
+is the median (``--stat min``: the fastest) of ``--repeats`` wall-clock samples.
+Every variant runs with the same ``torch.set_num_threads``, once per value
 of ``--threads``.
 
 How to read the table: ``plain`` is milliseconds per iteration; every other timing
@@ -56,23 +71,30 @@ autograd node: the number that stays flat when the graph grows. The recorders' c
 is Python work per op and per node, which more threads do not shrink, so their
 ratios grow where plain compute gets faster.
 
-The verdicts: a recorder passes when it costs at most ``TARGET`` x plain. Where its
+The verdicts: ``live`` passes when it costs at most ``TARGET`` x plain. Where its
 floor alone is above ``TARGET`` (nothing built on that mechanism can pass), the line
-says so and the recorder is held to ``FLOOR_FACTOR`` x the floor's added cost
-instead ("FLOOR-PASS" or "MISS"). A ``trace`` that misses also prints ``hook + norms /
-plain``: where that alone is above the target, no trace that shows every gradient's
-norm can pass with a Python hook per node.
+says so and ``live`` is held to ``FLOOR_FACTOR`` x the floor's added cost instead
+("FLOOR-PASS" or "MISS"). ``trace`` passes when it costs at most ``TRACE_FACTOR`` x
+its ``hook + norms`` floor, and, where that floor is under ``SMALL_FLOOR`` x plain,
+at most ``TARGET`` x plain too; a line whose floor is above a target names the
+floor's own ratio.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.util
+import os
 import statistics
+import sys
 import time
 
 import torch
 from torch import nn
+from torch.autograd.function import Function
 from torch.nn import functional as F
+from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torch.overrides import TorchFunctionMode
 
@@ -80,9 +102,12 @@ import dynagraph as dg
 
 TARGET = 1.5  # a recorder may cost at most this many times plain forward+backward
 FLOOR_FACTOR = 2.0  # where the floor is above TARGET: at most this many times the floor's added cost
+TRACE_FACTOR = 1.3  # trace_backward may cost at most this many times its hook + norms floor
+SMALL_FLOOR = 1.2  # where the hook + norms floor is under this x plain, trace is also held to TARGET
 NOISE = 0.02  # a floor that adds under this fraction of plain is too small to divide by
-VARIANTS = ("plain", "mode", "live", "hook", "norms", "trace")
-FLOORS = {"live": "mode", "trace": "hook"}  # each recorder and the variant that is its floor
+VARIANTS = ("plain", "mode", "floor", "live", "hook", "norms", "trace")
+BASELINE = ("live0", "trace0")  # the same blocks with an earlier checkout's code (--baseline)
+FLOORS = {"live": "floor", "trace": "norms"}  # each recorder and the variant that is its floor
 ATTENTION = "sdpa"  # the Hugging Face models' attn_implementation (runs on CPU)
 
 
@@ -150,6 +175,25 @@ class CellLoop(nn.Module):
         for x_t in x:
             h, c = self.cell(x_t, (h, c))
         return h
+
+
+class CausalEncoder(nn.Module):
+    """``layers`` post-norm ``nn.TransformerEncoderLayer``s under a causal mask, as a
+    learner's small language model runs them."""
+
+    def __init__(self, d_model, heads, ff, layers):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(d_model, heads, ff, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+
+    def forward(self, x):
+        mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1])
+        return self.encoder(x, mask=mask, is_causal=True)
+
+
+def causal_encoder(d_model=64, heads=4, ff=128, layers=4, batch=8, seq=32):
+    """A causal ``nn.TransformerEncoder``; returns (model, input)."""
+    return CausalEncoder(d_model, heads, ff, layers).train(), torch.randn(batch, seq, d_model)
 
 
 def lstm_cell(steps=50, inputs=64, hidden=128, batch=32):
@@ -226,36 +270,50 @@ def models(quick=False):
     """
     if quick:
         tiny = dict(d=16, heads=2, vocab=32, batch=2, seq=8)
-        rows = [("MLP 10x256", lambda: mlp(width=16, batch=4)),
+        rows = [("MLP 10x64", lambda: mlp(width=8, batch=4)),
+                ("MLP 10x256", lambda: mlp(width=16, batch=4)),
                 ("TransformerEncoderLayer", lambda: transformer(16, 2, 32, 2, 4)),
                 ("GPT 4 blocks", lambda: gpt(2, 16, 2, 2, 8, 32)),
                 ("LSTMCell x50", lambda: lstm_cell(5, 4, 8, 2)),
+                ("causal encoder 4 layers", lambda: causal_encoder(8, 2, 16, 2, 2, 4)),
                 ("GRU 2 layers, packed", lambda: packed_gru(4, 8, 2, 2, 3, 5))]
         zoo = [lambda: hf_gpt2(1, **tiny), lambda: hf_llama(1, ff=32, **tiny),
                lambda: hf_bert(1, ff=32, **tiny)]
     else:
-        rows = [("MLP 10x256", mlp),
+        rows = [("MLP 10x64", lambda: mlp(width=64)),
+                ("MLP 10x256", mlp),
                 ("MLP 100x256", lambda: mlp(depth=100)),
                 ("TransformerEncoderLayer", transformer),
                 ("TransformerEncoder 12 layers", lambda: transformer(128, 4, 256, 8, 32, layers=12)),
                 ("GPT 4 blocks", gpt),
                 ("LSTMCell x50", lstm_cell),
                 ("LSTMCell x500", lambda: lstm_cell(steps=500)),
+                ("causal encoder 4 layers", causal_encoder),
                 ("GRU 2 layers, packed", packed_gru)]
         zoo = [hf_gpt2, hf_llama, hf_bert]
     return rows + (list(zip(ZOO, zoo)) if _transformers() else [])
 
 
-def iteration(variant, model, x):
-    """One forward+backward of ``model`` on ``x`` the way ``variant`` runs it."""
+def iteration(variant, model, x, package=None):
+    """One forward+backward of ``model`` on ``x`` the way ``variant`` runs it
+    (``live0`` and ``trace0`` with ``package``, an earlier checkout's dynagraph)."""
     model.zero_grad(set_to_none=True)
+    if variant in BASELINE:
+        if package is None:
+            raise ValueError(f"{variant!r} needs package=, an earlier dynagraph (--baseline DIR)")
+        variant, dg_ = variant[:-1], package
+    else:
+        dg_ = dg
     if variant == "plain":
         _loss(model(x)).backward()
     elif variant == "mode":
         with _PassThrough():
             _loss(model(x)).backward()
+    elif variant == "floor":
+        with _bare_live():
+            _loss(model(x)).backward()
     elif variant == "live":
-        with dg.live(model):
+        with dg_.live(model):
             _loss(model(x)).backward()
     elif variant in ("hook", "norms"):
         loss = _loss(model(x))
@@ -270,10 +328,10 @@ def iteration(variant, model, x):
             torch.stack(norms).tolist()  # the one read of them all
     elif variant == "trace":
         loss = _loss(model(x))
-        with dg.trace_backward(loss, params=model):
+        with dg_.trace_backward(loss, params=model):
             loss.backward()
     else:
-        raise ValueError(f"unknown variant: {variant!r} (must be one of {VARIANTS})")
+        raise ValueError(f"unknown variant: {variant!r} (must be one of {VARIANTS + BASELINE})")
 
 
 class _PassThrough(TorchFunctionMode):
@@ -281,6 +339,39 @@ class _PassThrough(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         return func(*args, **(kwargs or {}))
+
+
+_TORCH_APPLY = Function.__dict__["apply"]  # torch's own Function.apply (a classmethod)
+
+
+def _apply(cls, *args, **kwargs):
+    """A ``Function.apply`` patch that only calls torch's."""
+    return _TORCH_APPLY.__func__(cls, *args, **kwargs)
+
+
+def _noop_pre_hook(module, args):
+    """A global module forward pre-hook that does nothing."""
+
+
+def _noop_post_hook(module, args, output):
+    """A global module forward hook that does nothing."""
+
+
+@contextlib.contextmanager
+def _bare_live():
+    """The floor of ``live()``: what it must put in place to see every op, module call
+    and custom Function, each doing nothing (the mode, the global module hooks, the
+    ``Function.apply`` patch), put in place on entry and taken out on exit."""
+    pre = register_module_forward_pre_hook(_noop_pre_hook)
+    post = register_module_forward_hook(_noop_post_hook, always_call=True)
+    Function.apply = classmethod(_apply)
+    try:
+        with _PassThrough():
+            yield
+    finally:
+        Function.apply = _TORCH_APPLY
+        pre.remove()
+        post.remove()
 
 
 def _noop_hook(grad_inputs, grad_outputs):
@@ -330,18 +421,37 @@ def _loss(out):
     return out.float().pow(2).mean()
 
 
-def measure(model, x, repeats, warmup=3):
-    """Median seconds per variant, the variants interleaved sample by sample."""
+def measure(model, x, repeats, warmup=3, package=None, stat="median"):
+    """Seconds per variant (the median of the samples, or with ``stat="min"`` the
+    fastest), the variants interleaved sample by sample; with ``package`` (an earlier
+    dynagraph) also :data:`BASELINE`'s."""
+    variants = VARIANTS + (BASELINE if package is not None else ())
     for _ in range(warmup):
-        for v in VARIANTS:
-            iteration(v, model, x)
-    samples = {v: [] for v in VARIANTS}
+        for v in variants:
+            iteration(v, model, x, package)
+    samples = {v: [] for v in variants}
     for _ in range(repeats):
-        for v in VARIANTS:
+        for v in variants:
             start = time.perf_counter()
-            iteration(v, model, x)
+            iteration(v, model, x, package)
             samples[v].append(time.perf_counter() - start)
-    return {v: statistics.median(s) for v, s in samples.items()}
+    pick = min if stat == "min" else statistics.median
+    return {v: pick(s) for v, s in samples.items()}
+
+
+def load_baseline(folder):
+    """The ``dynagraph`` package of the checkout at ``folder``, imported as
+    ``dynagraph_baseline`` beside this one (its imports inside are relative)."""
+    init = os.path.join(folder, "dynagraph", "__init__.py")
+    if not os.path.isfile(init):
+        raise SystemExit(f"--baseline {folder!r}: no dynagraph/__init__.py there; pass a checkout "
+                         "of an earlier commit (git worktree add DIR COMMIT)")
+    spec = importlib.util.spec_from_file_location(
+        "dynagraph_baseline", init, submodule_search_locations=[os.path.dirname(init)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["dynagraph_baseline"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def sizes(model, x):
@@ -367,77 +477,110 @@ def _times(value):
 
 
 def table(rows):
-    """Markdown table: plain ms, then per recorder its floor's ratio to plain (for
-    ``trace`` also hook + norms'), its own ratio, its added cost over the floor's, and
-    its added cost per op (live) or per autograd node (trace)."""
-    lines = ["| model | threads | ops | nodes | plain | mode / plain | live / plain | "
-             "live cost / floor cost | µs per op | hook / plain | hook + norms / plain | trace / plain | "
-             "trace cost / floor cost | µs per node |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    """Markdown table: plain ms, then every other variant's ratio to plain; per recorder
+    its cost over its floor's (``live / floor``: added cost over added cost; ``trace /
+    hook + norms``: time over time) and what it adds per op (live) or per autograd node
+    (trace); ``live0`` and ``trace0`` (an earlier checkout) where a row has them."""
+    before = any("live0" in t for *_, t in rows)
+    head = ["model", "threads", "ops", "nodes", "plain", "mode", "floor", "live", "live cost / floor cost",
+            "µs per op"] + (["live before"] if before else []) + [
+            "hook", "hook + norms", "trace", "trace / hook + norms", "µs per node"] + (
+            ["trace before"] if before else [])
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for name, threads, (ops, nodes), t in rows:
-        cells = [name, str(threads), f"{ops:,}", f"{nodes:,}", f"{t['plain'] * 1e3:.2f} ms"]
-        for recorder, count in (("live", ops), ("trace", nodes)):
-            cells += [_times(t[FLOORS[recorder]] / t["plain"])]
-            if recorder == "trace":
-                cells += [_times(t["norms"] / t["plain"])]
-            cells += [_times(t[recorder] / t["plain"]),
-                      _times(cost_over_floor(t, recorder)),
-                      f"{(t[recorder] - t['plain']) / count * 1e6:.1f}"]
+        plain = t["plain"]
+        cells = [name, str(threads), f"{ops:,}", f"{nodes:,}", f"{plain * 1e3:.2f} ms"]
+        cells += [_times(t[v] / plain) for v in ("mode", "floor", "live")]
+        cells += [_times(cost_over_floor(t, "live")), f"{(t['live'] - plain) / ops * 1e6:.1f}"]
+        cells += [_times(t["live0"] / plain)] if before else []
+        cells += [_times(t[v] / plain) for v in ("hook", "norms", "trace")]
+        cells += [_times(t["trace"] / t["norms"]), f"{(t['trace'] - plain) / nodes * 1e6:.1f}"]
+        cells += [_times(t["trace0"] / plain)] if before else []
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def verdicts(rows):
-    """``(line, passed)`` per model, thread count and recorder: against :data:`TARGET`, or
-    against :data:`FLOOR_FACTOR` x the floor's added cost where the floor is above it.
-    A ``trace`` that misses also gives what hook + norms alone cost (``norms``)."""
+    """``(line, passed)`` per model, thread count and recorder.
+
+    ``live``: at most :data:`TARGET` x plain, or where its floor alone is above that,
+    at most :data:`FLOOR_FACTOR` x the floor's added cost. ``trace``: at most
+    :data:`TRACE_FACTOR` x its hook + norms floor, and where that floor is under
+    :data:`SMALL_FLOOR` x plain, at most :data:`TARGET` x plain too. Each line gives
+    the earlier checkout's ratio where the row has one.
+    """
     out = []
     for name, threads, _, t in rows:
-        for recorder, floor in FLOORS.items():
-            ratio, floor_ratio = t[recorder] / t["plain"], t[floor] / t["plain"]
-            where = f"{recorder} on {name}, {threads} thread{'s' if threads > 1 else ''}"
-            if floor_ratio <= TARGET:
-                passed = ratio <= TARGET
-                line = (f"{'PASS' if passed else 'MISS'}: {where}: {ratio:.2f}x plain "
-                        f"(target <= {TARGET:g}x)")
-            else:  # the floor adds over half of plain, so cost_over_floor is never None here
-                cost = cost_over_floor(t, recorder)
-                passed = cost <= FLOOR_FACTOR
-                line = (f"{'FLOOR-PASS' if passed else 'MISS'}: {where}: {ratio:.2f}x plain; FLOOR: "
-                        f"{floor} alone is {floor_ratio:.2f}x (above {TARGET:g}x), so it may add "
-                        f"<= {FLOOR_FACTOR:g}x the floor's added cost: {cost:.2f}x")
-            if recorder == "trace" and not passed and "norms" in t:
-                line += f" (hook + norms alone: {t['norms'] / t['plain']:.2f}x)"
-            out.append((line, passed))
+        where = f"on {name}, {threads} thread{'s' if threads > 1 else ''}"
+        ratio, floor_ratio = t["live"] / t["plain"], t["floor"] / t["plain"]
+        if floor_ratio <= TARGET:
+            passed = ratio <= TARGET
+            line = (f"{'PASS' if passed else 'MISS'}: live {where}: {ratio:.2f}x plain "
+                    f"(target <= {TARGET:g}x; its floor alone {floor_ratio:.2f}x)")
+        else:  # the floor adds over half of plain, so cost_over_floor is never None here
+            cost = cost_over_floor(t, "live")
+            passed = cost <= FLOOR_FACTOR
+            line = (f"{'FLOOR-PASS' if passed else 'MISS'}: live {where}: {ratio:.2f}x plain; FLOOR: "
+                    f"its floor alone is {floor_ratio:.2f}x (above {TARGET:g}x), so it may add "
+                    f"<= {FLOOR_FACTOR:g}x the floor's added cost: {cost:.2f}x")
+        if "live0" in t:
+            line += f" (before: {t['live0'] / t['plain']:.2f}x)"
+        out.append((line, passed))
+        ratio, floor_ratio = t["trace"] / t["plain"], t["norms"] / t["plain"]
+        over = t["trace"] / t["norms"]
+        passed = over <= TRACE_FACTOR and (floor_ratio >= SMALL_FLOOR or ratio <= TARGET)
+        line = (f"{'PASS' if passed else 'MISS'}: trace {where}: {ratio:.2f}x plain, {over:.2f}x its "
+                f"hook + norms floor (target <= {TRACE_FACTOR:g}x"
+                + (f", and <= {TARGET:g}x plain: the floor is {floor_ratio:.2f}x, under {SMALL_FLOOR:g}x)"
+                   if floor_ratio < SMALL_FLOOR else f"; the floor alone is {floor_ratio:.2f}x)"))
+        if "trace0" in t:
+            line += (f" (before: {t['trace0'] / t['plain']:.2f}x plain, "
+                     f"{t['trace0'] / t['norms']:.2f}x the floor)")
+        out.append((line, passed))
     return out
+
+
+def _picked(part, name):
+    """Whether ``--only``'s ``part`` picks row ``name``: a part in it, or ``=name`` exactly."""
+    return name == part[1:] if part.startswith("=") else part in name
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15, help="timed samples per variant")
     parser.add_argument("--threads", default="1,2", help="torch.set_num_threads values, e.g. 1,2")
-    parser.add_argument("--only", default="", help="run only models whose name contains this")
+    parser.add_argument("--only", default="",
+                        help="run only models whose name contains this (or one of these, comma-separated; "
+                             "=NAME: that row only)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, 3 repeats")
+    parser.add_argument("--stat", choices=("median", "min"), default="median",
+                        help="each cell: the median of the samples, or the fastest")
+    parser.add_argument("--baseline", default="",
+                        help="a checkout of an earlier commit: its live and trace_backward run beside these")
     args = parser.parse_args(argv)
+    package = load_baseline(args.baseline) if args.baseline else None
     before = torch.get_num_threads()
     repeats = 3 if args.quick else args.repeats
     counts = [int(n) for n in args.threads.split(",")]
-    print(f"torch {torch.__version__}, threads {counts}, median of {repeats} interleaved "
-          "repeats after warm-up\n", flush=True)
+    load = f", load average {os.getloadavg()[0]:.2f} at the start" if hasattr(os, "getloadavg") else ""
+    print(f"torch {torch.__version__}, threads {counts}, {args.stat} of {repeats} interleaved "
+          f"repeats after warm-up, {os.cpu_count()} CPUs{load}"
+          + (f"; before = the dynagraph of {args.baseline}" if package else "") + "\n", flush=True)
     if _transformers() is None:
         print(f"skipped {', '.join(ZOO)}: transformers is not importable "
               "(pip install transformers to get these rows)\n", flush=True)
     rows = []
     try:
         for name, factory in models(args.quick):
-            if args.only.lower() not in name.lower():
+            if not any(_picked(part.strip().lower(), name.lower()) for part in args.only.split(",")):
                 continue
             torch.manual_seed(0)
             model, x = factory()
             size = sizes(model, x)
             for threads in counts:
                 torch.set_num_threads(threads)
-                rows.append((name, threads, size, measure(model, x, repeats)))
+                times = measure(model, x, repeats, package=package, stat=args.stat)
+                rows.append((name, threads, size, times))
                 print(f"  {name}, {threads} thread(s): done", flush=True)
     finally:
         torch.set_num_threads(before)

@@ -8,7 +8,7 @@ import os
 import re
 import sys
 import warnings
-from types import FrameType
+from types import CodeType, FrameType
 
 import torch
 
@@ -83,6 +83,28 @@ def describe(filename: str | None, lineno: int | None) -> tuple[str, str]:
     return (_DEFINING.format(name=name, line=lineno) if name else _ANOTHER_CELL.format(line=lineno)), code
 
 
+_FILE_LINES: dict[tuple[str, int], tuple[object, tuple[str, str]]] = {}  # see described()
+
+
+def described(filename: str | None, lineno: int | None) -> tuple[str, str]:
+    """:func:`describe`, remembered across calls for lines of files (not of cells: which
+    cell is "this cell" changes), while :mod:`linecache` holds the same text of the
+    file (an edited file, read again, is described again). A ``live()`` block described
+    each line it met anew: a Hugging Face model runs ops on some fifty lines of its own."""
+    if filename is None or lineno is None or _CELL.search(filename):
+        return describe(filename, lineno)
+    key = (filename, lineno)
+    entry = linecache.cache.get(filename)
+    known = _FILE_LINES.get(key)
+    if known is not None and known[0] is entry and entry is not None:
+        return known[1]
+    found = describe(filename, lineno)
+    if len(_FILE_LINES) >= 8192:  # (lines of many files: keep it small)
+        _FILE_LINES.clear()
+    _FILE_LINES[key] = (linecache.cache.get(filename), found)
+    return found
+
+
 def shown(where: str) -> str:
     """``where`` as :func:`describe` gave it, in the current language (a file's
     ``model.py:12`` and ``?`` read the same in every language).
@@ -139,10 +161,19 @@ def user_frame(frame: FrameType | None) -> FrameType | None:
     (a user's own mode or tensor subclass passing the op on): the line that ran the op."""
     while frame is not None:
         code = frame.f_code
-        if code.co_name != "__torch_function__" and not _is_internal(code.co_filename):
+        user = _user_code.get(code)
+        if user is None:
+            if len(_user_code) >= 4096:  # (code made on the fly, cell after cell: keep it small)
+                _user_code.clear()
+            user = code.co_name != "__torch_function__" and not _is_internal(code.co_filename)
+            _user_code[code] = user
+        if user:
             return frame
         frame = frame.f_back
     return None
+
+
+_user_code: dict[CodeType, bool] = {}  # code -> whether its frames are the user's (asked per op and frame)
 
 
 def caller_of_graph(graph_frame: FrameType) -> FrameType | None:

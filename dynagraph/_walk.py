@@ -31,12 +31,14 @@ def reach(starts: Iterable[_torch.GradFn], enter: Callable[[_torch.GradFn], Any]
     frontier: deque[_torch.GradFn] = deque(starts)
     seen: set[_torch.GradFn] = set()
     take = frontier.popleft if breadth_first else frontier.pop
+    add, push = seen.add, frontier.append
     while frontier:
         fn = take()
         if fn in seen:
             continue
-        seen.add(fn)
+        add(fn)
         go = enter(fn)
         if go:
-            inputs = fn.next_functions if go is True else go
-            frontier.extend(child for child, _ in inputs if child is not None)
+            for child, _ in fn.next_functions if go is True else go:  # (a loop: no generator per node)
+                if child is not None:
+                    push(child)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import warnings
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 
 import torch
@@ -246,7 +245,12 @@ def _add_hooks(fns: list, slots: dict[int, list], roots_of: dict[int, int], orde
 def _read(pending: _Norms, trace: BackwardTrace) -> None:
     """Read all queued norms into ``trace.edge_norms`` and ``trace.merged_norms`` with one
     synchronisation; notes aside. An edge alone between its two nodes is its own merged norm."""
-    values = iter(stack_on_host([v for _, v in pending if not isinstance(v, str)]))  # the one sync
+    tensors = [v for _, v in pending if not isinstance(v, str)]
+    read = stack_on_host(tensors)  # the one sync
+    if len(tensors) == len(pending) and not trace.notes:  # no note, now or before (the usual case)
+        _read_norms(pending, read, trace)
+        return
+    values = iter(read)
     merged: dict[tuple[int, int], float | None] = {}  # None: a note, no merged norm
     for key, v in pending:
         value = None if isinstance(v, str) else next(values)
@@ -269,6 +273,24 @@ def _read(pending: _Norms, trace: BackwardTrace) -> None:
     pending.clear()
 
 
+_NONE: frozenset[int] = frozenset()
+
+
+def _read_norms(pending: _Norms, values: list[float], trace: BackwardTrace) -> None:
+    """:func:`_read` where every queued value is a norm: the same result, with none of
+    the checks a note needs (this runs once per edge)."""
+    edge_norms = trace.edge_norms
+    merged: dict[tuple[int, int], float] = {}
+    for (key, _), value in zip(pending, values):
+        if len(key) == 2:  # a pair's merged norm (parallel edges), queued after its edges
+            merged[key] = value
+        else:
+            edge_norms[key] = value
+            merged[key[0], key[1]] = value
+    trace.merged_norms.update(merged)
+    pending.clear()
+
+
 def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
           pending: _Norms, pause: _Pause) -> Callable[[_Grads, _Grads], None]:
     """Post-hook of node ``nid``: note that it ran, and the norm of each gradient it sent.
@@ -284,8 +306,9 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
     post-hooks fire in the order the nodes ran.
     """
     sent = [(k, (s[0], nid, k)) for k, s in enumerate(slots) if s is not None]  # (input number, its edge)
-    feeds = Counter(edge[0] for _, edge in sent)
-    parallel = frozenset(child for child, n in feeds.items() if n > 1)  # children fed by several edges
+    children = [edge[0] for _, edge in sent] if len(sent) > 1 else []
+    parallel = (frozenset(child for child in children if children.count(child) > 1)  # fed by several edges
+                if len(set(children)) < len(children) else _NONE)
     out_edge = (nid, output_id, 0) if output_id is not None else None
 
     def hook(grad_inputs: _Grads, grad_outputs: _Grads) -> None:

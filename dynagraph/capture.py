@@ -153,15 +153,27 @@ def named_roots(roots: Roots) -> list[tuple[str, torch.Tensor]]:
     return items
 
 
-def param_names_of(params: Params) -> tuple[dict[int, str], dict[str, str]]:
-    """``params`` -> ({id(tensor): name}, {module name: class name})."""
+def param_names_of(params: Params, module_names: dict[int, str] | None = None
+                   ) -> tuple[dict[int, str], dict[str, str]]:
+    """``params`` -> ({id(tensor): name}, {module name: class name}); for a module, also
+    fills ``module_names`` (when given) with {id(submodule): dotted name} ("" for itself).
+
+    One walk of the modules gives all three (``named_parameters`` walks them again, and
+    hashes each parameter into a set: a ``live()`` block paid three walks on entry).
+    """
     if params is None:
         return {}, {}
     if isinstance(params, nn.Module):
         names: dict[int, str] = {}
-        for name, p in params.named_parameters():
-            names.setdefault(id(p), name)  # tied weights keep their first name
-        types = {name: type(m).__name__ for name, m in params.named_modules() if name}
+        types: dict[str, str] = {}
+        for prefix, module in params.named_modules():  # (each module once, as named_parameters)
+            if module_names is not None:
+                module_names[id(module)] = prefix
+            if prefix:
+                types[prefix] = type(module).__name__
+            for name, p in module._parameters.items():
+                if p is not None:  # tied weights keep their first name
+                    names.setdefault(id(p), f"{prefix}.{name}" if prefix else name)
         return names, types
     if isinstance(params, Mapping):
         names = {}

@@ -379,7 +379,7 @@ class Recording(_page.View):
         line = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else (None, None)
         described = self._lines.get(line)
         if described is None:
-            described = self._lines[line] = _source.describe(*line)
+            described = self._lines[line] = _source.described(*line)
         where, code = described
         module = self._modules[-1] if self._modules else None
         fns = self._made(outs)
@@ -658,8 +658,8 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
         raise TypeError(f"model must be an nn.Module (or pass params=); got {type(model).__name__}")
     if interval <= 0:
         raise ValueError(f"interval must be > 0 seconds; got {interval!r}")
-    names, types = param_names_of(model if model is not None else params)
-    module_names = {id(m): n for n, m in model.named_modules()} if model is not None else {}
+    module_names: dict[int, str] = {}
+    names, types = param_names_of(model if model is not None else params, module_names)
     if not isinstance(memory, bool):
         raise TypeError(f"memory must be True or False; got {type(memory).__name__}")
     rec = Recording(module_names, names)

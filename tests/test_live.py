@@ -6,6 +6,7 @@ import importlib
 import inspect
 import re
 import weakref
+from typing import ClassVar
 
 import numpy
 import pytest
@@ -886,3 +887,31 @@ def test_a_live_view_over_a_budget_its_script_cannot_fit_redraws_its_text(monkey
     assert len(rec.steps) == 20
     assert not any("stopped redrawing" in str(u) for u in handle.updates), handle.updates
     assert {"application/javascript": ""} in handle.updates
+
+
+class Logged(torch.Tensor):
+    """A tensor subclass that lists the torch calls it is shown."""
+
+    calls: ClassVar[list[str]] = []
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        cls.calls.append(patch_module._op_name(func))
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+@pytest.mark.parametrize("make", [lambda x: x.as_subclass(Logged) * 2,  # a subclass among the inputs
+                                  lambda x: (x * 2).as_subclass(Logged)],  # plain inputs, a subclass out
+                         ids=["input", "output"])
+def test_tensor_subclass_sees_only_the_users_calls(make):
+    """The recording reads each op's tensors (grad_fn, shape) with torch function off
+    wherever a subclass or another mode could see it; plain ops skip that guard."""
+    x = torch.ones(2, requires_grad=True)
+    Logged.calls = []
+    alone = make(x).sum()
+    expected, Logged.calls = Logged.calls, []
+    with dg.live() as rec:
+        inside = make(x).sum()
+    assert Logged.calls == expected and expected
+    assert [s.op for s in rec.steps] == ["mul", "sum"]
+    assert torch.equal(alone, inside)
