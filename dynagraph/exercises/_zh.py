@@ -675,8 +675,8 @@ MESSAGES: dict[str, str] = {
         '请返回一个张量（f 的输出的切向量），而不是 {type}：unpack_dual(out) 给出 (primal, tangent)，而 dual_level() 结束后切向量就是 None。',
     'for an f with {n} inputs and {m} outputs, J @ v has {m} numbers; you returned shape {shape}. v @ J (reverse mode, vjp) would have {n}.':
         '对于有 {n} 个输入、{m} 个输出的 f，J @ v 有 {m} 个数；你返回的形状是 {shape}。v @ J（反向模式，vjp）才有 {n} 个数。',
-    'f never received a dual tensor: compute J @ v in forward mode. Inside fwAD.dual_level(), make x carry the tangent v with fwAD.make_dual(x, v), call f, and read the tangent of its output with fwAD.unpack_dual.':
-        'f 从未收到对偶张量：请用前向模式计算 J @ v。在 fwAD.dual_level() 中，用 fwAD.make_dual(x, v) 让 x 携带切向量 v，调用 f，再用 fwAD.unpack_dual 读出其输出的切向量。',
+    'f never received a dual tensor: J @ v was not computed in forward mode (a full Jacobian from jacobian() or jacrev is reverse mode). Inside fwAD.dual_level(), make x carry the tangent v with fwAD.make_dual(x, v), call f, and read the tangent of its output with fwAD.unpack_dual.':
+        'f 从未收到对偶张量：J @ v 不是用前向模式算出的（用 jacobian() 或 jacrev 算完整的雅可比矩阵属于反向模式）。在 fwAD.dual_level() 中，用 fwAD.make_dual(x, v) 让 x 携带切向量 v，调用 f，再用 fwAD.unpack_dual 读出其输出的切向量。',
     'you returned f(x), the primal: the tangent is the second part of fwAD.unpack_dual(out).':
         '你返回的是 f(x)，即原始值：切向量是 fwAD.unpack_dual(out) 的第二部分。',
     'the result differs from J @ v (J from torch.autograd.functional.jacobian): make_dual(x, v) takes the point first and the direction second.':

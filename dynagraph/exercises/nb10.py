@@ -62,9 +62,10 @@ def _jvp_dual(jvp_dual: Callable[[Fn, torch.Tensor, torch.Tensor], torch.Tensor]
                   "{shape}. v @ J (reverse mode, vjp) would have {n}.",
                   n=x.numel(), m=out.numel(), shape=tuple(got.shape)))
         expect(any(duals),
-               tr("f never received a dual tensor: compute J @ v in forward mode. Inside "
-                  "fwAD.dual_level(), make x carry the tangent v with fwAD.make_dual(x, v), call f, "
-                  "and read the tangent of its output with fwAD.unpack_dual."))
+               tr("f never received a dual tensor: J @ v was not computed in forward mode (a full "
+                  "Jacobian from jacobian() or jacrev is reverse mode). Inside fwAD.dual_level(), "
+                  "make x carry the tangent v with fwAD.make_dual(x, v), call f, and read the tangent "
+                  "of its output with fwAD.unpack_dual."))
         expect(not torch.allclose(got, out) or torch.allclose(want, out),
                tr("you returned f(x), the primal: the tangent is the second part of fwAD.unpack_dual(out)."))
         expect(torch.allclose(got, want),

@@ -72,6 +72,8 @@ RIGHT = {
          "        primal, tangent = fwAD.unpack_dual(f(fwAD.make_dual(x, v)))\n        return tangent.clone()\n"),
         # torch.func.jvp: forward mode too (it passes f a dual tensor)
         "def jvp_dual(f, x, v):\n    return jvp(f, (x,), (v,))[1]\n",
+        # jacfwd: forward mode too, a column per one-hot tangent, then J @ v
+        "def jvp_dual(f, x, v):\n    return jacfwd(f)(x) @ v\n",
     ],
     "10.2": [
         # autograd.grad with retain_graph, one row at a time
