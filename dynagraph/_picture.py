@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
-from . import _dot, _fonts, _patch, _roll, _torch, _transform, memory
+from . import _dot, _fonts, _overview, _patch, _roll, _torch, _transform, memory, render
 from ._dot import Overlay
 from ._records import Node
 
@@ -64,6 +64,12 @@ class Picture:
     compact: bool = False
     through: dict[int, tuple[int, int]] = field(default_factory=dict)
     own_title: str = ""  # drawn outside Graphviz (Chinese): see drawing(own_title=True)
+    # A module overview (see _overview): the op-level picture it stands for, its DOT, how
+    # many screens it fills, and {box's drawn id: the op-level drawn ids inside it}
+    detail: Picture | None = None
+    detail_dot: str = ""
+    detail_screens: float = 0.0
+    boxes: dict[int, list[int]] = field(default_factory=dict)
 
     def edge(self, edge: tuple[int, int]) -> tuple[int, int]:
         return self.mapping[edge[0]], self.mapping[edge[1]]
@@ -168,6 +174,16 @@ def drawing(graph: Graph, overlay: Overlay | None = None, *,
 def _drawing(graph: Graph, overlay: Overlay | None, full: bool,
              own_title: bool = False) -> tuple[Picture, str, Series]:
     pic = picture(graph, roll=False if full else graph.roll, max_nodes=None if full else graph.max_nodes)
+    if not full and graph.roll == "auto":  # the default policy: big and tagged, an overview
+        overview = _overview_of(graph, pic, overlay, own_title)
+        if overview is not None:
+            return overview
+    return _drawing_of(graph, pic, overlay, own_title)
+
+
+def _drawing_of(graph: Graph, pic: Picture, overlay: Overlay | None,
+                own_title: bool) -> tuple[Picture, str, Series]:
+    """The DOT of picture ``pic`` of ``graph`` with ``overlay``, and its series (see drawing)."""
     drawn, series = _mapped(pic, overlay or Overlay())
     g = pic.graph
     legend = _dot.pass_legend(g.nodes)
@@ -186,6 +202,37 @@ def _drawing(graph: Graph, overlay: Overlay | None, full: bool,
     dot = _dot.to_dot(g.nodes, g.edges, g.module_types, title=title, overlay=drawn, blocks=g.blocks,
                       prune=pic.compact)
     return pic, dot, series
+
+
+def _overview_of(graph: Graph, pic: Picture, overlay: Overlay | None,
+                 own_title: bool) -> tuple[Picture, str, Series] | None:
+    """The module overview of ``graph`` (:mod:`dynagraph._overview`), or ``None`` where the
+    op-level picture ``pic`` stays: no module tags, or at most MAX_SCREENS screens at 1:1
+    (laid out to measure it, and cached for the view that draws it next)."""
+    if len(pic.graph.nodes) <= _overview.SMALL or not any(n.module for n in graph.nodes):
+        return None
+    detail, dot, series = _drawing_of(graph, pic, overlay, own_title)
+    try:
+        screens = _overview.screens(render.pipe(dot, "svg"))
+    except (render.RendererNotFoundError, render.RenderTimeoutError):
+        return None  # (no renderer here: the DOT of every op, as without tags)
+    if screens <= _overview.MAX_SCREENS:
+        return None
+    nodes, edges, boxed = _overview.boxes(graph.nodes, graph.edges, graph.module_types)
+    small = variant(graph, nodes, edges, blocks=[], max_nodes=graph.max_nodes)
+    top = picture(small, roll=graph.roll, max_nodes=graph.max_nodes)
+    mapping = {old: top.mapping[boxed.get(old, old)] for old in detail.mapping}
+    iteration = {old: top.iteration[boxed.get(old, old)] for old in detail.mapping
+                 if boxed.get(old, old) in top.iteration}  # (boxes of one kind rolled: each its iteration)
+    ov = dataclasses.replace(top, mapping=mapping, iteration=iteration, through={}, detail=detail,
+                             detail_dot=dot, detail_screens=screens)
+    for old, new in detail.mapping.items():  # each box's op-level drawn ids
+        box = mapping[old]
+        if new not in ov.boxes.setdefault(box, []):
+            ov.boxes[box].append(new)
+    ov.boxes = {b: ids for b, ids in ov.boxes.items() if any(n.id == b and n.kind == "module"
+                                                              for n in top.graph.nodes)}
+    return _drawing_of(graph, ov, overlay, own_title)
 
 
 def _mapped(pic: Picture, overlay: Overlay) -> tuple[Overlay, Series]:
