@@ -136,6 +136,9 @@ def _outputs(graph: Graph, text: str, overlay: Overlay, caption: str, table: str
         size = stored_bytes(outs)
         if size <= room:
             break
+        if "inside" in drawn.data:  # a module overview's op-level picture goes first (its boxes stay)
+            drawn = drawn._replace(data={k: v for k, v in drawn.data.items() if k != "inside"})
+            continue
         # (a picture of a few nodes is not what makes it big; one with merged chains and
         # grouped leaves can be, with few nodes of many lines each)
         can_fold = sizes["nodes"] > FOLD_ABOVE
@@ -246,8 +249,17 @@ def _drawn(graph: Graph, overlay: Overlay, still: bool = False) -> _Drawn:
                             "info": _info(graph, pic, overlay.info)}
     if title:
         data["title"] = title
+    if pic.detail is not None:  # a module overview: its op-level picture, opened a box at a time
+        data["inside"] = _inside(pic)
     svg, raster = render.svg_and_png(dot, PNG_DPI) if still else (render.pipe(dot, "svg"), b"")
     return _Drawn(pic, render.compact_svg(svg), data, series, dot, title=title, raster=raster)
+
+
+def _inside(pic: _picture.Picture) -> dict[str, Any]:
+    """A module overview's op-level picture for its script (``inside`` in ``assets/DATA.md``):
+    its SVG (laid out when the overview measured it: cached) and each box's op-level ids."""
+    svg = render.compact_svg(render.pipe(pic.detail_dot, "svg"))
+    return {"svg": base64.b64encode(svg.encode()).decode(), "boxes": {str(b): ids for b, ids in pic.boxes.items()}}
 
 
 def _with_png(drawn: _Drawn, room: int) -> _Drawn:
@@ -379,10 +391,22 @@ def _compose(drawn: _Drawn, overlay: Overlay, text: str, caption: str, table: st
     # script as an empty <div> when it sanitizes (nbconvert) still shows the PNG above.
     outs.append(Output({"application/javascript": _script(data)}, {"dynagraph": "script"}))
     if steps:
+        caption += _overview_note(drawn)
         html, plain = _listing(overlay.steps, overlay.totals, steps.get("gap"), caption, data["hint"])
         outs.append(Output({"text/plain": plain, "text/html": html}, {"dynagraph": "steps"}))
     return outs, {"picture": max(len(drawn.svg), len(drawn.png)), "nodes": len(drawn.pic.graph.nodes),
                   "steps": len(_json_for_script(steps)) if steps else 0}
+
+
+def _overview_note(drawn: _Drawn) -> str:
+    """The caption's words for a module overview (empty for an op-level picture)."""
+    if drawn.pic.detail is None:
+        return ""
+    note = tr("; modules drawn as boxes (the picture of every op fills {n} screens at 1:1)",
+              n=f"{drawn.pic.detail_screens:.1f}")
+    if "inside" in drawn.data:
+        note += tr(": where the picture's script runs, a click on a box opens its ops")
+    return note
 
 
 # Iterations a rolled node's hover details list by name and shape (then "... and N more").
@@ -458,6 +482,8 @@ def _words(stepper: bool) -> dict[str, Any]:
     label = {"fit": tr("fit")}
     title = {"zout": tr("zoom out"), "fit": tr("fit the picture to the width"), "one": tr("actual size"),
              "zin": tr("zoom in")}
+    label["open"] = tr("a click on a module box opens its ops")  # (a module overview's hint, and its panel)
+    title["close"] = tr("close")
     if not stepper:
         return {"label": label, "title": title}
     label.update(prev=tr("\u2039 prev"), play=tr("play"), next=tr("next \u203a"))
