@@ -382,7 +382,7 @@ def _compose(drawn: _Drawn, overlay: Overlay, text: str, caption: str, table: st
     if drawn.png:  # the script hides the PNG's output, found by this size, where it runs
         data["png"] = list(drawn.png_size)
     if language() != "en":  # view.js has the English
-        data["words"] = _words(bool(steps))
+        data["words"] = _words(bool(steps), "inside" in data)
     outs = []
     if table:
         outs.append(Output({"text/plain": _plain_table(table), "text/html": table}, {"dynagraph": "table"}))
@@ -474,7 +474,7 @@ def _describe(node: Node, repeats: int | None, note: str | None, stands: Sequenc
     return "\n".join(lines)
 
 
-def _words(stepper: bool) -> dict[str, Any]:
+def _words(stepper: bool, overview: bool = False) -> dict[str, Any]:
     """The words of ``view.js``'s bar in the current language, for a language other than
     English (``view.js`` holds the English): button labels and titles by action, and the
     stepper's lines as templates whose ``{fields}`` it fills (``assets/DATA.md``).
@@ -482,8 +482,9 @@ def _words(stepper: bool) -> dict[str, Any]:
     label = {"fit": tr("fit")}
     title = {"zout": tr("zoom out"), "fit": tr("fit the picture to the width"), "one": tr("actual size"),
              "zin": tr("zoom in")}
-    label["open"] = tr("a click on a module box opens its ops")  # (a module overview's hint, and its panel)
-    title["close"] = tr("close")
+    if overview:  # a module overview's hint, and its panel's button
+        label["open"] = tr("a click on a module box opens its ops")
+        title["close"] = tr("close")
     if not stepper:
         return {"label": label, "title": title}
     label.update(prev=tr("\u2039 prev"), play=tr("play"), next=tr("next \u203a"))
