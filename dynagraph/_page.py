@@ -552,14 +552,20 @@ def _script(data: dict[str, Any]) -> str:
     """The picture's ``application/javascript``: ``assets/view.js`` and its call on ``data``.
     JupyterLab and nbconvert's HTML give the output's element as ``element``."""
     host = 'typeof element !== "undefined" ? element : null'
-    return (f"(function () {{\n{_asset('view.js')}dynagraphView({host}, "
-            f"{_json_for_script(data)}, {_json_for_script(_css())});\n}})();\n")
+    # A module overview's clicks (assets/overview.js): in its script only, so others stay as they were
+    extra, then = "", ""
+    if "inside" in data:
+        extra = _asset("overview.js")
+        then = f"dynagraphOverview({host}, document.currentScript, {_json_for_script(_css('overview.css'))});\n"
+    return (f"(function () {{\n{_asset('view.js')}{extra}dynagraphView({host}, "
+            f"{_json_for_script(data)}, {_json_for_script(_css())});\n{then}}})();\n")
 
 
 @cache
-def _css() -> str:
-    """``assets/view.css`` without its comments (every picture carries it)."""
-    return re.sub(r"/\*.*?\*/\s*", "", _asset("view.css"), flags=re.S)
+def _css(name: str = "view.css") -> str:
+    """``assets/view.css`` (or another style sheet there) without its comments (every picture
+    carries view.css; a module overview, overview.css too)."""
+    return re.sub(r"/\*.*?\*/\s*", "", _asset(name), flags=re.S)
 
 
 def fragment(outs: Sequence[Output]) -> str:

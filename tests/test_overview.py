@@ -203,3 +203,14 @@ def test_a_click_on_a_box_opens_its_ops_in_the_browser(resnet, tmp_path):
     # what the panel lights is the block's ops: its convolutions, norms, the add and the relu
     texts = " ".join(svg_texts(detail))
     assert "Convolution" in texts
+
+
+def test_in_chinese_the_overview_says_it_in_chinese(resnet):
+    dg.set_language("zh")
+    try:
+        outs = outputs_of(resnet)
+        words = page_data(html_of(resnet))["words"]
+    finally:
+        dg.set_language("en")
+    assert "模块画成方框" in outs["steps"]["text/plain"] and "点击方框" in outs["steps"]["text/plain"]
+    assert words["label"]["open"] == "点击模块方框即可打开其中的运算" and words["title"]["close"] == "关闭"

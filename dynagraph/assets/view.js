@@ -170,53 +170,12 @@ function dynagraphView(host, data, css) {
     bar.append(button(a, said("label", a, t), said("title", a, "zoom: " + a)));
   }
   bar.append(el("span", "dg-zoom"));
-  if (data.inside) inside(data.inside);
 
   const act = { zin: zoomed(() => setZoom(zoom * 1.25)), zout: zoomed(() => setZoom(zoom / 1.25)), fit: zoomed(fit),
                 one: zoomed(() => setZoom(1)) };
   if (data.s) stepper(act);
   root.querySelectorAll("button[data-act]").forEach((b) => b.addEventListener("click", () => act[b.dataset.act]()));
   setZoom(1);
-
-  // A module overview: a click on a box opens its ops, cut from the op-level picture
-  // (inside.svg) to the nodes the box stands for (inside.boxes), lit, in a panel above.
-  function inside(d) {
-    const picture = new TextDecoder().decode(Uint8Array.from(atob(d.svg), (c) => c.charCodeAt(0)));
-    const panel = el("div", "dg-inside"), head = el("div", "dg-inside-bar"), name = el("span", "dg-inside-name");
-    const view = el("div", "dg-inside-canvas"), close = el("button", "", "\u00d7");
-    close.type = "button"; close.title = said("title", "close", "close");  // (not an act: its own listener)
-    panel.hidden = true;
-    head.append(close, name);
-    panel.append(head, view);
-    root.insertBefore(panel, canvas);
-    bar.append(el("span", "dg-hint", said("label", "open", "a click on a module box opens its ops")));
-    close.addEventListener("click", () => { panel.hidden = true; view.replaceChildren(); });
-    for (const [g, id] of nodes) if (id in d.boxes) g.classList.add("dg-opens");
-    svg.addEventListener("click", (e) => {
-      const g = nodeAt(e), id = g ? +(idOf(g, /dg-n(\d+)/) || [0, -1])[1] : -1;
-      if (!(id in d.boxes)) return;
-      const ids = new Set(d.boxes[id]);
-      const pic = document.importNode(new DOMParser().parseFromString(picture, "image/svg+xml").documentElement, true);
-      pic.querySelectorAll("[id]").forEach((e) => e.removeAttribute("id"));
-      name.textContent = (g.querySelector("text") || {}).textContent || "";
-      view.replaceChildren(pic);
-      panel.hidden = false;
-      const mine = [...pic.querySelectorAll("g.node")].filter((n) => ids.has(+(idOf(n, /dg-n(\d+)/) || [0, -1])[1]));
-      mine.forEach((n) => n.classList.add("dg-lit"));
-      if (!mine.length) return;
-      // Cut the picture to its lit nodes: their box in the SVG's own units (points), and a margin.
-      const r = pic.getBoundingClientRect(), vb = pic.viewBox.baseVal, k = vb.width / r.width, M = 8;
-      const bs = mine.map((n) => n.getBoundingClientRect());
-      const x = vb.x + (Math.min(...bs.map((b) => b.left)) - r.left) * k - M;
-      const y = vb.y + (Math.min(...bs.map((b) => b.top)) - r.top) * k - M;
-      const w = (Math.max(...bs.map((b) => b.right)) - r.left) * k + vb.x - x + M;
-      const h = (Math.max(...bs.map((b) => b.bottom)) - r.top) * k + vb.y - y + M;
-      pic.setAttribute("viewBox", [x, y, w, h].join(" "));
-      pic.setAttribute("width", w + "pt");
-      pic.setAttribute("height", h + "pt");
-      panel.scrollIntoView({ block: "nearest" });
-    });
-  }
 
   function stepper(act) {
     // Steps come as kinds [text, nodes, block] shared by a loop's iterations.
