@@ -214,3 +214,29 @@ def test_in_chinese_the_overview_says_it_in_chinese(resnet):
         dg.set_language("en")
     assert "模块画成方框" in outs["steps"]["text/plain"] and "点击方框" in outs["steps"]["text/plain"]
     assert words["label"]["open"] == "点击模块方框即可打开其中的运算" and words["title"]["close"] == "关闭"
+
+
+@pytest.mark.browser
+def test_a_click_opens_a_box_where_the_script_gets_its_element_as_in_jupyterlab(resnet, tmp_path):
+    """JupyterLab runs the script with the output's element as ``element`` (no
+    ``document.currentScript``), and may attach that element to the page later."""
+    from _chromium import Watch, chromium
+    outs = resnet._outputs()
+    script = next(o for o in outs if o.metadata["dynagraph"] == "script").data["application/javascript"]
+    data = page_data(_page.fragment(outs))
+    box = next(iter(data["inside"]["boxes"]))
+    path = tmp_path / "lab.html"
+    path.write_text("<!doctype html><html><head><meta charset='utf-8'></head><body></body></html>")
+    with chromium() as browser:
+        watch = Watch(browser)
+        page = watch.new_page()
+        page.goto(path.as_uri())
+        page.evaluate("js => { const out = document.createElement('div');"
+                      " new Function('element', js)(out); document.body.append(out); }", script)
+        page.locator(f"svg g.node.dg-n{box}").first.click()
+        lit = page.locator(".dg-inside g.node.dg-lit").count()
+        hint = page.locator(".dg-hint").text_content()
+        watch.close()
+    assert lit == len(data["inside"]["boxes"][box]) > 0
+    assert hint == "a click on a module box opens its ops"
+    assert watch.errors == [] and watch.blocked == []
