@@ -259,7 +259,8 @@ def _inside(pic: _picture.Picture) -> dict[str, Any]:
     """A module overview's op-level picture for its script (``inside`` in ``assets/DATA.md``):
     its SVG (laid out when the overview measured it: cached) and each box's op-level ids."""
     svg = render.compact_svg(render.pipe(pic.detail_dot, "svg"))
-    return {"svg": base64.b64encode(svg.encode()).decode(), "boxes": {str(b): ids for b, ids in pic.boxes.items()}}
+    boxes = {str(b): ids for b, ids in pic.boxes.items()}
+    return {"svg": base64.b64encode(svg.encode()).decode(), "boxes": boxes}
 
 
 def _with_png(drawn: _Drawn, room: int) -> _Drawn:
@@ -556,7 +557,8 @@ def _script(data: dict[str, Any]) -> str:
     extra, then = "", ""
     if "inside" in data:
         extra = _asset("overview.js")
-        then = f"dynagraphOverview({host}, document.currentScript, {_json_for_script(_css('overview.css'))});\n"
+        css = _json_for_script(_css("overview.css"))
+        then = f"dynagraphOverview({host}, document.currentScript, {css});\n"
     return (f"(function () {{\n{_asset('view.js')}{extra}dynagraphView({host}, "
             f"{_json_for_script(data)}, {_json_for_script(_css())});\n{then}}})();\n")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import base64
 import re
-from html import unescape
 import xml.etree.ElementTree as ET
+from html import unescape
 
 import pytest
 import torch
