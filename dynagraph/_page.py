@@ -242,7 +242,9 @@ def _drawn(graph: Graph, overlay: Overlay, still: bool = False) -> _Drawn:
     ``still`` the PNG's raster from the same layout (one renderer run; no PNG yet)."""
     # A title with Chinese (and a Chinese memory line) is drawn by the script and by Pillow
     # instead: see _picture.drawing
-    pic, dot, series = _picture.drawing(graph, overlay, own_title=True)
+    # (a tagged picture is laid out to measure it for the module overview: as this view lays it out)
+    layout = (lambda dot: render.svg_and_png(dot, PNG_DPI)[0]) if still else None
+    pic, dot, series = _picture.drawing(graph, overlay, own_title=True, layout=layout)
     title = pic.own_title
     drawn = pic.graph
     data: dict[str, Any] = {"frames": _dot.frames(drawn.nodes, drawn.edges, drawn.blocks, prune=pic.compact),
@@ -257,8 +259,8 @@ def _drawn(graph: Graph, overlay: Overlay, still: bool = False) -> _Drawn:
 
 def _inside(pic: _picture.Picture) -> dict[str, Any]:
     """A module overview's op-level picture for its script (``inside`` in ``assets/DATA.md``):
-    its SVG (laid out when the overview measured it: cached) and each box's op-level ids."""
-    svg = render.compact_svg(render.pipe(pic.detail_dot, "svg"))
+    its SVG (as laid out when the overview measured it) and each box's op-level ids."""
+    svg = render.compact_svg(pic.detail_svg)
     boxes = {str(b): ids for b, ids in pic.boxes.items()}
     return {"svg": base64.b64encode(svg.encode()).decode(), "boxes": boxes}
 

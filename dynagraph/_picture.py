@@ -68,6 +68,7 @@ class Picture:
     # many screens it fills, and {box's drawn id: the op-level drawn ids inside it}
     detail: Picture | None = None
     detail_dot: str = ""
+    detail_svg: bytes = b""  # its layout, as measured (the view shows it: no second layout)
     detail_screens: float = 0.0
     boxes: dict[int, list[int]] = field(default_factory=dict)
 
@@ -157,8 +158,8 @@ def variant(graph: Graph, nodes: list[Node], edges: list[tuple[int, int]], *, bl
                        max_nodes=max_nodes)
 
 
-def drawing(graph: Graph, overlay: Overlay | None = None, *,
-            full: bool = False, own_title: bool = False) -> tuple[Picture, str, Series]:
+def drawing(graph: Graph, overlay: Overlay | None = None, *, full: bool = False, own_title: bool = False,
+            layout: Callable[[str], bytes] | None = None) -> tuple[Picture, str, Series]:
     """The picture of ``graph`` under its size policy (``full=True``: every node), its
     DOT with ``overlay`` (in ``graph``'s ids), and the per-iteration gradient norms of
     rolled edges (for the page's script).
@@ -167,15 +168,17 @@ def drawing(graph: Graph, overlay: Overlay | None = None, *,
     ``own_title``: the title lines with Chinese in them, which Graphviz's renderer draws as
     boxes, are left out of the DOT and kept in the picture's ``own_title`` for the caller
     to draw (a view: ``_page``), when the font that draws them is installed.
+    ``layout``: DOT -> SVG, to measure a tagged picture for the module overview (by default
+    :func:`dynagraph.render.pipe`; a view passes its own, whose layout it then reuses).
     """
-    return _patch.paused_gc(_drawing, graph, overlay, full, own_title)  # one record per node: see paused_gc
+    return _patch.paused_gc(_drawing, graph, overlay, full, own_title, layout)  # (a record per node)
 
 
-def _drawing(graph: Graph, overlay: Overlay | None, full: bool,
-             own_title: bool = False) -> tuple[Picture, str, Series]:
+def _drawing(graph: Graph, overlay: Overlay | None, full: bool, own_title: bool = False,
+             layout: Callable[[str], bytes] | None = None) -> tuple[Picture, str, Series]:
     pic = picture(graph, roll=False if full else graph.roll, max_nodes=None if full else graph.max_nodes)
     if not full and graph.roll == "auto":  # the default policy: big and tagged, an overview
-        overview = _overview_of(graph, pic, overlay, own_title)
+        overview = _overview_of(graph, pic, overlay, own_title, layout or render.pipe)
         if overview is not None:
             return overview
     return _drawing_of(graph, pic, overlay, own_title)
@@ -204,8 +207,8 @@ def _drawing_of(graph: Graph, pic: Picture, overlay: Overlay | None,
     return pic, dot, series
 
 
-def _overview_of(graph: Graph, pic: Picture, overlay: Overlay | None,
-                 own_title: bool) -> tuple[Picture, str, Series] | None:
+def _overview_of(graph: Graph, pic: Picture, overlay: Overlay | None, own_title: bool,
+                 layout: Callable[[str], bytes]) -> tuple[Picture, str, Series] | None:
     """The module overview of ``graph`` (:mod:`dynagraph._overview`), or ``None`` where the
     op-level picture ``pic`` stays: no module tags, or at most MAX_SCREENS screens at 1:1
     (laid out to measure it, and cached for the view that draws it next)."""
@@ -213,7 +216,8 @@ def _overview_of(graph: Graph, pic: Picture, overlay: Overlay | None,
         return None
     detail, dot, series = _drawing_of(graph, pic, overlay, own_title)
     try:
-        screens = _overview.screens(render.pipe(dot, "svg"))
+        svg = layout(dot)
+        screens = _overview.screens(svg)
     except (render.RendererNotFoundError, render.RenderTimeoutError):
         return None  # (no renderer here: the DOT of every op, as without tags)
     if screens <= _overview.MAX_SCREENS:
@@ -225,7 +229,7 @@ def _overview_of(graph: Graph, pic: Picture, overlay: Overlay | None,
     iteration = {old: top.iteration[boxed.get(old, old)] for old in detail.mapping
                  if boxed.get(old, old) in top.iteration}  # (boxes of one kind rolled: each its iteration)
     ov = dataclasses.replace(top, mapping=mapping, iteration=iteration, through={}, detail=detail,
-                             detail_dot=dot, detail_screens=screens)
+                             detail_dot=dot, detail_svg=svg, detail_screens=screens)
     for old, new in detail.mapping.items():  # each box's op-level drawn ids
         box = mapping[old]
         if new not in ov.boxes.setdefault(box, []):
