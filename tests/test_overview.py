@@ -240,3 +240,19 @@ def test_a_click_opens_a_box_where_the_script_gets_its_element_as_in_jupyterlab(
     assert lit == len(data["inside"]["boxes"][box]) > 0
     assert hint == "a click on a module box opens its ops"
     assert watch.errors == [] and watch.blocked == []
+
+
+def test_a_tagged_view_that_stays_op_level_lays_out_once(monkeypatch):
+    """Measuring a tagged picture for the overview costs no layout of its own: the view
+    reuses it (the ViT's recording, 2.9 screens, stays op-level)."""
+    rec = recorded("vit")
+    render.clear_cache()
+    runs = []
+    run = render._communicate
+    monkeypatch.setattr(render, "_communicate", lambda args, *rest: (runs.append(args), run(args, *rest))[1])
+    outs = rec._outputs()
+    assert "inside" not in page_data(_page.fragment(outs)) and len(runs) == 1
+    runs.clear()
+    render.clear_cache()
+    resnet = recorded("resnet")._outputs()  # an overview: the op level, then the boxes
+    assert "inside" in page_data(_page.fragment(resnet)) and len(runs) == 2
