@@ -5,8 +5,9 @@ over :data:`MAX_SCREENS` screens at 1:1 and its nodes carry module tags (a
 ``dg.live(model)`` recording, ``dg.track_modules``), the default picture draws each
 module as one box (:func:`groups` picks which), with the edges between them taken
 from the op graph. The view keeps the op-level picture in its data, and its script
-opens a box's ops on a click (``assets/view.js``). Without tags the op-level picture
-stays.
+opens a box's ops on a click (``assets/overview.js``). Without tags the op-level picture
+stays, and so it does where every node is asked for (``roll=False``, ``max_nodes=None``,
+``to_dot(full=True)``).
 """
 
 from __future__ import annotations

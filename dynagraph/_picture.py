@@ -177,7 +177,7 @@ def drawing(graph: Graph, overlay: Overlay | None = None, *, full: bool = False,
 def _drawing(graph: Graph, overlay: Overlay | None, full: bool, own_title: bool = False,
              layout: Callable[[str], bytes] | None = None) -> tuple[Picture, str, Series]:
     pic = picture(graph, roll=False if full else graph.roll, max_nodes=None if full else graph.max_nodes)
-    if not full and graph.roll == "auto":  # the default policy: big and tagged, an overview
+    if not full and graph.roll == "auto" and graph.max_nodes is not None:  # the default policy: an overview
         overview = _overview_of(graph, pic, overlay, own_title, layout or render.pipe)
         if overview is not None:
             return overview

@@ -92,7 +92,7 @@ def test_without_tags_the_op_level_picture_stays():
     assert zoo.picture_size(graph)[2] > _overview.MAX_SCREENS  # (tall: the rule would apply with tags)
 
 
-def test_track_modules_draws_the_overview_and_full_draws_every_op():
+def test_track_modules_draws_the_overview_and_asking_for_every_node_draws_every_op():
     case = zoo.resnet()
     with dg.track_modules(case.model):
         loss = case.forward()
@@ -101,6 +101,11 @@ def test_track_modules_draws_the_overview_and_full_draws_every_op():
     assert pic.detail is not None and len(boxes_of(pic)) == 10
     full, _, _ = _picture.drawing(graph, full=True)
     assert full.detail is None and not any(n.kind == "module" for n in full.graph.nodes)
+    for policy in ({"roll": False}, {"max_nodes": None}):  # every node asked for: no boxes
+        with dg.track_modules(case.model):
+            loss = case.forward()
+        asked = dg.draw(loss, params=case.model, **policy)
+        assert _picture.drawing(asked)[0].detail is None
 
 
 def test_a_short_tagged_recording_stays_op_level():
