@@ -109,7 +109,7 @@ def boxes(nodes: list[Node], edges: list[tuple[int, int]], module_types: Mapping
     nodes it stands for), the other nodes as they are, edges between them from the op
     graph. Returns ``(nodes, edges, mapping)``, ``mapping`` sending each boxed id to its
     box's id (ids not in it are unchanged)."""
-    from ._transform import _remap
+    from ._transform import remap
 
     where = groups(nodes, most)
     if not where:
@@ -134,7 +134,7 @@ def boxes(nodes: list[Node], edges: list[tuple[int, int]], module_types: Mapping
             mapping[m.id] = next_id
         next_id += 1
     kept = [n for n in nodes if n.id not in mapping]
-    return kept + made, _remap(edges, mapping), mapping
+    return kept + made, remap(edges, mapping), mapping
 
 
 def op_counts(nodes: Sequence[Node]) -> Counter[str]:
