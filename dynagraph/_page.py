@@ -135,6 +135,9 @@ def _outputs(graph: Graph, text: str, overlay: Overlay, caption: str, table: str
         size = stored_bytes(outs)
         if size <= room:
             break
+        if "inside" in drawn.data:  # a module overview's op-level picture goes first (its boxes stay)
+            drawn = drawn._replace(data={k: v for k, v in drawn.data.items() if k != "inside"})
+            continue
         # (a picture of a few nodes is not what makes it big; one with merged chains and
         # grouped leaves can be, with few nodes of many lines each)
         can_fold = sizes["nodes"] > FOLD_ABOVE
@@ -238,15 +241,27 @@ def _drawn(graph: Graph, overlay: Overlay, still: bool = False) -> _Drawn:
     ``still`` the PNG's raster from the same layout (one renderer run; no PNG yet)."""
     # A title with Chinese (and a Chinese memory line) is drawn by the script and by Pillow
     # instead: see _picture.drawing
-    pic, dot, series = _picture.drawing(graph, overlay, own_title=True)
+    # (a tagged picture is laid out to measure it for the module overview: as this view lays it out)
+    layout = (lambda dot: render.svg_and_png(dot, PNG_DPI)[0]) if still else None
+    pic, dot, series = _picture.drawing(graph, overlay, own_title=True, layout=layout)
     title = pic.own_title
     drawn = pic.graph
     data: dict[str, Any] = {"frames": _dot.frames(drawn.nodes, drawn.edges, drawn.blocks, prune=pic.compact),
                             "info": _info(graph, pic, overlay.info)}
     if title:
         data["title"] = title
+    if pic.detail is not None:  # a module overview: its op-level picture, opened a box at a time
+        data["inside"] = _inside(pic)
     svg, raster = render.svg_and_png(dot, PNG_DPI) if still else (render.pipe(dot, "svg"), b"")
     return _Drawn(pic, render.compact_svg(svg), data, series, dot, title=title, raster=raster)
+
+
+def _inside(pic: _picture.Picture) -> dict[str, Any]:
+    """A module overview's op-level picture for its script (``inside`` in ``assets/DATA.md``):
+    its SVG (as laid out when the overview measured it) and each box's op-level ids."""
+    svg = render.compact_svg(pic.detail_svg)
+    boxes = {str(b): ids for b, ids in pic.boxes.items()}
+    return {"svg": base64.b64encode(svg.encode()).decode(), "boxes": boxes}
 
 
 def _with_png(drawn: _Drawn, room: int) -> _Drawn:
@@ -369,7 +384,7 @@ def _compose(drawn: _Drawn, overlay: Overlay, text: str, caption: str, table: st
     if drawn.png:  # the script hides the PNG's output, found by this size, where it runs
         data["png"] = list(drawn.png_size)
     if language() != "en":  # view.js has the English
-        data["words"] = _words(bool(steps))
+        data["words"] = _words(bool(steps), "inside" in data)
     outs = []
     if table:
         outs.append(Output({"text/plain": _plain_table(table), "text/html": table}, {"dynagraph": "table"}))
@@ -378,10 +393,22 @@ def _compose(drawn: _Drawn, overlay: Overlay, text: str, caption: str, table: st
     # script as an empty <div> when it sanitizes (nbconvert) still shows the PNG above.
     outs.append(Output({"application/javascript": _script(data)}, {"dynagraph": "script"}))
     if steps:
+        caption += _overview_note(drawn)
         html, plain = _listing(overlay.steps, overlay.totals, steps.get("gap"), caption, data["hint"])
         outs.append(Output({"text/plain": plain, "text/html": html}, {"dynagraph": "steps"}))
     return outs, {"picture": max(len(drawn.svg), len(drawn.png)), "nodes": len(drawn.pic.graph.nodes),
                   "steps": len(_json_for_script(steps)) if steps else 0}
+
+
+def _overview_note(drawn: _Drawn) -> str:
+    """The caption's words for a module overview (empty for an op-level picture)."""
+    if drawn.pic.detail is None:
+        return ""
+    note = tr("; modules drawn as boxes (the picture of every op fills {n} screens at 1:1)",
+              n=f"{drawn.pic.detail_screens:.1f}")
+    if "inside" in drawn.data:
+        note += tr(": where the picture's script runs, a click on a box opens its ops")
+    return note
 
 
 # Iterations a rolled node's hover details list by name and shape (then "... and N more").
@@ -449,7 +476,7 @@ def _describe(node: Node, repeats: int | None, note: str | None, stands: Sequenc
     return "\n".join(lines)
 
 
-def _words(stepper: bool) -> dict[str, Any]:
+def _words(stepper: bool, overview: bool = False) -> dict[str, Any]:
     """The words of ``view.js``'s bar in the current language, for a language other than
     English (``view.js`` holds the English): button labels and titles by action, and the
     stepper's lines as templates whose ``{fields}`` it fills (``assets/DATA.md``).
@@ -457,6 +484,9 @@ def _words(stepper: bool) -> dict[str, Any]:
     label = {"fit": tr("fit")}
     title = {"zout": tr("zoom out"), "fit": tr("fit the picture to the width"), "one": tr("actual size"),
              "zin": tr("zoom in")}
+    if overview:  # a module overview's hint, and its panel's button
+        label["open"] = tr("a click on a module box opens its ops")
+        title["close"] = tr("close")
     if not stepper:
         return {"label": label, "title": title}
     label.update(prev=tr("\u2039 prev"), play=tr("play"), next=tr("next \u203a"))
@@ -524,14 +554,21 @@ def _script(data: dict[str, Any]) -> str:
     """The picture's ``application/javascript``: ``assets/view.js`` and its call on ``data``.
     JupyterLab and nbconvert's HTML give the output's element as ``element``."""
     host = 'typeof element !== "undefined" ? element : null'
-    return (f"(function () {{\n{_asset('view.js')}dynagraphView({host}, "
-            f"{_json_for_script(data)}, {_json_for_script(_css())});\n}})();\n")
+    # A module overview's clicks (assets/overview.js): in its script only, so others stay as they were
+    extra, then = "", ""
+    if "inside" in data:
+        extra = _asset("overview.js")
+        css = _json_for_script(_css("overview.css"))
+        then = f"dynagraphOverview({host}, document.currentScript, {css});\n"
+    return (f"(function () {{\n{_asset('view.js')}{extra}dynagraphView({host}, "
+            f"{_json_for_script(data)}, {_json_for_script(_css())});\n{then}}})();\n")
 
 
 @cache
-def _css() -> str:
-    """``assets/view.css`` without its comments (every picture carries it)."""
-    return re.sub(r"/\*.*?\*/\s*", "", _asset("view.css"), flags=re.S)
+def _css(name: str = "view.css") -> str:
+    """``assets/view.css`` (or another style sheet there) without its comments (every picture
+    carries view.css; a module overview, overview.css too)."""
+    return re.sub(r"/\*.*?\*/\s*", "", _asset(name), flags=re.S)
 
 
 def fragment(outs: Sequence[Output]) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
-from . import _dot, _fonts, _patch, _roll, _torch, _transform, memory
+from . import _dot, _fonts, _overview, _patch, _roll, _torch, _transform, memory, render
 from ._dot import Overlay
 from ._language import tr
 from ._records import Node
@@ -67,6 +67,13 @@ class Picture:
     compact: bool = False
     through: dict[int, tuple[int, int]] = field(default_factory=dict)
     own_title: str = ""  # drawn outside Graphviz (Chinese): see drawing(own_title=True)
+    # A module overview (see _overview): the op-level picture it stands for, its DOT, how
+    # many screens it fills, and {box's drawn id: the op-level drawn ids inside it}
+    detail: Picture | None = None
+    detail_dot: str = ""
+    detail_svg: bytes = b""  # its layout, as measured (the view shows it: no second layout)
+    detail_screens: float = 0.0
+    boxes: dict[int, list[int]] = field(default_factory=dict)
 
     def edge(self, edge: tuple[int, int]) -> tuple[int, int]:
         return self.mapping[edge[0]], self.mapping[edge[1]]
@@ -154,8 +161,8 @@ def variant(graph: Graph, nodes: list[Node], edges: list[tuple[int, int]], *, bl
                        max_nodes=max_nodes)
 
 
-def drawing(graph: Graph, overlay: Overlay | None = None, *,
-            full: bool = False, own_title: bool = False) -> tuple[Picture, str, Series]:
+def drawing(graph: Graph, overlay: Overlay | None = None, *, full: bool = False, own_title: bool = False,
+            layout: Callable[[str], bytes] | None = None) -> tuple[Picture, str, Series]:
     """The picture of ``graph`` under its size policy (``full=True``: every node), its
     DOT with ``overlay`` (in ``graph``'s ids), and the per-iteration gradient norms of
     rolled edges (for the page's script).
@@ -164,13 +171,25 @@ def drawing(graph: Graph, overlay: Overlay | None = None, *,
     ``own_title``: the title lines with Chinese in them, which Graphviz's renderer draws as
     boxes, are left out of the DOT and kept in the picture's ``own_title`` for the caller
     to draw (a view: ``_page``), when the font that draws them is installed.
+    ``layout``: DOT -> SVG, to measure a tagged picture for the module overview (by default
+    :func:`dynagraph.render.pipe`; a view passes its own, whose layout it then reuses).
     """
-    return _patch.paused_gc(_drawing, graph, overlay, full, own_title)  # one record per node: see paused_gc
+    return _patch.paused_gc(_drawing, graph, overlay, full, own_title, layout)  # (a record per node)
 
 
-def _drawing(graph: Graph, overlay: Overlay | None, full: bool,
-             own_title: bool = False) -> tuple[Picture, str, Series]:
+def _drawing(graph: Graph, overlay: Overlay | None, full: bool, own_title: bool = False,
+             layout: Callable[[str], bytes] | None = None) -> tuple[Picture, str, Series]:
     pic = picture(graph, roll=False if full else graph.roll, max_nodes=None if full else graph.max_nodes)
+    if not full and graph.roll == "auto" and graph.max_nodes is not None:  # the default policy: an overview
+        overview = _overview_of(graph, pic, overlay, own_title, layout or render.pipe)
+        if overview is not None:
+            return overview
+    return _drawing_of(graph, pic, overlay, own_title)
+
+
+def _drawing_of(graph: Graph, pic: Picture, overlay: Overlay | None,
+                own_title: bool) -> tuple[Picture, str, Series]:
+    """The DOT of picture ``pic`` of ``graph`` with ``overlay``, and its series (see drawing)."""
     drawn, series = _mapped(pic, overlay or Overlay())
     g = pic.graph
     legend = _dot.pass_legend(g.nodes)
@@ -189,6 +208,38 @@ def _drawing(graph: Graph, overlay: Overlay | None, full: bool,
     dot = _dot.to_dot(g.nodes, g.edges, g.module_types, title=title, overlay=drawn, blocks=g.blocks,
                       prune=pic.compact)
     return pic, dot, series
+
+
+def _overview_of(graph: Graph, pic: Picture, overlay: Overlay | None, own_title: bool,
+                 layout: Callable[[str], bytes]) -> tuple[Picture, str, Series] | None:
+    """The module overview of ``graph`` (:mod:`dynagraph._overview`), or ``None`` where the
+    op-level picture ``pic`` stays: no module tags, or at most MAX_SCREENS screens at 1:1
+    (laid out to measure it, and cached for the view that draws it next)."""
+    if len(pic.graph.nodes) <= _overview.SMALL or not any(n.module for n in graph.nodes):
+        return None
+    detail, dot, series = _drawing_of(graph, pic, overlay, own_title)
+    try:
+        svg = layout(dot)
+        screens = _overview.screens(svg)
+    except (render.RendererNotFoundError, render.RenderTimeoutError):
+        return None  # (no renderer here: the DOT of every op, as without tags)
+    if screens <= _overview.MAX_SCREENS:
+        return None
+    nodes, edges, boxed = _overview.boxes(graph.nodes, graph.edges, graph.module_types)
+    small = variant(graph, nodes, edges, blocks=[], max_nodes=graph.max_nodes)
+    top = picture(small, roll=graph.roll, max_nodes=graph.max_nodes)
+    mapping = {old: top.mapping[boxed.get(old, old)] for old in detail.mapping}
+    iteration = {old: top.iteration[boxed.get(old, old)] for old in detail.mapping
+                 if boxed.get(old, old) in top.iteration}  # (boxes of one kind rolled: each its iteration)
+    ov = dataclasses.replace(top, mapping=mapping, iteration=iteration, through={}, detail=detail,
+                             detail_dot=dot, detail_svg=svg, detail_screens=screens)
+    for old, new in detail.mapping.items():  # each box's op-level drawn ids
+        box = mapping[old]
+        if new not in ov.boxes.setdefault(box, []):
+            ov.boxes[box].append(new)
+    ov.boxes = {b: ids for b, ids in ov.boxes.items() if any(n.id == b and n.kind == "module"
+                                                              for n in top.graph.nodes)}
+    return _drawing_of(graph, ov, overlay, own_title)
 
 
 def _mapped(pic: Picture, overlay: Overlay) -> tuple[Overlay, Series]:

@@ -10,7 +10,7 @@ from ._dot import meta_line
 from ._records import Node, owner
 
 
-def _remap(edges: list[tuple[int, int]], mapping: Mapping[int, int]) -> list[tuple[int, int]]:
+def remap(edges: list[tuple[int, int]], mapping: Mapping[int, int]) -> list[tuple[int, int]]:
     """Edges through ``mapping`` (old id -> new id), without repeats, and without the
     self-loops that merging makes (an edge between two merged nodes). A self-loop that
     was there before, on a node that stays, stays: a rolled one-op loop (``h = h * w``)
@@ -59,7 +59,7 @@ def collapse(nodes: list[Node], edges: list[tuple[int, int]], module_types: Mapp
         merged.append(node)
         next_id += 1
     kept = [n for n in nodes if n.id not in mapping]
-    return kept + merged, _remap(edges, mapping), mapping
+    return kept + merged, remap(edges, mapping), mapping
 
 
 def fold(nodes: list[Node], edges: list[tuple[int, int]],
@@ -105,7 +105,7 @@ def fold(nodes: list[Node], edges: list[tuple[int, int]],
     fold_node = Node(id=fold_id, name="fold", kind="fold", label=label, count=sum(n.count for n in folded))
     kept = [n for n in nodes if n.id not in hidden]
     mapping = {i: fold_id for i in hidden}
-    return kept + [fold_node], _remap(edges, mapping), mapping
+    return kept + [fold_node], remap(edges, mapping), mapping
 
 
 def _hidden(nodes: list[Node], ops: Sequence[Node], consumers: dict[int, set[int]],
@@ -213,7 +213,7 @@ def merge_chains(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappin
     if not mapping and not merged:
         return nodes, edges, {}
     kept = [merged.get(n.id, n) for n in nodes if n.id not in mapping]
-    return kept, _remap(edges, mapping), mapping
+    return kept, remap(edges, mapping), mapping
 
 
 _LEAVES = ("parameter", "input")
@@ -295,7 +295,7 @@ def _merge_groups(nodes: list[Node], edges: list[tuple[int, int]], groups: Itera
     if not mapping:
         return nodes, edges, {}
     kept = [made.get(n.id, n) for n in nodes if n.id not in mapping]
-    return kept, _remap(edges, mapping), mapping
+    return kept, remap(edges, mapping), mapping
 
 
 def merge_parallel(nodes: list[Node], edges: list[tuple[int, int]], frames: Mapping[int, object],
@@ -366,7 +366,7 @@ def lift_leaf_ops(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappi
     if not mapping:
         return nodes, edges, {}
     kept = [lifted.get(n.id, n) for n in nodes if n.id not in mapping]
-    return kept, _remap(edges, mapping), mapping
+    return kept, remap(edges, mapping), mapping
 
 
 def open_leaf_modules(nodes: list[Node]) -> list[Node]:

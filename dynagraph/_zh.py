@@ -183,6 +183,14 @@ MESSAGES: dict[str, str] = {
         "1 步",
     "; {n} nodes drawn faint do not feed the result of step {step} ({op}): rec.feeding(tensor) draws only what feeds a tensor":
         "；画成浅色的 {n} 个节点不参与计算第 {step} 步（{op}）的结果：rec.feeding(tensor) 只画出计算某个张量所用的部分",
+    "; modules drawn as boxes (the picture of every op fills {n} screens at 1:1)":
+        "；模块画成方框（每个运算都画出的图在 1:1 下占 {n} 屏）",
+    ": where the picture's script runs, a click on a box opens its ops":
+        "：在图的脚本运行之处，点击方框即可打开其中的运算",
+    "a click on a module box opens its ops":
+        "点击模块方框即可打开其中的运算",
+    "close":
+        "关闭",
     # live.py: why an op made no node (Step.note stays English; steps show it so)
     "inference_mode":
         "处于 inference_mode 中",

@@ -86,7 +86,7 @@ def test_collapse_deeper_than_any_module_changes_nothing():
 
 
 def test_remap_drops_self_loops_and_repeats():
-    assert _transform._remap([(1, 2), (2, 3), (1, 3), (4, 3)], {1: 9, 2: 9}) == [(9, 3), (4, 3)]
+    assert _transform.remap([(1, 2), (2, 3), (1, 3), (4, 3)], {1: 9, 2: 9}) == [(9, 3), (4, 3)]
 
 
 @pytest.fixture(scope="module")

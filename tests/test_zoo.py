@@ -15,7 +15,7 @@ from test_capture import degrees, names_only, oracle  # the grad_fn walk, one co
 from test_memory import packed_storages  # the saved_tensors_hooks oracle
 
 import dynagraph as dg
-from dynagraph import _page, _picture
+from dynagraph import _page, _picture, render
 
 from _helpers import frame_rows, html_of, load_benchmark, pictures, scripts_data, svg_texts
 
@@ -312,7 +312,8 @@ def test_t5s_decoder_stack_is_drawn_under_its_encoder_stack(recorded):
         graph = rec.graph()
     else:
         graph = dg.draw(case.forward(), params=case.model)
-    svg = graph.svg()
+    pic, dot, _ = _picture.drawing(graph)  # a recording: the op-level picture its module overview opens
+    svg = render.compact_svg(render.pipe(pic.detail_dot or dot, "svg"))
     titles = dict(re.findall(r'class="cluster dg-frame dg-block[^"]*dg-f(\d+)">\s*<path[^>]*>\s*<text[^>]*>([^<]*)<', svg))
     frames = frame_rows(svg)  # "×2 &#160;encoder.block.0–1: ..." -> "encoder"
     rows = {titles[k].split(";")[-1].split(".")[0]: frames[int(k)] for k in titles}

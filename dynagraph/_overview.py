@@ -1,0 +1,149 @@
+"""A module overview for big pictures: modules drawn as boxes, their ops a click away.
+
+Where a graph's op-level picture (rolled and merged as the size policy draws it) is
+over :data:`MAX_SCREENS` screens at 1:1 and its nodes carry module tags (a
+``dg.live(model)`` recording, ``dg.track_modules``), the default picture draws each
+module as one box (:func:`groups` picks which), with the edges between them taken
+from the op graph. The view keeps the op-level picture in its data, and its script
+opens a box's ops on a click (``assets/overview.js``). Without tags the op-level picture
+stays, and so it does where every node is asked for (``roll=False``, ``max_nodes=None``,
+``to_dot(full=True)``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from ._records import Node, owner
+
+__all__ = ["BOXES", "MAX_SCREENS", "SCREEN", "SHARE", "SMALL", "boxes", "groups", "screens"]
+
+# One screen: a notebook's output area in JupyterLab at 100 % on a 1366 x 768 laptop,
+# in CSS pixels (as benchmarks/zoo.py measures pictures).
+SCREEN = (1000, 700)
+# An op-level picture over this many screens at 1:1 is drawn as a module overview.
+MAX_SCREENS = 3.0
+# Boxes an overview draws, at most (a module is opened into the modules it holds while
+# the boxes stay this few).
+BOXES = 16
+# A picture of at most this many drawn nodes is never laid out to measure it (it is
+# about three screens tall at most: one rank each, about 70 px).
+SMALL = 30
+# A box opens while it holds more than 1 / SHARE of the ops (a ResNet's stem, blocks and
+# classifier; not each block's convolutions).
+SHARE = 4
+
+
+def screens(svg: str | bytes) -> float:
+    """The screens a picture fills at 1:1 (its area over :data:`SCREEN`'s, each side at
+    least one screen: a narrow tall picture scrolls one way only), from its SVG."""
+    text = svg.decode() if isinstance(svg, bytes) else svg
+    found = re.search(r'width="([\d.]+)pt" height="([\d.]+)pt"', text)
+    if found is None:
+        return 0.0
+    width, height = (float(v) * 4 / 3 for v in found.groups())  # points to CSS pixels
+    return max(width, SCREEN[0]) * max(height, SCREEN[1]) / (SCREEN[0] * SCREEN[1])
+
+
+def _tagged(node: Node) -> bool:
+    return node.module is not None and node.kind != "output"
+
+
+def groups(nodes: Sequence[Node], most: int = BOXES) -> dict[int, str]:
+    """``{node id: module path of its box}`` for every tagged node (outputs and nodes of no
+    module are drawn as they are).
+
+    It starts from the top-level modules and opens the box of the most ops into the
+    modules it holds (its own ops stay in a box of its name) while the boxes stay at
+    most ``most`` and the opened box holds more than a :data:`SHARE` of the ops: a ResNet
+    shows its stem, each residual block and its classifier. A box is named by the
+    outermost module that holds just its nodes (``encoder.block.0``, not its
+    ``encoder.block.0.layer`` list). One box is an overview too (an ``nn.LSTM`` alone: its ops a click away).
+    """
+    tagged = [n for n in nodes if _tagged(n)]
+    if not tagged:
+        return {}
+    parts = {n.id: n.module.split(".") for n in tagged}  # type: ignore[union-attr]
+    ops = {n.id: 1 if n.seq is not None else 0 for n in tagged}
+    at = {n.id: 1 for n in tagged}  # how many parts of its path a node's box has
+    total = max(1, sum(ops.values()))
+    closed: set[str] = set()  # boxes that cannot open (no module inside, or too many boxes)
+
+    def box(i: int) -> str:
+        return ".".join(parts[i][:at[i]])
+
+    while True:
+        members: dict[str, list[int]] = {}
+        for i in parts:
+            members.setdefault(box(i), []).append(i)
+        size = {b: sum(ops[i] for i in ids) for b, ids in members.items()}
+        opened = next((b for b in sorted(members, key=lambda b: -size[b]) if b not in closed), None)
+        if opened is None or size[opened] * SHARE <= total:
+            break
+        depth = opened.count(".") + 1
+        inside = [i for i in members[opened] if len(parts[i]) > depth]
+        below = {parts[i][depth] for i in inside}
+        own = len(inside) < len(members[opened])
+        if not inside or len(members) - 1 + len(below) + own > most:
+            closed.add(opened)
+            continue
+        for i in inside:  # (a module with one module inside and no op of its own: that module next)
+            at[i] = depth + 1
+    found = {i: box(i) for i in parts}
+    named = {}
+    for b in set(found.values()):  # the outermost module that holds just this box's nodes
+        name = b
+        while (up := owner(name)) is not None and all(
+                found[i] == b for i in parts if ".".join(parts[i][:up.count(".") + 1]) == up):
+            name = up
+        named[b] = name
+    return {i: named[b] for i, b in found.items()}
+
+
+def boxes(nodes: list[Node], edges: list[tuple[int, int]], module_types: Mapping[str, str],
+          most: int = BOXES) -> tuple[list[Node], list[tuple[int, int]], dict[int, int]]:
+    """The overview's records: each box of :func:`groups` one ``module`` node (its label
+    the module's path and class and how many ops it holds; its ``count`` the autograd
+    nodes it stands for), the other nodes as they are, edges between them from the op
+    graph. Returns ``(nodes, edges, mapping)``, ``mapping`` sending each boxed id to its
+    box's id (ids not in it are unchanged)."""
+    from ._transform import remap
+
+    where = groups(nodes, most)
+    if not where:
+        return nodes, edges, {}
+    by_box: dict[str, list[Node]] = {}
+    for n in nodes:
+        if n.id in where:
+            by_box.setdefault(where[n.id], []).append(n)
+    next_id = max(n.id for n in nodes) + 1
+    mapping: dict[int, int] = {}
+    made: list[Node] = []
+    for path, members in by_box.items():
+        ops = [m for m in members if m.seq is not None]
+        last = max(ops, key=lambda m: m.seq or 0) if ops else members[-1]
+        kind = module_types.get(path, "module")
+        count = sum(m.count for m in ops)
+        what = "1 op" if count == 1 else f"{count:,} ops"
+        made.append(Node(id=next_id, name=kind, kind="module", label=f"{path}: {kind}\n{what}",
+                         shape=last.shape, dtype=last.dtype, device=last.device, module=owner(path),
+                         seq=last.seq, count=sum(m.count for m in members)))
+        for m in members:
+            mapping[m.id] = next_id
+        next_id += 1
+    kept = [n for n in nodes if n.id not in mapping]
+    return kept + made, remap(edges, mapping), mapping
+
+
+def op_counts(nodes: Sequence[Node]) -> Counter[str]:
+    """Autograd op nodes per module path and every path around it (for tests and captions)."""
+    out: Counter[str] = Counter()
+    for n in nodes:
+        if _tagged(n) and n.seq is not None:
+            path = n.module
+            while path:
+                out[path] += n.count
+                path = owner(path)
+    return out
