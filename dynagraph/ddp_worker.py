@@ -120,6 +120,12 @@ def _no_sync(out: Path, rank: int, device: torch.device, seen: dict[str, Any]) -
                 loss.backward()
         launches.append(len(bt.launches))
     seen.update(no_sync_launches=launches, no_sync_grads=_grads(model))
+    late = DDP(make_model().to(device), bucket_cap_mb=BUCKET_CAP_MB)  # no_sync() around forward only
+    with late.no_sync():
+        loss = _loss(late, *(t.to(device) for t in batch(10, rank, seen["world"])))
+    with trace_backward(loss, params=late) as bt:
+        loss.backward()
+    seen["no_sync_forward_only_launches"] = len(bt.launches)
 
 
 class _Null:
@@ -162,10 +168,12 @@ def _unused(rank: int, device: torch.device, seen: dict[str, Any]) -> None:
         for step, sign in ((22, 1.0), (23, -1.0), (24, 1.0), (25, -1.0)):
             x, y = (t.to(device) for t in batch(step, rank, seen["world"], sign=sign))
             all_reduces, seconds = _all_reduces(fixed, x, y)
-            runs.append((all_reduces, seconds, len(bucket_names(fixed)), sorted(_grads(fixed))))
+            rebuilt = bool(fixed._get_ddp_logging_data().get("has_rebuilt_buckets", 0))
+            runs.append((all_reduces, seconds, len(bucket_names(fixed)), sorted(_grads(fixed)), rebuilt))
             fixed.zero_grad(set_to_none=True)
         counts[key] = {"all_reduces": [r[0] for r in runs], "seconds": [r[1] for r in runs],
-                       "buckets": [r[2] for r in runs], "with_grad": [r[3] for r in runs]}
+                       "buckets": [r[2] for r in runs], "with_grad": [r[3] for r in runs],
+                       "rebuilt": [r[4] for r in runs]}
     seen["find_unused"] = counts
 
 

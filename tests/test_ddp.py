@@ -106,6 +106,7 @@ def first_after(trace):
 def test_no_sync_launches_nothing_until_the_last_micro_batch(ranks):
     seen, _ = ranks
     assert seen[0]["no_sync_launches"] == [0, 0, 0, 1]
+    assert seen[0]["no_sync_forward_only_launches"] == 0  # DDP reads no_sync() in forward
 
 
 def test_unused_parameter_fails_the_next_step_and_find_unused_fixes_it(ranks):
@@ -116,6 +117,14 @@ def test_unused_parameter_fails_the_next_step_and_find_unused_fixes_it(ranks):
     flagged = counts["mlp, find_unused"]
     assert flagged["all_reduces"] == [n + 1 for n in flagged["buckets"]]  # and one for the map of used ones
     assert "module.down.weight" in counts["branchy, find_unused"]["with_grad"][1]
+
+
+def test_find_unused_buckets_by_the_cap_from_step_1_and_never_rebuilds(ranks):
+    seen, _ = ranks  # torch's compute_bucket_size_limits: one unbounded first bucket only when DDP rebuilds
+    counts = seen[0]["find_unused"]
+    assert counts["mlp"]["buckets"][0] == 1 and counts["mlp"]["rebuilt"][-1]  # DDP logs it a step late
+    assert counts["mlp, find_unused"]["buckets"] == [3] * 4
+    assert not any(counts["mlp, find_unused"]["rebuilt"])
 
 
 @pytest.fixture

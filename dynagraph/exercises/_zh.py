@@ -646,6 +646,8 @@ MESSAGES: dict[str, str] = {
         "在 {n} 次节点运行中，启动位置为 {afters} 时，计数应为 {want}；你给出的是 {got}。只数位置 `launch.after` 之后的节点运行，并且只数运算节点：`AccumulateGrad`（`kind == 'parameter'`）不做计算。",
     "run the model once per micro-batch: {n} forwards, not {got}.":
         "每个微批次运行一次模型：应有 {n} 次前向计算，而不是 {got} 次。",
+    "call backward() once per micro-batch: {n} backward passes, not {got}. A summed loss with one backward keeps every micro-batch's graph in memory at once.":
+        "每个微批次调用一次 `backward()`：应有 {n} 次反向传播，而不是 {got} 次。把损失加起来只做一次反向传播，会让所有微批次的计算图同时留在内存里。",
     "DDP launched no all-reduce: the ranks never exchanged gradients. Run the last micro-batch's backward outside model.no_sync().":
         "DDP 没有启动任何全归约：各进程从未交换梯度。请在 `model.no_sync()` 之外运行最后一个微批次的反向传播。",
     "all-reduces were launched after forwards {launched}: only the last micro-batch's backward should launch one. Run the others inside `with model.no_sync():` (forward and backward).":

@@ -136,11 +136,18 @@ def _accumulate(accumulate: Callable[[nn.Module, list], None]) -> None:
         state: dict[str, Any] = {"launched_at": [], "forwards": 0}
         model.register_comm_hook(state, _counting_hook)
         model.module.register_forward_pre_hook(lambda *_: state.update(forwards=state["forwards"] + 1))
+        state["backwards"] = 0  # AccumulateGrad runs of one parameter: one per backward through the model
+        first = next(model.module.parameters())
+        first.register_post_accumulate_grad_hook(lambda _: state.update(backwards=state["backwards"] + 1))
         accumulate(model, batches)
     launched = state["launched_at"]
     expect(state["forwards"] == len(batches),
            tr("run the model once per micro-batch: {n} forwards, not {got}.",
               n=len(batches), got=state["forwards"]))
+    expect(state["backwards"] == len(batches),
+           tr("call backward() once per micro-batch: {n} backward passes, not {got}. A summed loss "
+              "with one backward keeps every micro-batch's graph in memory at once.",
+              n=len(batches), got=state["backwards"]))
     expect(launched,
            tr("DDP launched no all-reduce: the ranks never exchanged gradients. Run the last micro-batch's "
               "backward outside model.no_sync()."))

@@ -55,6 +55,10 @@ WRONG = {
          "        loss = (model(x) - y).pow(2).mean() / len(batches)\n"
          "        if k < len(batches) - 1:\n            with model.no_sync():\n                loss.backward()\n"
          "        else:\n            loss.backward()\n"),
+        # one summed loss, one backward: right gradients and one all-reduce, but no accumulation
+        ("def accumulate(model, batches):\n"
+         "    loss = sum((model(x) - y).pow(2).mean() for x, y in batches) / len(batches)\n"
+         "    loss.backward()\n"),
         # dodges the task: gradients written into .grad by hand, no backward through DDP
         ("def accumulate(model, batches):\n    params = list(model.module.parameters())\n"
          "    for x, y in batches:\n        loss = (model(x) - y).pow(2).mean() / len(batches)\n"
