@@ -8,6 +8,7 @@ and how many inputs each op has, computed once per iteration.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
 import operator
 from collections import Counter, defaultdict
@@ -309,64 +310,63 @@ class _Signatures:
     broken: list[bool]  # an edge skips past the next iteration
     leaves: list[tuple]  # the leaves it reads (:func:`_leaf_signatures`)
     inputs: list[int]  # per op of the run, in order: how many ops and leaves feed it
+    each: list[tuple] = dataclasses.field(init=False)  # per iteration: all of the above at once
 
+    def __post_init__(self) -> None:
+        period = len(self.inputs) // len(self.inner)
+        per_op = zip(*[iter(self.inputs)] * period)  # iteration k's numbers of inputs (in C)
+        got = self.cross[:1] + self.cross[:-1]  # the state each gets (iteration 0: as 1 does)
+        self.each = list(zip(self.inner, self.leaves, per_op, got))
 
 
 def _longest_group(sigs: _Signatures, period: int) -> tuple[int, int]:
-    """``(first, count)`` of the longest stretch of iterations with equal signatures."""
+    """``(first, count)`` of the longest stretch of iterations with equal signatures.
+
+    A group of two or more runs up to the next of :func:`_changes`; a group of one
+    takes in the next iteration by the first iteration's looser rule (:func:`_pairs`).
+    """
     n = len(sigs.inner)
-    changes = _changes(sigs, period)
-    best_first, best_len, first = 0, 1, 0
-    k = 1
+    changes = _changes(sigs)
+    best_first, best_len, first, k = 0, 1, 0, 1
     while k < n:
-        upto = k  # the next iteration that _joins must check
-        if k - 1 > first:  # a group of two or more takes in every iteration before the next change
-            at = bisect.bisect_left(changes, k)
-            upto = changes[at] if at < len(changes) else n
-        if upto > k:
-            k = upto - 1
-        elif not _joins(sigs, first, k, period):
-            first = k - 1 if _joins(sigs, k - 1, k, period) else k
+        if k - 1 > first:
+            k = changes[at] if (at := bisect.bisect_left(changes, k)) < len(changes) else n
+            if k - first > best_len:
+                best_first, best_len = first, k - first
+            if k == n:
+                break
+            first = k - 1 if _pairs(sigs, k - 1, period) else k
+        elif not _pairs(sigs, first, period):
+            first = k
         if k - first + 1 > best_len:
             best_first, best_len = first, k - first + 1
         k += 1
     return best_first, best_len
 
 
-
-def _changes(sigs: _Signatures, period: int) -> list[int]:
-    """The iterations ``k`` that a group of two or more before them may not take in
-    (:func:`_joins`: their edges, leaves or numbers of inputs differ from ``k - 1``'s, or
-    ``k - 1``'s loop state differs from ``k - 2``'s, or an edge of ``k - 1`` skips an
-    iteration), sorted."""
-    found: set[int] = set()
-    for sig, first in ((sigs.inner, 1), (sigs.leaves, 1), (sigs.cross[:-1], 2)):
-        if sig[1:] != sig[:-1]:  # (in C, one object compared with itself at once: a long loop's)
-            found.update(itertools.compress(range(first, first + len(sig)), map(operator.ne, sig[1:], sig)))
-    if any(sigs.broken):
-        found.update(itertools.compress(range(1, len(sigs.inner)), sigs.broken))
-    inputs = sigs.inputs
-    if inputs[period:] != inputs[:-period]:  # an op with more or fewer inputs than in k - 1
-        found.update(p // period for p in itertools.compress(
-            range(period, len(inputs)), map(operator.ne, inputs[period:], inputs)))
-    return sorted(found)
+def _changes(sigs: _Signatures) -> list[int]:
+    """The iterations ``k`` that do not extend a group of two or more before them: the rule,
+    written once. ``k`` joins when its signature equals ``k - 1``'s (the same edges inside,
+    leaves and numbers of inputs at each op, and the loop state it gets from ``k - 1`` the
+    same as ``k - 1`` got from ``k - 2``) and no edge of ``k - 1`` skips past it. Sorted."""
+    each = sigs.each
+    if each[1:] == each[:-1] and not any(sigs.broken):  # (in C: a long loop's every step alike)
+        return []
+    return list(itertools.compress(range(1, len(each)),
+                                   map(operator.or_, map(operator.ne, each[1:], each), sigs.broken)))
 
 
+def _pairs(sigs: _Signatures, first: int, period: int) -> bool:
+    """Whether iteration ``first + 1`` joins iteration ``first`` (a group of one).
 
-def _joins(sigs: _Signatures, first: int, k: int, period: int) -> bool:
-    """Whether iteration ``k`` extends the group of iterations ``first .. k - 1``.
-
-    The group's first iteration may read more leaves than the others, but only at ops
-    that later iterations feed with the loop state, and with no more inputs there in
-    all: leaves that stand in for the state (an initial state that needs grad). The
-    later iterations have as many inputs at each op as each other: the drawn op shows
-    one iteration's inputs for all.
+    The first iteration may read more leaves than the others, but only at ops that later
+    iterations feed with the loop state, and with no more inputs there in all: leaves
+    that stand in for the state (an initial state that needs grad). Its loop state is
+    not compared: it is the group's first.
     """
-    if sigs.inner[k] != sigs.inner[k - 1] or sigs.broken[k - 1]:
+    k = first + 1
+    if sigs.inner[k] != sigs.inner[first] or sigs.broken[first]:
         return False
-    if k - 1 > first:  # and as many inputs at each op: one more would come from outside the block
-        return (sigs.cross[k - 1] == sigs.cross[first] and sigs.leaves[k] == sigs.leaves[k - 1]
-                and sigs.inputs[k * period:(k + 1) * period] == sigs.inputs[(k - 1) * period:k * period])
     head, rest = Counter(sigs.leaves[first]), Counter(sigs.leaves[k])
     if rest - head:
         return False  # the first iteration lacks a leaf the others read
@@ -379,7 +379,6 @@ def _joins(sigs: _Signatures, first: int, k: int, period: int) -> bool:
             extra[offset] += n
     return all(n <= fed[offset] and sigs.inputs[first * period + offset] <= sigs.inputs[k * period + offset]
                for offset, n in extra.items())
-
 
 
 def looping(seq: Seq, run: Run) -> bool:
