@@ -27,7 +27,6 @@ from .sequence import Seq, op_key
 _block_and_k = operator.itemgetter(0, 1)
 
 
-
 @dataclass
 class Block:
     """One rolled region: its representative iteration, drawn once and labelled ×N.
@@ -59,7 +58,6 @@ class Block:
     note: str | None = None
 
 
-
 @dataclass
 class Rolled:
     """A graph with each repeated region kept once, as returned by :func:`roll`.
@@ -87,9 +85,8 @@ class Rolled:
     through: dict[int, tuple[int, int]] = dataclasses.field(default_factory=dict)
 
 
-
 def build_rolled(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], seq: Seq,
-           runs: list[Run], module_types: Mapping[str, str]) -> Rolled:
+                 runs: list[Run], module_types: Mapping[str, str]) -> Rolled:
     """The rolled graph: every iteration mapped onto its block's iteration 0."""
     where: dict[int, tuple[int, int, int]] = {}  # old op id -> (block, k, offset)
     iteration: dict[int, tuple[int, int]] = {}
@@ -111,8 +108,9 @@ def build_rolled(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], seq: S
     new_edges, loops = _rolled_edges(edges, mapping, iteration | through if through else iteration)
     ranges, several = _ranges(seq, owned, mapping)
     blocks = [_block(seq, run, b, owned, loops[b], module_types, ranges) for b, run in enumerate(runs)]
-    for b, names in absorbed.items():
-        blocks[b].note = resize_note(names)
+    for b, pairs in absorbed.items():  # (bridge, the op it reads)
+        blocks[b].note = resize_note([n.shape[0] for pair in pairs for n in pair if n.shape],
+                                     [bridge.name for bridge, _ in pairs])
     labels = several | {rep: range_label(*split) for rep, split in ranges.items()}
     renamed = _module_ranges(seq, runs, module_types)
     kept = _kept(nodes, mapping, labels, renamed, {nid for block in blocks for nid in block.nodes},
@@ -122,7 +120,6 @@ def build_rolled(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], seq: S
         if old in module_types:
             types[new] = module_types[old]
     return Rolled(kept, new_edges, blocks, mapping, iteration, types, through)
-
 
 
 def _absorb(seq: Seq, where: Mapping[int, tuple[int, int, int]],
@@ -158,7 +155,6 @@ def _absorb(seq: Seq, where: Mapping[int, tuple[int, int, int]],
     return absorbed
 
 
-
 def _batch_ranges(seq: Seq, runs: Sequence[Run]) -> dict[int, tuple]:
     """Representative id -> its shape with the first dimension written as the range its
     iterations take (``("1–3", 16)``), for the ops whose iterations differ there."""
@@ -172,7 +168,6 @@ def _batch_ranges(seq: Seq, runs: Sequence[Run]) -> dict[int, tuple]:
             if len(sizes) > 1:
                 out[rep.id] = (f"{min(sizes)}\u2013{max(sizes)}", *rep.shape[1:])
     return out
-
 
 
 def _module_ranges(seq: Seq, runs: list[Run], module_types: Mapping[str, str]) -> dict[str, str]:
@@ -194,7 +189,6 @@ def _module_ranges(seq: Seq, runs: list[Run], module_types: Mapping[str, str]) -
             if m == head or m.startswith(head + "."):
                 renamed[m] = name + m[len(head):]
     return renamed
-
 
 
 def _roll_leaves(leaves: Mapping[int, Node], edges: Sequence[tuple[int, int]],
@@ -226,7 +220,6 @@ def _roll_leaves(leaves: Mapping[int, Node], edges: Sequence[tuple[int, int]],
     return owned
 
 
-
 def _owned_places(leaves: Mapping[int, Node], edges: Sequence[tuple[int, int]],
                   where: Mapping[int, tuple[int, int, int]]) -> dict[int, tuple[int, int, int]]:
     """Leaf id -> ``(block, k, place)`` for each leaf whose neighbours all lie in one iteration."""
@@ -247,7 +240,6 @@ def _owned_places(leaves: Mapping[int, Node], edges: Sequence[tuple[int, int]],
         place = (op_key(leaves[nid]), tuple(offsets))  # what it is, which offsets it touches
         out[nid] = (b, k, interned.setdefault(place, len(interned)))
     return out
-
 
 
 def _rolled_edges(edges: Iterable[tuple[int, int]], mapping: Mapping[int, int],
@@ -276,7 +268,6 @@ def _rolled_edges(edges: Iterable[tuple[int, int]], mapping: Mapping[int, int],
     return out, loops
 
 
-
 def _block(seq: Seq, run: Run, b: int, owned: Mapping[int, tuple[int, int]],
            loops: list[tuple[int, int]], module_types: Mapping[str, str],
            ranges: Mapping[int, Range]) -> Block:
@@ -285,11 +276,11 @@ def _block(seq: Seq, run: Run, b: int, owned: Mapping[int, tuple[int, int]],
     leaves = [nid for nid, (blk, k) in owned.items() if blk == b and k == 0]
     heads = _heads(seq, run)
     shared = _shared(seq, run)
-    label = block_label(rep, run.repeats, _iterations(seq, run), heads, module_types,
-                   [ranges[r] for r in leaves if r in ranges], shared, _first_step(seq, run))
+    tagged = ([n.module for n in ops if n.module] for ops in _iterations(seq, run))
+    label = block_label([n.name for n in rep], run.repeats, tagged, heads, module_types,
+                        [ranges[r] for r in leaves if r in ranges], shared, _first_step(seq, run))
     return Block(label, run.repeats, [n.id for n in rep] + leaves, loops,
                  common_module(heads) if all(heads) else None)
-
 
 
 def _heads(seq: Seq, run: Run) -> list[str | None]:
@@ -301,12 +292,10 @@ def _heads(seq: Seq, run: Run) -> list[str | None]:
     return [common_module(n.module for n in it) for it in _iterations(seq, run)]
 
 
-
 def _iterations(seq: Seq, run: Run) -> Iterator[list[Node]]:
     """The ops of each iteration of ``run``, in order (sliced as read: a 300,000-step
     loop often reads only the first)."""
     return (seq.ops[start:start + run.period] for start in range(run.start, run.stop, run.period))
-
 
 
 def _read_by_all(seq: Seq, run: Run) -> set[int]:
@@ -315,7 +304,6 @@ def _read_by_all(seq: Seq, run: Run) -> set[int]:
     first, last = (set(itertools.chain.from_iterable(seq.feeds[i:i + run.period]))
                    for i in (run.start, run.stop - run.period))
     return first & last
-
 
 
 def _first_step(seq: Seq, run: Run) -> int:
@@ -331,11 +319,9 @@ def _first_step(seq: Seq, run: Run) -> int:
     return before // per_step + 1
 
 
-
 def _shared(seq: Seq, run: Run) -> list[str]:
     """Names of the parameters every iteration of ``run`` shares (:func:`_read_by_all`)."""
     return sorted(seq.leaves[x].label for x in _read_by_all(seq, run) if seq.leaves[x].kind == "parameter")
-
 
 
 def _ranges(seq: Seq, owned: Mapping[int, tuple[int, int]],
@@ -356,7 +342,6 @@ def _ranges(seq: Seq, owned: Mapping[int, tuple[int, int]],
         elif len(set(ordered)) > 1:
             several[rep] = parameter_set_label(list(dict.fromkeys(ordered)))
     return out, several
-
 
 
 def _kept(nodes: Sequence[Node], mapping: Mapping[int, int], labels: Mapping[int, str],
@@ -385,4 +370,3 @@ def _kept(nodes: Sequence[Node], mapping: Mapping[int, int], labels: Mapping[int
             changed["module"] = modules[node.module]
         kept.append(dataclasses.replace(node, **changed) if changed else node)
     return kept
-

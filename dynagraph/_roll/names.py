@@ -14,15 +14,24 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from .._language import tr
-from .._records import Node, owner
+from .._records import owner
+
+# A name split at the index where the iterations' names differ: (before it, after it, the indices).
+Range = tuple[str, str, list[int]]
 
 _LAYER = re.compile(r"_l(\d+)(_reverse)?$")  # nn.RNN/LSTM/GRU weight names: weight_ih_l1_reverse
 
 
-
 def layer_label(names: Sequence[str]) -> str | None:
     """``"layer 1"`` (``"layer 1, reverse"``) when every one of ``names`` is a recurrent
-    layer's weight of that layer and direction, else ``None``."""
+    layer's weight of that layer and direction, else ``None``.
+
+    Example:
+        >>> layer_label(["weight_ih_l1_reverse", "weight_hh_l1_reverse"])
+        'layer 1, reverse'
+        >>> layer_label(["weight_ih_l0", "weight_ih_l1"]) is None  # two layers
+        True
+    """
     found = {m.groups() if (m := _LAYER.search(name)) else None for name in names}
     (one,) = found if len(found) == 1 else (None,)
     if one is None:
@@ -31,8 +40,7 @@ def layer_label(names: Sequence[str]) -> str | None:
     return f"layer {index}" + (", reverse" if reverse else "")
 
 
-
-def block_label(rep: Sequence[Node], repeats: int, iters: Iterable[Sequence[Node]],
+def block_label(ops: Sequence[str], repeats: int, tagged: Iterable[Sequence[str]],
                 heads: Sequence[str | None], module_types: Mapping[str, str], ranges: Sequence[Range],
                 shared: Sequence[str], first_step: int = 1) -> str:
     """What a block is called: which layers or steps it stands for, and their classes.
@@ -44,11 +52,30 @@ def block_label(rep: Sequence[Node], repeats: int, iters: Iterable[Sequence[Node
     at each step; ``"rnn: GRU layer 1, step 6–8"`` for a recurrent layer's weights,
     its steps counted from ``first_step``), else the first and last op: ``"step 1–50:
     TBackward0 … MulBackward0"`` with shared weights, ``"TBackward0 … TanhBackward0"`` without.
+
+    Args:
+        ops: The names of the ops of iteration 0, in order.
+        repeats: How many iterations.
+        tagged: Per iteration, the modules its tagged ops run in (read only as far as needed).
+        heads: Per iteration, the module all its ops run in, or ``None``.
+        module_types: Module name -> class name.
+        ranges: The names of the parameters iteration 0 owns, split where the iterations differ.
+        shared: The names of the parameters every iteration reads.
+        first_step: The number of the first iteration among the steps of its loop.
+
+    Example:
+        >>> types = {"layers.0": "Block", "layers.1": "Block", "cell": "LSTMCell"}
+        >>> block_label(["MmBackward0", "AddBackward0"], 2, [], ["layers.0", "layers.1"], types, [], [])
+        'layers.0–1: Block'
+        >>> block_label(["MmBackward0"], 50, [], ["cell"] * 50, types, [], ["cell.weight_ih"])
+        'cell: LSTMCell, step 1–50'
+        >>> block_label(["TBackward0", "TanhBackward0"], 9, [[]], [None] * 9, {}, [], [])
+        'TBackward0 … TanhBackward0'
     """
-    span = _tagged_span(iters, heads, module_types) or _param_span(ranges, module_types)
+    span = _tagged_span(tagged, heads, module_types) or _param_span(ranges, module_types)
     if span is not None:
         return span
-    ops = rep[0].name if len(rep) == 1 else f"{rep[0].name} \u2026 {rep[-1].name}"
+    names = ops[0] if len(ops) == 1 else f"{ops[0]} \u2026 {ops[-1]}"
     owners = [owner(name) for name in shared]
     one = heads[0] if heads[0] is not None and len(set(heads)) == 1 else None
     home = one or (common_module(owners) if owners and None not in owners else None)
@@ -58,17 +85,24 @@ def block_label(rep: Sequence[Node], repeats: int, iters: Iterable[Sequence[Node
     if layer is not None:
         steps = f"{layer}, {steps}"
     if home is None:
-        return f"{steps}: {ops}" if steps else ops
+        return f"{steps}: {names}" if steps else names
     kind = module_types.get(home)
     where = f"{home}: {kind}" if kind else home
     return f"{where}, {steps}" if steps else where
 
 
-
-def _tagged_span(iters: Iterable[Sequence[Node]], heads: Sequence[str | None],
+def _tagged_span(tagged: Iterable[Sequence[str]], heads: Sequence[str | None],
                  module_types: Mapping[str, str]) -> str | None:
     """By module tags: ``"layers.0–5: Foo"`` for iterations in sibling modules, ``"0–1999:
-    Linear, Tanh"`` for iterations each spanning several; ``None`` for one module or no tags."""
+    Linear, Tanh"`` for iterations each spanning several; ``None`` for one module or no tags.
+
+    Example:
+        >>> types = {"0": "Linear", "1": "Tanh", "2": "Linear", "3": "Tanh"}
+        >>> _tagged_span([["0", "1"], ["2", "3"]], [None, None], types)  # each iteration: two siblings
+        '0–3: Linear, Tanh'
+        >>> _tagged_span([], ["rnn", "rnn"], {}) is None  # one module called each time
+        True
+    """
     named = [h for h in heads if h]
     if len(named) == len(heads):
         if len(set(named)) == 1:  # one module called each time: not a span
@@ -79,20 +113,25 @@ def _tagged_span(iters: Iterable[Sequence[Node]], heads: Sequence[str | None],
             cut = [f"{before}{i}" for i in indices]
             return _named_span(cut[0], cut[-1], map(module_types.get, cut))
         return _named_span(named[0], named[-1], map(module_types.get, named))
-    tagged = []
-    for ops in iters:  # (stops at the first iteration with no tag: a long loop of untagged ops)
-        modules = [n.module for n in ops if n.module]
+    each = []
+    for modules in tagged:  # (stops at the first iteration with no tag: a long loop of untagged ops)
         if not modules:
             return None
-        tagged.append(modules)
-    kinds = [", ".join(dict.fromkeys(module_types[m] for m in t if m in module_types)) for t in tagged]
-    return _named_span(tagged[0][0], tagged[-1][-1], kinds)
-
+        each.append(modules)
+    kinds = [", ".join(dict.fromkeys(module_types[m] for m in t if m in module_types)) for t in each]
+    return _named_span(each[0][0], each[-1][-1], kinds)
 
 
 def _param_span(ranges: Sequence[Range], module_types: Mapping[str, str]) -> str | None:
     """By parameter names: ``"transformer.h.0–11: GPT2Block"`` when the parameters each
-    iteration owns differ in one index, the same for all of them; else ``None``."""
+    iteration owns differ in one index, the same for all of them; else ``None``.
+
+    Example:
+        >>> _param_span([("h.", ".attn.weight", [0, 1]), ("h.", ".mlp.weight", [0, 1])], {"h.0": "Block"})
+        'h.0–1: Block'
+        >>> _param_span([("h.", ".w", [0, 1]), ("g.", ".w", [0, 1])], {}) is None  # two stacks
+        True
+    """
     if not ranges or len({(before, tuple(indices)) for before, _, indices in ranges}) != 1:
         return None
     before, _, indices = ranges[0]
@@ -102,9 +141,15 @@ def _param_span(ranges: Sequence[Range], module_types: Mapping[str, str]) -> str
     return f"{where}: {kinds}" if kinds else where
 
 
-
 def _named_span(first: str, last: str, kinds: Iterable[str | None]) -> str:
-    """``"first–last: kinds"``, the dotted parts the two names share written once (``layers.0–5``)."""
+    """``"first–last: kinds"``, the dotted parts the two names share written once (``layers.0–5``).
+
+    Example:
+        >>> _named_span("layers.0", "layers.5", ["Foo"] * 6)
+        'layers.0–5: Foo'
+        >>> _named_span("enc.0", "dec.1", [None, None])
+        'enc.0–dec.1'
+    """
     a, b = first.split("."), last.split(".")
     if first == last:
         span = first
@@ -114,9 +159,15 @@ def _named_span(first: str, last: str, kinds: Iterable[str | None]) -> str:
     return f"{span}: {text}" if text else span
 
 
-
 def _counted(kinds: Iterable[str | None]) -> str | None:
-    """``"Foo"`` when every iteration is of one class, ``"Foo ×2, Bar ×10"`` when they differ."""
+    """``"Foo"`` when every iteration is of one class, ``"Foo ×2, Bar ×10"`` when they differ.
+
+    Example:
+        >>> _counted(["Foo", "Foo", None])
+        'Foo'
+        >>> _counted(["Foo", "Foo", "Bar", "Linear, Tanh"])
+        'Foo ×2, Bar ×1, (Linear, Tanh) ×1'
+    """
     counts = Counter(kind for kind in kinds if kind)
     if len(counts) <= 1:
         return next(iter(counts), None)
@@ -124,17 +175,18 @@ def _counted(kinds: Iterable[str | None]) -> str | None:
                      for kind, n in counts.items())
 
 
-
-# A name split at the index where the iterations' names differ: (before it, after it, the indices).
-Range = tuple[str, str, list[int]]
-
-
-
 def parameter_set_label(names: Sequence[str]) -> str:
     """One label for the different parameters one rolled node stands for, when they do
     not differ in one index: ``"blk.{0…1}.{0…2}.w"`` when they differ in several
     indices and hold every combination of them (a nested loop), else
-    ``"a.w1 … b.w9 (5 parameters)"``, the first and the last name in iteration order."""
+    ``"a.w1 … b.w9 (5 parameters)"``, the first and the last name in iteration order.
+
+    Example:
+        >>> parameter_set_label(["blk.0.0.w", "blk.0.1.w", "blk.1.0.w", "blk.1.1.w"])
+        'blk.{0…1}.{0…1}.w'
+        >>> parameter_set_label(["a.w1", "a.w2", "b.w9"])
+        'a.w1 … b.w9 (3 parameters)'
+    """
     parts = [name.split(".") for name in names]
     if len({len(p) for p in parts}) == 1:
         differ = [i for i in range(len(parts[0])) if len({p[i] for p in parts}) > 1]
@@ -148,9 +200,7 @@ def parameter_set_label(names: Sequence[str]) -> str:
     return f"{names[0]} \u2026 {names[-1]} ({len(names)} parameters)"
 
 
-
 _NUMBERED = re.compile(r"(?P<pre>\D*?)(?P<num>\d+)(?P<post>\D*)")  # a name part: encoder_layer_11, layer1, 3
-
 
 
 def split_index(names: Sequence[str]) -> Range | None:
@@ -181,7 +231,6 @@ def split_index(names: Sequence[str]) -> Range | None:
     return before, after, [int(m["num"]) for m in found]
 
 
-
 def range_label(before: str, after: str, indices: list[int]) -> str:
     """``"h.{0…11}.ln_1.weight"``: one name standing for every iteration's.
 
@@ -192,9 +241,13 @@ def range_label(before: str, after: str, indices: list[int]) -> str:
     return before + "{" + _span(indices, "\u2026") + "}" + after
 
 
-
 def _span(indices: Sequence[int], dash: str) -> str:
-    """``"0–11"`` for consecutive indices (``dash`` between), else ``"0,2,…,22"``."""
+    """``"0–11"`` for consecutive indices (``dash`` between), else ``"0,2,…,22"``.
+
+    Example:
+        >>> _span([0, 1, 2], "–"), _span([0, 2, 4, 6], "–"), _span([1, 5], "–")
+        ('0–2', '0,2,…,6', '1,5')
+    """
     if all(b - a == 1 for a, b in itertools.pairwise(indices)):
         return f"{indices[0]}{dash}{indices[-1]}"
     if len(indices) <= 3:
@@ -202,9 +255,15 @@ def _span(indices: Sequence[int], dash: str) -> str:
     return f"{indices[0]},{indices[1]},\u2026,{indices[-1]}"
 
 
-
 def common_module(modules: Iterable[str | None]) -> str | None:
-    """The longest dotted prefix of the tagged module names, ``None`` if none or empty."""
+    """The longest dotted prefix of the tagged module names, ``None`` if none or empty.
+
+    Example:
+        >>> common_module(["h.0.attn", None, "h.0.mlp"])
+        'h.0'
+        >>> common_module(["encoder", "decoder"]) is None
+        True
+    """
     prefix: list[str] | None = None
     for name in modules:
         if name is None:
@@ -220,12 +279,15 @@ def common_module(modules: Iterable[str | None]) -> str | None:
     return ".".join(prefix) if prefix else None
 
 
+def resize_note(sizes: Iterable[int | str], bridges: Iterable[str]) -> str:
+    """The note of a block whose state's first dimension takes ``sizes``, resized by the
+    ops named ``bridges`` drawn as the loop edge.
 
-def resize_note(bridges: Sequence[tuple[Node, Node]]) -> str:
-    """``"batch 1–3: SliceBackward0 ×2 on the loop edge"``: the sizes the state's first
-    dimension takes, and the resizing ops drawn as the loop edge (``(bridge, its input)`` pairs)."""
-    sizes = {n.shape[0] for pair in bridges for n in pair if n.shape}
-    counts = Counter(b.name for b, _ in bridges)
+    Example:
+        >>> resize_note([3, 2, 2, 1], ["SliceBackward0", "SliceBackward0"])
+        'batch 1–3: SliceBackward0 ×2 on the loop edge'
+    """
+    sizes = set(sizes)
+    counts = Counter(bridges)
     ops = ", ".join(f"{name} \u00d7{n}" if n > 1 else name for name, n in counts.items())
     return f"batch {min(sizes)}\u2013{max(sizes)}: {ops} on the loop edge"
-

@@ -32,7 +32,6 @@ _LOOSE_MIN = 8  # fewest ops a loop-free run (parallel copies, no state) must co
 TWICE_MIN = 12
 
 
-
 @dataclass(frozen=True)
 class Run:
     """Iterations ``start + k * period ... + period - 1`` (op positions), k < repeats."""
@@ -50,7 +49,6 @@ class Run:
         return self.period * self.repeats
 
 
-
 def find_runs(seq: Seq, min_repeats: int) -> list[Run]:
     """The rolled runs: the best run of the whole sequence, then of what lies around it."""
     runs, todo = [], [(0, len(seq.ops) - seq.bridges)]  # (bridges roll with no run)
@@ -63,7 +61,6 @@ def find_runs(seq: Seq, min_repeats: int) -> list[Run]:
             runs.append(run)
             todo += [(lo, run.start), (run.stop, hi)]
     return sorted(runs, key=lambda r: r.start)
-
 
 
 def _best_run(seq: Seq, lo: int, hi: int, min_repeats: int) -> Run | None:
@@ -83,7 +80,6 @@ def _best_run(seq: Seq, lo: int, hi: int, min_repeats: int) -> Run | None:
         if run is not None and (best is None or run.covered > best.covered):
             best = run
     return best
-
 
 
 def _periods(keys: Sequence[int], lo: int, hi: int, min_repeats: int) -> list[int]:
@@ -116,7 +112,6 @@ def _periods(keys: Sequence[int], lo: int, hi: int, min_repeats: int) -> list[in
     return [gap for _, gap in ranked[:_PERIODS]]
 
 
-
 def _tandems(keys: Sequence[int], lo: int, hi: int, period: int) -> Iterable[tuple[int, int]]:
     """Maximal stretches ``(start, length)`` of ``[lo, hi)`` whose labels repeat with ``period``."""
     same = map(operator.eq, keys[lo:hi - period], keys[lo + period:hi])
@@ -126,7 +121,6 @@ def _tandems(keys: Sequence[int], lo: int, hi: int, period: int) -> Iterable[tup
         if equal:
             yield i, n + period
         i += n
-
 
 
 def _phase(seq: Seq, start: int, length: int, period: int) -> int:
@@ -143,7 +137,6 @@ def _phase(seq: Seq, start: int, length: int, period: int) -> int:
     return min(range(start, start + spare + 1), key=lambda s: (
         _shared_depth(seq, s + period), sources_cut[s - start],
         edges_cut[s - start], seq.indeg[s], s))
-
 
 
 def _cuts(seq: Seq, start: int, length: int, period: int) -> tuple[list[int], list[int]]:
@@ -164,7 +157,6 @@ def _cuts(seq: Seq, start: int, length: int, period: int) -> tuple[list[int], li
     return _running(edges_diff, period), _running(sources_diff, period)
 
 
-
 def _mark(diff: list[int], first: int, span: int, period: int) -> None:
     """Add 1 to the ``span`` offsets from ``first`` on, around the circle of ``period``."""
     if span >= period:
@@ -180,7 +172,6 @@ def _mark(diff: list[int], first: int, span: int, period: int) -> None:
         diff[first + span - period] -= 1
 
 
-
 def _running(diff: list[int], period: int) -> list[int]:
     """Running sums of a difference array: the count at each of the ``period`` offsets."""
     total, out = 0, []
@@ -188,7 +179,6 @@ def _running(diff: list[int], period: int) -> list[int]:
         total += d
         out.append(total)
     return out
-
 
 
 def _shared_depth(seq: Seq, i: int) -> int:
@@ -202,7 +192,6 @@ def _shared_depth(seq: Seq, i: int) -> int:
             break
         shared += 1
     return shared
-
 
 
 def _verified(seq: Seq, run: Run, min_repeats: int) -> Run | None:
@@ -227,7 +216,6 @@ def _verified(seq: Seq, run: Run, min_repeats: int) -> Run | None:
     return found
 
 
-
 def same_consumers(seq: Seq, run: Run) -> bool:
     """Whether every iteration of ``run`` feeds the same ops outside it."""
     outside: set[int] = set()
@@ -239,7 +227,6 @@ def same_consumers(seq: Seq, run: Run) -> bool:
             return False
         outside = fed
     return True
-
 
 
 def _edge_signatures(seq: Seq, run: Run) -> tuple[list[tuple], list[tuple], list[bool]]:
@@ -271,7 +258,6 @@ def _edge_signatures(seq: Seq, run: Run) -> tuple[list[tuple], list[tuple], list
     return inner, cross, broken
 
 
-
 def _leaf_signatures(seq: Seq, run: Run) -> list[tuple]:
     """Per iteration k: the leaves its ops read, as a sorted tuple of entries.
 
@@ -298,7 +284,6 @@ def _leaf_signatures(seq: Seq, run: Run) -> list[tuple]:
     for k, entries in sigs.items():
         out[k] = tuple(entries) if len(entries) < 2 else tuple(sorted(entries))
     return out
-
 
 
 @dataclass
@@ -392,7 +377,6 @@ def looping(seq: Seq, run: Run) -> bool:
                for i in range(run.start, run.stop - run.period) for j in seq.out[i] if j < run.stop)
 
 
-
 def read_across(pos: Mapping[int, int], runs: Sequence[Run], readers: Sequence[int]) -> bool:
     """Whether the ops ``readers`` (at op positions ``pos``) lie in two or more iterations of
     one run: the value they read is shared across iterations (not one each iteration makes
@@ -400,7 +384,6 @@ def read_across(pos: Mapping[int, int], runs: Sequence[Run], readers: Sequence[i
     spots = {(r, (pos[nid] - run.start) // run.period) for nid in readers for r, run in enumerate(runs)
              if run.start <= pos[nid] < run.stop}
     return len({r for r, _ in spots}) == 1 and len(spots) >= 2
-
 
 
 def looped_bridges(seq: Seq, runs: Sequence[Run]) -> set[int]:
@@ -413,4 +396,3 @@ def looped_bridges(seq: Seq, runs: Sequence[Run]) -> set[int]:
         for i in range(run.start, run.stop):
             found.update(seq.ops[j].id for j in seq.out[i] if j >= rest)
     return found
-

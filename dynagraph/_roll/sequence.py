@@ -22,7 +22,6 @@ _HOIST_MAX = 6  # most ops in a value computed from leaves that may move ahead (
 _seq_number = operator.attrgetter("seq")  # (a sort key read in C)
 
 
-
 @dataclass
 class Seq:
     """Op nodes in creation order with interned labels and op-to-op edges by position."""
@@ -41,12 +40,10 @@ class Seq:
     batchless: bool = False  # ops compared without their first dimension (see read_sequence)
 
 
-
 def op_key(node: Node) -> tuple:
     """What must match for two nodes to be the same node of different iterations."""
     label = node.label if node.kind == "custom" else None  # a custom Function's class
     return (node.kind, node.name, label, node.shape, node.dtype, node.device, node.count)
-
 
 
 def batchless_key(node: Node) -> tuple:
@@ -56,9 +53,8 @@ def batchless_key(node: Node) -> tuple:
     return (node.kind, node.name, label, len(node.shape or ()), shape, node.dtype, node.device, node.count)
 
 
-
 def read_sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]], first: Sequence[int] = (),
-              last: Sequence[int] = (), batchless: bool = False) -> Seq:
+                  last: Sequence[int] = (), batchless: bool = False) -> Seq:
     """The ops (nodes with a creation counter, outputs aside) in creation order; the ops
     whose ids are in ``first`` come before all others (see :func:`find_hoisted`).
 
@@ -109,7 +105,6 @@ def read_sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]], first
     return Seq(ops, keys, out, indeg, before, after, feeds, spans, leaves, len(last), loose, batchless)
 
 
-
 def inherited_modules(hints: list[str | None], out: Sequence[Sequence[int]]) -> list[str | None]:
     """Each op's module, where an op with none of its own (no tag, no parameter) takes the
     one all the ops it feeds share.
@@ -133,7 +128,6 @@ def inherited_modules(hints: list[str | None], out: Sequence[Sequence[int]]) -> 
             if first is not None and all(hints[j] == first for j in out[i]):
                 hints[i] = first
     return hints
-
 
 
 def _leaf_uses(edges: Iterable[tuple[int, int]], pos: Mapping[int, int], leaves: Mapping[int, Node],
@@ -160,7 +154,6 @@ def _leaf_uses(edges: Iterable[tuple[int, int]], pos: Mapping[int, int], leaves:
     return feeds, spans
 
 
-
 def _nearest(hints: list[str | None]) -> tuple[list[str | None], list[str | None]]:
     """Per position: the nearest module name before it, and at it or after it.
 
@@ -183,7 +176,6 @@ def _nearest(hints: list[str | None]) -> tuple[list[str | None], list[str | None
     return before, after
 
 
-
 def unequal_batches(seq: Seq) -> bool:
     """Whether some ops of ``seq`` differ only in their first dimension (worth comparing
     them without it: :func:`read_sequence`'s ``batchless``)."""
@@ -191,9 +183,7 @@ def unequal_batches(seq: Seq) -> bool:
     return len({batchless_key(n) for n in kinds.values()}) < len(kinds)
 
 
-
 _RESIZE = frozenset({"SliceBackward0", "CatBackward0"})  # ops that take rows off a state, or add rows to it
-
 
 
 def find_bridges(seq: Seq) -> list[int]:
@@ -227,7 +217,6 @@ def find_bridges(seq: Seq) -> list[int]:
     return [seq.ops[j].id for i, j in candidates if any((key[i], key[c]) in direct for c in seq.out[j])]
 
 
-
 def find_hoisted(seq: Seq) -> list[tuple[set[int], list[int]]]:
     """Values that a few ops compute from leaves alone and that several like ops read:
     per value, the ids of the ops that compute it and of the ops that read it.
@@ -253,4 +242,3 @@ def find_hoisted(seq: Seq) -> list[tuple[set[int], list[int]]]:
             if ops is not None and not any(j in ops for j in outs):
                 found.append(({seq.ops[k].id for k in ops}, [seq.ops[j].id for j in outs]))
     return found
-
