@@ -137,13 +137,8 @@ def _absorb(seq: Seq, where: Mapping[int, tuple[int, int, int]],
     if not seq.bridges:
         return absorbed
     rest = len(seq.ops) - seq.bridges
-    producer: dict[int, list[int]] = defaultdict(list)
-    for i in range(rest):
-        for j in seq.out[i]:
-            if j >= rest:
-                producer[j].append(i)
     for j in range(rest, len(seq.ops)):
-        ins, outs = producer.get(j, []), [o for o in seq.out[j] if o < rest]
+        ins, outs = [i for i in seq.producers[j] if i < rest], [o for o in seq.out[j] if o < rest]
         if len(ins) != 1 or not outs or len(outs) != len(seq.out[j]):
             continue
         src = where.get(seq.ops[ins[0]].id)

@@ -8,6 +8,7 @@ the values a few ops compute from leaves that may move ahead of the loop
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import operator
 from collections import defaultdict
@@ -38,6 +39,16 @@ class Seq:
     bridges: int = 0  # the last ``bridges`` ops: state resized between iterations (see find_bridges)
     loose: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # edges from or to a non-op
     batchless: bool = False  # ops compared without their first dimension (see read_sequence)
+
+    @functools.cached_property
+    def producers(self) -> list[list[int]]:
+        """Per position, the positions of the ops that feed it, in order (made when first
+        read: most graphs never need them)."""
+        producers: list[list[int]] = [[] for _ in self.ops]
+        for i, outs in enumerate(self.out):
+            for j in outs:
+                producers[j].append(i)
+        return producers
 
 
 def op_key(node: Node) -> tuple:
@@ -198,14 +209,9 @@ def find_bridges(seq: Seq) -> list[int]:
     """
     if _RESIZE.isdisjoint([n.name for n in seq.ops]):
         return []
-    producers: dict[int, list[int]] = {}
-    for i, outs in enumerate(seq.out):
-        for j in outs:
-            if seq.ops[j].name in _RESIZE:
-                producers.setdefault(j, []).append(i)
     candidates = []
-    for j, ins in producers.items():
-        node, (i, *more) = seq.ops[j], ins
+    for j in (j for j, n in enumerate(seq.ops) if n.name in _RESIZE and seq.producers[j]):
+        node, (i, *more) = seq.ops[j], seq.producers[j]
         before = seq.ops[i].shape
         if (not more and node.shape and before and len(node.shape) == len(before)
                 and node.shape[1:] == before[1:] and node.shape[0] != before[0]):
@@ -228,17 +234,11 @@ def find_hoisted(seq: Seq) -> list[tuple[set[int], list[int]]]:
     ahead of everything, they leave layers that match, and draw as nodes outside the
     block that every iteration reads (:func:`roll` keeps the move only then).
     """
-    producers: list[list[int]] = []  # made when first needed: most ops feed one op
     found = []
     for i in itertools.compress(range(len(seq.out)), map((2).__le__, map(len, seq.out))):  # 2 readers or more
         outs = seq.out[i]
         if len({seq.keys[j] for j in outs}) == 1:
-            if not producers:
-                producers = [[] for _ in seq.ops]
-                for p, ins in enumerate(seq.out):
-                    for j in ins:
-                        producers[j].append(p)
-            ops = upstream([i], producers.__getitem__, _HOIST_MAX)
+            ops = upstream([i], seq.producers.__getitem__, _HOIST_MAX)
             if ops is not None and not any(j in ops for j in outs):
                 found.append(({seq.ops[k].id for k in ops}, [seq.ops[j].id for j in outs]))
     return found
