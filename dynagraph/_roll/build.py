@@ -97,8 +97,8 @@ def build_rolled(nodes: Sequence[Node], edges: Sequence[tuple[int, int]], seq: S
         where.update(zip(ops, spots))
         iteration.update(zip(ops, map(_block_and_k, spots)))
         mapping.update(zip(ops, itertools.cycle(ops[:run.period])))
-    if len(where) == len(seq.ops):  # every op rolls: the sequence's leaves, which only its loose edges touch
-        owned = _roll_leaves(seq.leaves, seq.loose, where, runs, mapping)
+    if len(where) == len(seq.ops):  # every op rolls: the sequence's leaves, which only its leaf edges touch
+        owned = _roll_leaves(seq.leaves, seq.leaf_edges, where, runs, mapping)
     else:
         owned = _roll_leaves({n.id: n for n in nodes if n.id not in where and n.kind != "output"}, edges,
                              where, runs, mapping)
@@ -172,7 +172,7 @@ def _module_ranges(seq: Seq, runs: list[Run], module_types: Mapping[str, str]) -
     iteration's own module, are renamed."""
     renamed: dict[str, str] = {}
     for run in runs:
-        heads = _heads(seq, run)
+        heads = _iteration_modules(seq, run)
         if not all(heads) or len(set(heads)) != len(heads):
             continue  # not one module per iteration (a cell called at every step keeps its name)
         split = split_index([h for h in heads if h])
@@ -269,7 +269,7 @@ def _block(seq: Seq, run: Run, b: int, owned: Mapping[int, tuple[int, int]],
     """The :class:`Block` record of run ``b``."""
     rep = seq.ops[run.start:run.start + run.period]
     leaves = [nid for nid, (blk, k) in owned.items() if blk == b and k == 0]
-    heads = _heads(seq, run)
+    heads = _iteration_modules(seq, run)
     shared = _shared(seq, run)
     tagged = ([n.module for n in ops if n.module] for ops in _iterations(seq, run))
     label = block_label([n.name for n in rep], run.repeats, tagged, heads, module_types,
@@ -278,11 +278,11 @@ def _block(seq: Seq, run: Run, b: int, owned: Mapping[int, tuple[int, int]],
                  common_module(heads) if all(heads) else None)
 
 
-def _heads(seq: Seq, run: Run) -> list[str | None]:
+def _iteration_modules(seq: Seq, run: Run) -> list[str | None]:
     """The module every op of each iteration of ``run`` runs in (their common prefix), or
     ``None``; all ``None`` at once when no op of the run has a module (no tags: a
     300,000-step loop of small ops makes no 300,000 empty lookups)."""
-    if seq.after[run.start] is None or not any(n.module for n in seq.ops[run.start:run.stop]):
+    if seq.module_after[run.start] is None or not any(n.module for n in seq.ops[run.start:run.stop]):
         return [None] * run.repeats  # (no module or parameter at or after the run's start: no tag)
     return [common_module(n.module for n in it) for it in _iterations(seq, run)]
 

@@ -183,7 +183,7 @@ def _running(diff: list[int], period: int) -> list[int]:
 
 def _shared_depth(seq: Seq, i: int) -> int:
     """Dotted parts shared by the modules on either side of a boundary before op ``i``."""
-    left, right = seq.before[i], seq.after[i]
+    left, right = seq.module_before[i], seq.module_after[i]
     if left is None or right is None:
         return 0
     shared = 0
@@ -308,20 +308,20 @@ def _longest_group(sigs: _Signatures, period: int) -> tuple[int, int]:
     """``(first, count)`` of the longest stretch of iterations with equal signatures.
 
     A group of two or more runs up to the next of :func:`_changes`; a group of one
-    takes in the next iteration by the first iteration's looser rule (:func:`_pairs`).
+    takes in the next iteration by the first iteration's looser rule (:func:`_second_joins`).
     """
     n = len(sigs.inner)
     changes = _changes(sigs)
     best_first, best_len, first, k = 0, 1, 0, 1
     while k < n:
-        if k - 1 > first:
+        if k - 1 > first:  # a group of two or more: it takes in every iteration up to the next change
             k = changes[at] if (at := bisect.bisect_left(changes, k)) < len(changes) else n
             if k - first > best_len:
                 best_first, best_len = first, k - first
             if k == n:
                 break
-            first = k - 1 if _pairs(sigs, k - 1, period) else k
-        elif not _pairs(sigs, first, period):
+            first = k - 1 if _second_joins(sigs, k - 1, period) else k
+        elif not _second_joins(sigs, first, period):
             first = k
         if k - first + 1 > best_len:
             best_first, best_len = first, k - first + 1
@@ -341,7 +341,7 @@ def _changes(sigs: _Signatures) -> list[int]:
                                    map(operator.or_, map(operator.ne, each[1:], each), sigs.broken)))
 
 
-def _pairs(sigs: _Signatures, first: int, period: int) -> bool:
+def _second_joins(sigs: _Signatures, first: int, period: int) -> bool:
     """Whether iteration ``first + 1`` joins iteration ``first`` (a group of one).
 
     The first iteration may read more leaves than the others, but only at ops that later

@@ -31,13 +31,13 @@ class Seq:
     keys: list[int]  # equal keys: same kind, name, shape, dtype, device, count
     out: list[list[int]]  # positions each op feeds
     indeg: list[int]  # number of op producers of each op
-    before: list[str | None]  # module of the nearest op before i that has one
-    after: list[str | None]  # module of the nearest op at i or later that has one
+    module_before: list[str | None]  # module of the nearest op before i that has one
+    module_after: list[str | None]  # module of the nearest op at i or later that has one
     feeds: list[Sequence[int]]  # ids of the leaves each op reads, one per edge
     spans: dict[int, tuple[int, int, int]]  # leaf id -> (first, last op position it touches, key)
     leaves: dict[int, Node]  # every node that is neither op nor output
     bridges: int = 0  # the last ``bridges`` ops: state resized between iterations (see find_bridges)
-    loose: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # edges from or to a non-op
+    leaf_edges: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # from or to a non-op
     batchless: bool = False  # ops compared without their first dimension (see read_sequence)
 
     @functools.cached_property
