@@ -2,12 +2,16 @@
 example that no longer holds fails here, as in einops and the graphviz package."""
 
 import doctest
+import inspect
 
 import pytest
 
 from dynagraph import _dot, _roll, course, memory
+from dynagraph._roll import names
 
-EXAMPLES = [_roll._split_index, _roll._range_label, _roll._inherited, _dot._edge_norms, _dot._edge_label,
+# Every function of _roll.names (pure functions of strings) shows what it makes in an example.
+NAMES = [f for f in vars(names).values() if inspect.isfunction(f) and f.__module__ == names.__name__]
+EXAMPLES = [*NAMES, _roll._inherited, _dot._edge_norms, _dot._edge_label,
             course.exercise_minutes, course.placed_name, course.placed_links, memory.mixed, memory.dtype_name]
 
 

@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "dynagraph"
-MODULES = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
+# The package's modules: its files, and its private packages (dynagraph/_roll/), each one module.
+MODULES = sorted([p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"]
+                 + [p.parent.name for p in PACKAGE.glob("_*/__init__.py")])
+
+
+def parsed(module: str) -> ast.Module:
+    """The source of ``module``: its file, or every file of a private package in one tree."""
+    files = sorted((PACKAGE / module).glob("*.py")) if (PACKAGE / module).is_dir() else [PACKAGE / f"{module}.py"]
+    return ast.Module(body=[s for f in files for s in ast.parse(f.read_text()).body], type_ignores=[])
 
 
 def _is_type_checking(node: ast.stmt) -> bool:
@@ -19,12 +27,14 @@ def _is_type_checking(node: ast.stmt) -> bool:
 
 def runtime_imports(module: str) -> set[str]:
     """The dynagraph modules ``module`` imports when it runs: anywhere in the file (a
-    function's lazy import counts too), except under ``if TYPE_CHECKING:``."""
+    function's lazy import counts too), except under ``if TYPE_CHECKING:``. Inside a
+    package, ``from .. import`` reads a module of dynagraph, ``from . import`` one of its own."""
     found: set[str] = set()
-    stack: list[ast.AST] = [ast.parse((PACKAGE / f"{module}.py").read_text())]
+    top = 2 if (PACKAGE / module).is_dir() else 1
+    stack: list[ast.AST] = [parsed(module)]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
+        if isinstance(node, ast.ImportFrom) and node.level == top:
             if node.module:  # from .x import y
                 found.add(node.module.split(".")[0])
             else:  # from . import x, y
@@ -40,6 +50,8 @@ def test_runtime_imports_reads_every_form_of_import():
     assert "render" in runtime_imports("graph")  # from . import _page, _picture, _transform, render
     assert "_records" in runtime_imports("graph")  # from ._records import Node
     assert "graph" not in runtime_imports("_picture")  # only under TYPE_CHECKING
+    assert "_roll" in runtime_imports("_picture")  # from . import _roll (a package)
+    assert runtime_imports("_roll") == {"_language", "_records"}  # its rooms' from .._records import ...
 
 
 def test_no_import_circle_between_dynagraph_modules():
@@ -102,7 +114,7 @@ def private_names_crossing(trees: dict[str, ast.AST]) -> list[str]:
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr in others:
                 found.append(f"{module}:{node.lineno} {ast.unparse(node)}")
-            elif isinstance(node, ast.ImportFrom) and node.level == 1:
+            elif isinstance(node, ast.ImportFrom) and node.level >= 1:
                 found += [f"{module}:{node.lineno} import {a.name}" for a in node.names
                           if _is_private(a.name) and a.name not in MODULES]
     return sorted(found)
@@ -115,5 +127,5 @@ def test_private_names_crossing_finds_each_form():
 
 
 def test_no_private_name_crosses_modules():
-    trees = {m: ast.parse((PACKAGE / f"{m}.py").read_text()) for m in MODULES}
+    trees = {m: parsed(m) for m in MODULES}
     assert private_names_crossing(trees) == []

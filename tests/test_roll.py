@@ -469,7 +469,7 @@ def test_roll_parallel_copies_that_go_different_ways_stay(monkeypatch):
     scores = torch.softmax(heads[0] @ heads[1].transpose(1, 2), dim=-1)
     nodes, edges, _ = capture((scores @ heads[2]).sum())
     assert roll(nodes, edges).blocks == []
-    monkeypatch.setattr(_roll, "_same_consumers", lambda seq, run: True)
+    monkeypatch.setattr(_roll.runs, "same_consumers", lambda seq, run: True)
     assert [b.repeats for b in roll(nodes, edges).blocks] == [3]  # the rule is what keeps them
 
 
