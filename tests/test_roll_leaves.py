@@ -271,6 +271,7 @@ def test_roll_gpt2_like_layers_name_their_range_and_class(tagged):
     assert {n.label for n in nodes if n.kind == "parameter"} == {name for name, _ in model.named_parameters()}
 
 
+@pytest.mark.usefixtures("op_level")
 def test_modules_inside_a_rolled_block_are_named_for_every_layer():
     """The frames drawn inside the block say h.{0…11}, as its parameters do; the
     representative's own names (h.0, h.0.attn) would read as layer 0 only."""
