@@ -26,9 +26,10 @@ What it sees and what it does not:
   here, a gradient hook's step counted 547 KB of old gradients in a fresh process and
   none after an earlier ``step_memory``. Free them first (``zero_grad()``, whose
   default is ``set_to_none=True``) for a timeline that does not depend on history;
-- on CUDA, the same events for the GPU, and :attr:`StepMemory.allocator_peak`, the
-  caching allocator's own peak (``torch.cuda.max_memory_allocated``) over the step; the
-  allocator reserves more than that (its cache), which neither counts;
+- on CUDA, the same events for the GPU, and :attr:`StepMemory.allocator_peak`, the most
+  bytes of tensors allocated at once during the step (``torch.cuda.max_memory_allocated``);
+  the caching allocator reserves more than that (its cache, ``max_memory_reserved``),
+  which neither counts;
 - a kind is PyTorch's inference from the data flow: Adam's ``foreach`` temporaries and
   the gradient of the loss show as ``other``; a tensor made in the forward and freed
   before the backward can show as an activation while it lives.
@@ -91,8 +92,9 @@ class StepMemory:
             event 0 holds what existed before the step (parameters, old gradients, state).
         phases: The phase of each event (one of :data:`PHASES`).
         ops: The outermost ``aten`` op running at each event (``""`` outside any op).
-        allocator_peak: On CUDA, the caching allocator's peak of allocated bytes during
-            the step; ``None`` on the CPU.
+        allocator_peak: On CUDA, the most bytes of tensors allocated at once during the
+            step (``torch.cuda.max_memory_allocated``, not the cache the allocator
+            reserves); ``None`` on the CPU.
     """
 
     device: str

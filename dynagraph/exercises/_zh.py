@@ -712,12 +712,12 @@ MESSAGES: dict[str, str] = {
         "对于{case}，Adam 保存了 {want:,} 字节的状态；你算出的是 {got:,}。对每个参与训练的参数，Adam 保存 exp_avg 和 exp_avg_sq（大小都与参数相同，数据类型也相同），以及一个 0 维 float32 的步数。被冻结的参数没有梯度，也没有状态。",
     "one float16 training step with GradScaler":
         "用 GradScaler 做一步 float16 训练",
-    "the scale after each step was {got}; GradScaler gives {want}. The first step's scaled gradients overflow float16, so scaler.step skips it and scaler.update() halves the scale. Call scaler.update() after scaler.step(opt).":
-        "每一步之后的缩放因子是 {got}；GradScaler 给出的是 {want}。第一步缩放后的梯度在 float16 中溢出，所以 scaler.step 跳过这一步，scaler.update() 把缩放因子减半。请在 scaler.step(opt) 之后调用 scaler.update()。",
+    "the scale after each step was {got}; GradScaler gives {want}. At the first scale, 2**36, some scaled gradients overflow float16, so scaler.step skips that step and scaler.update() halves the scale once. Call scaler.update() after scaler.step(opt), and compute the loss in float32 (out.float()): a float16 loss times the scale overflows at every step.":
+        "每一步之后的缩放因子是 {got}；GradScaler 给出的是 {want}。第一次的缩放因子是 2**36，这时一些缩放后的梯度在 float16 中上溢，所以 scaler.step 跳过这一步，scaler.update() 把缩放因子减半一次。请在 scaler.step(opt) 之后调用 scaler.update()，并用 float32 计算损失（out.float()）：float16 的损失乘以缩放因子，每一步都会上溢。",
     "the parameters changed at steps {got} (True: changed); with GradScaler they change at {want}: a step whose gradients hold inf or NaN is skipped. Step through scaler.step(opt), not opt.step().":
         "参数在这些步中发生了变化：{got}（True 表示变了）；用 GradScaler 时应为 {want}：梯度中含有 inf 或 NaN 的一步会被跳过。请通过 scaler.step(opt) 更新，而不是 opt.step()。",
-    "the parameters differ from GradScaler's recipe: zero the gradients, run the forward (and the loss) under torch.autocast('cpu', dtype=torch.float16), backward on scaler.scale(loss), then scaler.step(opt) and scaler.update().":
-        "参数与 GradScaler 的标准做法得到的不同：先清零梯度，在 torch.autocast('cpu', dtype=torch.float16) 下运行前向传播（和损失），对 scaler.scale(loss) 做反向传播，然后调用 scaler.step(opt) 和 scaler.update()。",
+    "the parameters differ from GradScaler's recipe: zero the gradients, run the forward under torch.autocast('cpu', dtype=torch.float16), compute the loss in float32, backward on scaler.scale(loss), then scaler.step(opt) and scaler.update().":
+        "参数与 GradScaler 的标准做法得到的不同：先清零梯度，在 torch.autocast('cpu', dtype=torch.float16) 下运行前向传播，用 float32 计算损失，对 scaler.scale(loss) 做反向传播，然后调用 scaler.step(opt) 和 scaler.update()。",
     "an SGD step inside backward that frees each gradient":
         "在反向传播中做 SGD 更新并释放每个梯度",
     "return the list of hook handles (what register_post_accumulate_grad_hook returns), so that the hooks can be removed.":

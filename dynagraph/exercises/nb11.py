@@ -70,7 +70,8 @@ def _deep() -> nn.Sequential:
 def _reference(model: nn.Module, x: torch.Tensor, opt: Any, scaler: Any) -> None:
     opt.zero_grad()
     with torch.autocast("cpu", dtype=torch.float16):
-        loss = model(x).pow(2).mean() * 1e-4
+        out = model(x)
+    loss = out.float().pow(2).mean() * 1e-4
     scaler.scale(loss).backward()
     scaler.step(opt)
     scaler.update()
@@ -83,7 +84,7 @@ def _scaled_step(scaled_step: Callable[..., Any]) -> None:
     for step in (scaled_step, _reference):
         model = _deep()
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        scaler = torch.amp.GradScaler("cpu")
+        scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 36)  # too large: the first step overflows
         before = [p.detach().clone() for p in model.parameters()]
         scales, moved = [], []
         for _ in range(3):
@@ -94,9 +95,11 @@ def _scaled_step(scaled_step: Callable[..., Any]) -> None:
         runs.append((scales, moved, [p.detach() for p in model.parameters()]))
     (scales, moved, params), (want_scales, want_moved, want_params) = runs
     expect(scales == want_scales,
-           tr("the scale after each step was {got}; GradScaler gives {want}. The first step's "
-              "scaled gradients overflow float16, so scaler.step skips it and scaler.update() halves "
-              "the scale. Call scaler.update() after scaler.step(opt).", got=scales, want=want_scales),
+           tr("the scale after each step was {got}; GradScaler gives {want}. At the first scale, 2**36, "
+              "some scaled gradients overflow float16, so scaler.step skips that step and "
+              "scaler.update() halves the scale once. Call scaler.update() after scaler.step(opt), and "
+              "compute the loss in float32 (out.float()): a float16 loss times the scale overflows at "
+              "every step.", got=scales, want=want_scales),
            code="scaler.step(opt)\nscaler.update()")
     expect(moved == want_moved,
            tr("the parameters changed at steps {got} (True: changed); with GradScaler they change at "
@@ -105,8 +108,8 @@ def _scaled_step(scaled_step: Callable[..., Any]) -> None:
            code="scaler.scale(loss).backward()\nscaler.step(opt)")
     expect(all(torch.allclose(a, b, rtol=1e-3, atol=1e-7) for a, b in zip(params, want_params)),
            tr("the parameters differ from GradScaler's recipe: zero the gradients, run the forward "
-              "(and the loss) under torch.autocast('cpu', dtype=torch.float16), backward on "
-              "scaler.scale(loss), then scaler.step(opt) and scaler.update()."))
+              "under torch.autocast('cpu', dtype=torch.float16), compute the loss in float32, backward "
+              "on scaler.scale(loss), then scaler.step(opt) and scaler.update()."))
 
 
 def _sgd_reference(x: torch.Tensor, lr: float) -> list[torch.Tensor]:

@@ -22,18 +22,22 @@ WRONG = {
     "11.2": [
         # no scaler.update(): the scale never halves, every step is skipped
         ("def scaled_step(model, x, opt, scaler):\n    opt.zero_grad()\n"
-         "    with torch.autocast('cpu', dtype=torch.float16):\n        loss = model(x).pow(2).mean() * 1e-4\n"
+         "    with torch.autocast('cpu', dtype=torch.float16):\n        out = model(x)\n    loss = out.float().pow(2).mean() * 1e-4\n"
          "    scaler.scale(loss).backward()\n    scaler.step(opt)\n"),
         # opt.step() on the scaled gradients: inf steps are not skipped
         ("def scaled_step(model, x, opt, scaler):\n    opt.zero_grad()\n"
-         "    with torch.autocast('cpu', dtype=torch.float16):\n        loss = model(x).pow(2).mean() * 1e-4\n"
+         "    with torch.autocast('cpu', dtype=torch.float16):\n        out = model(x)\n    loss = out.float().pow(2).mean() * 1e-4\n"
          "    scaler.scale(loss).backward()\n    opt.step()\n    scaler.update()\n"),
+        # the loss in float16: the scaled loss overflows at every step, every step is skipped
+        ("def scaled_step(model, x, opt, scaler):\n    opt.zero_grad()\n"
+         "    with torch.autocast('cpu', dtype=torch.float16):\n        loss = model(x).pow(2).mean() * 1e-4\n"
+         "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n"),
         # dodges the task: float32, no scaler at all
         ("def scaled_step(model, x, opt, scaler):\n    opt.zero_grad()\n"
          "    (model(x).pow(2).mean() * 1e-4).backward()\n    opt.step()\n"),
         # unscaled float16 gradients, stepped by hand (underflow: early layers get zeros)
         ("def scaled_step(model, x, opt, scaler):\n    opt.zero_grad()\n"
-         "    with torch.autocast('cpu', dtype=torch.float16):\n        loss = model(x).pow(2).mean() * 1e-4\n"
+         "    with torch.autocast('cpu', dtype=torch.float16):\n        out = model(x)\n    loss = out.float().pow(2).mean() * 1e-4\n"
          "    loss.backward()\n    opt.step()\n"),
     ],
     "11.3": [
@@ -62,7 +66,7 @@ RIGHT = {
     "11.2": [
         ("def scaled_step(model, x, opt, scaler):\n    opt.zero_grad(set_to_none=True)\n"
          "    with torch.autocast(device_type='cpu', dtype=torch.float16):\n        out = model(x)\n"
-         "        loss = out.pow(2).mean() * 1e-4\n    scaler.scale(loss).backward()\n    scaler.unscale_(opt)\n"
+         "    loss = out.float().pow(2).mean() * 1e-4\n    scaler.scale(loss).backward()\n    scaler.unscale_(opt)\n"
          "    scaler.step(opt)\n    scaler.update()\n    return loss\n"),
     ],
     "11.3": [
