@@ -231,12 +231,13 @@ class _Drawn(NamedTuple):
     png: str = ""  # base64; empty: not made (yet)
     png_size: tuple[int, int] = (0, 0)
     title: str = ""  # drawn outside Graphviz (see _picture.drawing's own_title); empty: none, or in the DOT
-    raster: bytes = b""  # the whole picture as Graphviz drew it at PNG_DPI, from the SVG's layout
+    laid: bytes = b""  # the SVG as the renderer wrote it (its page and origin place the PNG's rows); empty: no PNG
 
 
 def _drawn(graph: Graph, overlay: Overlay, still: bool = False) -> _Drawn:
     """``graph`` drawn with ``overlay``: its SVG, hover texts and frames, and with
-    ``still`` the PNG's raster from the same layout (one renderer run; no PNG yet)."""
+    ``still`` what its PNG is rasterized from (no PNG yet: :func:`_with_png`, once the
+    rest of the view is made, rasterizes only what the budget can keep)."""
     # A title with Chinese (and a Chinese memory line) is drawn by the script and by Pillow
     # instead: see _picture.drawing
     pic, dot, series = _picture.drawing(graph, overlay, own_title=True)
@@ -246,36 +247,71 @@ def _drawn(graph: Graph, overlay: Overlay, still: bool = False) -> _Drawn:
                             "info": _info(graph, pic, overlay.info)}
     if title:
         data["title"] = title
-    svg, raster = render.svg_and_png(dot, PNG_DPI) if still else (render.pipe(dot, "svg"), b"")
-    return _Drawn(pic, render.compact_svg(svg), data, series, dot, title=title, raster=raster)
+    svg = render.pipe(dot, "svg")
+    return _Drawn(pic, render.compact_svg(svg), data, series, dot, title=title, laid=svg if still else b"")
 
 
 def _with_png(drawn: _Drawn, room: int) -> _Drawn:
-    """``drawn`` with its PNG (from its raster), its output at most ``room`` bytes:
-    cropped to the picture's top (and left, when still too big), with a strip at its
-    foot that says so and where the whole picture shows; no PNG where not even a strip
-    of it fits."""
+    """``drawn`` with its PNG, its output at most ``room`` bytes: cropped to the
+    picture's top (and left, when still too big), with a strip at its foot that says so
+    and where the whole picture shows; no PNG where not even a strip of it fits.
+
+    Only about the rows that can fit are rasterized (``render.png_top``; rasterizing and
+    packing cost about as the area): as many as ``room`` holds at :data:`PNG_DENSITY`
+    and a quarter more, then, if all of those fit with room to spare, once more as many
+    as the bytes they took say fit."""
+    page = render._page_of(drawn.laid)
+    width, height = ((round(page[0] * PNG_DPI / 72), round(page[1] * PNG_DPI / 72)) if page else (0, 0))
+    rows = None
+    if width and height:
+        rows = min(height, max(1, PNG_PIXELS // width))  # (packing a huge PNG to crop it after takes seconds)
+        if width * rows * PNG_DENSITY > room:  # it will be cropped: rasterize about what fits
+            rows = min(rows, max(64, int(room / (width * PNG_DENSITY) * 1.25)))
+    for again in (True, False):
+        fitted = _fitted(drawn, room, rows, (width, height))
+        if fitted is None:
+            return drawn
+        b64, size, kept = fitted
+        if not (again and rows is not None and kept >= rows and rows < min(height, PNG_PIXELS // width)
+                and len(b64) < 0.9 * room):
+            return drawn._replace(png=b64, png_size=size)
+        rows = min(height, PNG_PIXELS // width, int(rows * 0.95 * room / len(b64)))  # (bytes grow as the rows)
+    return drawn._replace(png=b64, png_size=size)
+
+
+# What a view's PNG takes, base64, per pixel of its picture: 0.045-0.08 on the zoo's models
+# (white space packs to almost nothing); its rows too many for the budget are not rasterized.
+PNG_DENSITY = 0.06
+
+
+def _fitted(drawn: _Drawn, room: int, rows: int | None, whole: tuple[int, int]) -> tuple[str, tuple[int, int],
+                                                                                       int] | None:
+    """The PNG of ``drawn``'s top ``rows`` rows (all: ``None``) of a picture ``whole``
+    pixels in size, cut to at most ``room`` bytes: ``(base64, size, rows it shows of the
+    picture)``, or ``None`` where it cannot be made."""
     from PIL import Image
 
     try:
-        with Image.open(io.BytesIO(drawn.raster)) as raw:
+        with Image.open(io.BytesIO(render.png_top(drawn.dot, drawn.laid, PNG_DPI, rows))) as raw:
             im = raw.convert("RGB")
     except Image.DecompressionBombError:  # (over ~180 million pixels: no PNG, its text shows)
-        return drawn
+        return None
+    strip = 0
     if drawn.title:
-        im = _titled(im, drawn.title, PNG_DPI)
-    full = im.size
-    w, h = full
-    if w * h > PNG_PIXELS:  # (packing a huge PNG to crop it after takes seconds)
+        titled = _titled(im, drawn.title, PNG_DPI)
+        strip, im = titled.height - im.height, titled
+    full = im.size if rows is None or rows >= whole[1] else (im.width, whole[1] + strip)
+    w, h = im.size
+    if w * h > PNG_PIXELS:
         h = max(1, PNG_PIXELS // w)
         w = min(w, PNG_PIXELS // h)
     while True:
         shown = im if (w, h) == full else _cropped(im.crop((0, 0, w, h)), full)
         b64 = _encoded(shown)
         if len(b64) <= room:
-            return drawn._replace(png=b64, png_size=shown.size)
+            return b64, shown.size, h - strip
         if w * h <= 64 * 64:
-            return drawn
+            return None
         scale = 0.9 * room / len(b64)  # (bytes grow about as the area)
         if h * scale >= min(h, 3 * w, 400):  # a tall picture: its top
             h = max(1, int(h * scale))
