@@ -215,7 +215,8 @@ def svg_and_png(dot_text: str, dpi: int, *, timeout: float = 60) -> tuple[bytes,
     renderer writes both from one layout at ``dpi`` (``-Tsvg -o … -Tpng -o …``), whose
     SVG differs only in its size and scale, set back here. Where that size cannot be
     told for sure (its points end in .5 within the printed digits), the SVG is laid out
-    again on its own. Cached as :func:`pipe` is.
+    again on its own. Cached as :func:`pipe` is. (A view makes its PNG with
+    :func:`png_top` instead: only the rows its budget can keep are rasterized.)
 
     Raises:
         as :func:`pipe` does.
