@@ -232,12 +232,15 @@ class _Drawn(NamedTuple):
     png_size: tuple[int, int] = (0, 0)
     title: str = ""  # drawn outside Graphviz (see _picture.drawing's own_title); empty: none, or in the DOT
     laid: bytes = b""  # the SVG as the renderer wrote it (its page and origin place the PNG's rows); empty: no PNG
+    raster: bytes = b""  # the whole PNG, made in the SVG's run (a small DOT); empty: made by _with_png
 
 
 def _drawn(graph: Graph, overlay: Overlay, still: bool = False) -> _Drawn:
     """``graph`` drawn with ``overlay``: its SVG, hover texts and frames, and with
-    ``still`` what its PNG is rasterized from (no PNG yet: :func:`_with_png`, once the
-    rest of the view is made, rasterizes only what the budget can keep)."""
+    ``still`` what its PNG is made from (no PNG yet: see :func:`_with_png`). A DOT of at
+    most :data:`ONE_RUN_DOT` characters is rasterized whole in the SVG's renderer run (one
+    layout); a bigger one, whose picture may not fit the budget, is laid out alone, and
+    :func:`_with_png` rasterizes only what the budget can keep."""
     # A title with Chinese (and a Chinese memory line) is drawn by the script and by Pillow
     # instead: see _picture.drawing
     pic, dot, series = _picture.drawing(graph, overlay, own_title=True)
@@ -247,8 +250,19 @@ def _drawn(graph: Graph, overlay: Overlay, still: bool = False) -> _Drawn:
                             "info": _info(graph, pic, overlay.info)}
     if title:
         data["title"] = title
-    svg = render.pipe(dot, "svg")
-    return _Drawn(pic, render.compact_svg(svg), data, series, dot, title=title, laid=svg if still else b"")
+    if still and len(dot) <= ONE_RUN_DOT:
+        svg, raster = render.svg_and_png(dot, PNG_DPI)
+    else:
+        svg, raster = render.pipe(dot, "svg"), b""
+    return _Drawn(pic, render.compact_svg(svg), data, series, dot, title=title, laid=svg if still else b"",
+                  raster=raster)
+
+
+# A DOT of at most this many characters gets its SVG and its whole PNG from one renderer run:
+# a second run costs a start and a layout (5-20 % of such a view), and its picture fits the
+# budget whole (on the zoo, every picture cropped to fit had a DOT of over 20,000 characters,
+# and none below 16,000 was cropped).
+ONE_RUN_DOT = 20_000
 
 
 def _with_png(drawn: _Drawn, room: int) -> _Drawn:
@@ -256,14 +270,15 @@ def _with_png(drawn: _Drawn, room: int) -> _Drawn:
     picture's top (and left, when still too big), with a strip at its foot that says so
     and where the whole picture shows; no PNG where not even a strip of it fits.
 
-    Only about the rows that can fit are rasterized (``render.png_top``; rasterizing and
-    packing cost about as the area): as many as ``room`` holds at :data:`PNG_DENSITY`
-    and a quarter more, then, if all of those fit with room to spare, once more as many
-    as the bytes they took say fit."""
+    A PNG made whole with the SVG (``drawn.raster``: a small DOT) is cut from that.
+    Otherwise only about the rows that can fit are rasterized (``render.png_top``;
+    rasterizing and packing cost about as the area): as many as ``room`` holds at
+    :data:`PNG_DENSITY` and a quarter more, then, if all of those fit with room to spare,
+    once more as many as the bytes they took say fit."""
     page = render._page_of(drawn.laid)
     width, height = ((round(page[0] * PNG_DPI / 72), round(page[1] * PNG_DPI / 72)) if page else (0, 0))
     rows = None
-    if width and height:
+    if width and height and not drawn.raster:
         rows = min(height, max(1, PNG_PIXELS // width))  # (packing a huge PNG to crop it after takes seconds)
         if width * rows * PNG_DENSITY > room:  # it will be cropped: rasterize about what fits
             rows = min(rows, max(64, int(room / (width * PNG_DENSITY) * 1.25)))
@@ -292,7 +307,8 @@ def _fitted(drawn: _Drawn, room: int, rows: int | None, whole: tuple[int, int]) 
     from PIL import Image
 
     try:
-        with Image.open(io.BytesIO(render.png_top(drawn.dot, drawn.laid, PNG_DPI, rows))) as raw:
+        png = drawn.raster or render.png_top(drawn.dot, drawn.laid, PNG_DPI, rows)
+        with Image.open(io.BytesIO(png)) as raw:
             im = raw.convert("RGB")
     except Image.DecompressionBombError:  # (over ~180 million pixels: no PNG, its text shows)
         return None

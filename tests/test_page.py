@@ -1084,7 +1084,19 @@ def test_every_view_fits_the_budget_in_all_its_outputs_whatever_it_holds(monkeyp
         assert any(o.metadata["dynagraph"] == "picture" and o.data["text/plain"] for o in outs)
 
 
-def test_a_view_lays_out_its_svg_once_and_rasterizes_its_png_from_the_same_text(monkeypatch):
+def test_a_view_runs_the_renderer_once_for_its_svg_and_png(monkeypatch):
+    runs = []
+    real = render._communicate
+    monkeypatch.setattr(render, "_communicate", lambda args, *rest: runs.append(args) or real(args, *rest))
+    render.clear_cache()
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    outs = dg.draw((2 * x + 1).sum(), params={"x": x})._outputs()
+    assert len(runs) == 1 and "-Tsvg" in runs[0] and "-Tpng" in runs[0]
+    assert data_of(outs)["svg"] and _png(outs).width > 0
+
+
+def test_a_big_dot_lays_out_its_svg_alone_then_rasterizes_its_png_from_the_same_text(monkeypatch):
+    monkeypatch.setattr(_page, "ONE_RUN_DOT", 100)  # (as a DOT of more than 20,000 characters)
     runs = []
     real = render._communicate
     monkeypatch.setattr(render, "_communicate", lambda args, text, *rest: runs.append((args, text)) or
@@ -1096,11 +1108,16 @@ def test_a_view_lays_out_its_svg_once_and_rasterizes_its_png_from_the_same_text(
     (_, svg_text), (_, png_text) = runs
     assert png_text.replace("\n  dpi=96;", "", 1) == svg_text  # (the whole picture: no viewport)
     assert data_of(outs)["svg"] and _png(outs).width > 0
+    one_run = _png(outs)
+    monkeypatch.undo()
+    render.clear_cache()
+    assert _png(dg.draw((2 * x + 1).sum(), params={"x": x})._outputs()).tobytes() == one_run.tobytes()
 
 
 def test_a_cropped_picture_rasterizes_about_the_rows_it_keeps_and_they_are_the_whole_pictures(monkeypatch):
     from PIL import Image, ImageChops
     monkeypatch.setattr(_page, "MAX_BYTES", 80_000)
+    monkeypatch.setattr(_page, "ONE_RUN_DOT", 100)  # (as a DOT of more than 20,000 characters)
     x = torch.ones(3, requires_grad=True)
     y = x
     for k in range(40):  # a chain of 80 ops, one node wide
