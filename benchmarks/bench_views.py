@@ -27,8 +27,10 @@
 # beside torchviz on the same model, interleaved in one run: ``make_dot`` of the loss and
 # its SVG laid out by the same renderer dynagraph uses (graphviz-pure unless
 # DYNAGRAPH_DOT says otherwise; torchviz's own ``pipe`` needs a system ``dot``), and the
-# ratio of the two (target: at most ZOO_RATIO where torchviz finishes). ``--zoo`` runs
-# only this part.
+# ratio of the two (target: at most ZOO_RATIO where torchviz finishes). Beside the
+# seconds, the CPU seconds of each (this process and the renderers it ran: what other work
+# on a busy machine does not change) and their ratio. ``--zoo`` runs only this part
+# (``--only``: the zoo's models whose name contains it).
 #
 # Then long recordings: a ``dg.live(memory=True)`` recording of a loop of 80,000 and
 # 300,000 small ops (``y = y * 1.0``), displayed in a child like the views; each must stay
@@ -357,14 +359,21 @@ def _sibling(name: str):
     return sys.modules[name]
 
 
-def torchviz_layout(case, timeout: float) -> float | str:
-    """Seconds of torchviz's ``make_dot`` of ``case``'s loss and its SVG layout by
-    dynagraph's renderer (uncached), or why it did not finish."""
+def cpu_seconds() -> float:
+    """CPU seconds this process and its finished children (the renderers) have used."""
+    import resource
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+def torchviz_layout(case, timeout: float) -> tuple[float, float] | str:
+    """Seconds and CPU seconds of torchviz's ``make_dot`` of ``case``'s loss and its SVG
+    layout by dynagraph's renderer (uncached), or why it did not finish."""
     from torchviz import make_dot
 
     from dynagraph import render
     loss = case.forward()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds()
     try:
         dot = make_dot(loss, params=dict(case.model.named_parameters())).source
         render._layout(render.find_renderer(), dot, "svg", timeout)
@@ -372,7 +381,7 @@ def torchviz_layout(case, timeout: float) -> float | str:
         return f"> {timeout:g} s"
     except RecursionError as exc:
         return type(exc).__name__
-    return time.perf_counter() - start
+    return time.perf_counter() - start, cpu_seconds() - cpu
 
 
 def zoo_rows(repeats: int, timeout: float, only: tuple[str, ...] = ()) -> tuple[list[str], bool]:
@@ -381,36 +390,41 @@ def zoo_rows(repeats: int, timeout: float, only: tuple[str, ...] = ()) -> tuple[
     from dynagraph import render
     zoo = _sibling("zoo")
     models, left_out = zoo.available()
-    models = {k: f for k, f in models.items() if not only or k in only}
+    models = {k: f for k, f in models.items() if not only or any(o in k for o in only)}
     lines = [f"skipped {name}: {why}" for name, why in left_out.items()]
-    lines += ["| model | view | dynagraph s | all outputs KB | torchviz s | ratio | verdict |",
-              "|---|---|---:|---:|---:|---:|---|"]
+    lines += ["| model | view | dynagraph s | all outputs KB | torchviz s | ratio | dynagraph CPU s | "
+              "torchviz CPU s | CPU ratio | verdict |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     print("\n".join(lines), flush=True)
     passed = True
     for name, factory in models.items():
         for view in ("draw", "live", "backward"):
-            ours, theirs, kb = [], [], 0.0
+            ours, our_cpu, theirs, kb = [], [], [], 0.0
             for _ in range(repeats):  # interleaved: a busy moment hits both alike
                 obj = zoo._view(factory(), view)
                 render.clear_cache()
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), cpu_seconds()
                 outs = obj._outputs()
                 ours.append(time.perf_counter() - start)
+                our_cpu.append(cpu_seconds() - cpu)
                 kb = _page.stored_bytes(outs) / 1000
                 tv = torchviz_layout(factory(), timeout)
                 theirs.append(tv)
-            s = statistics.median(ours)
-            if all(isinstance(t, float) for t in theirs):
-                tv_s = statistics.median(theirs)  # type: ignore[type-var]
+            s, cpu_s = statistics.median(ours), statistics.median(our_cpu)
+            if all(isinstance(t, tuple) for t in theirs):
+                tv_s = statistics.median(t[0] for t in theirs)  # type: ignore[index]
+                tv_cpu = statistics.median(t[1] for t in theirs)  # type: ignore[index]
                 ratio, tv_text = s / tv_s, seconds_text(tv_s)
                 ok = ratio <= ZOO_RATIO and s <= TIME_TARGET and kb <= SIZE_TARGET
                 ratio_text = f"{ratio:.2f}x"
+                cpu_text = (f"{tv_cpu:.2f} | {cpu_s / tv_cpu:.2f}x" if tv_cpu > 0 else f"{tv_cpu:.2f} | -")
             else:
-                tv_text, ratio_text = str(next(t for t in theirs if not isinstance(t, float))), "-"
+                tv_text, ratio_text = str(next(t for t in theirs if not isinstance(t, tuple))), "-"
                 ok = s <= TIME_TARGET and kb <= SIZE_TARGET
+                cpu_text = "- | -"
             passed &= ok
             line = (f"| {name} | {view} | {seconds_text(s)} | {kb:.1f} | {tv_text} | {ratio_text} | "
-                    f"{'PASS' if ok else 'MISS'} |")
+                    f"{cpu_s:.2f} | {cpu_text} | {'PASS' if ok else 'MISS'} |")
             lines.append(line)
             print(line, flush=True)
     return lines, passed
@@ -749,11 +763,11 @@ def main(argv=None) -> dict:
     torch.set_num_threads(1)  # as the other benches: tiny tensors, steady timings
     warnings.filterwarnings("ignore", "distutils Version classes", DeprecationWarning)
     dot = shutil.which("dot")
-    specs = select(models(args.quick), args.only)
     print("\n".join(environment(dot, args.timeout)) + "\n", flush=True)
     warm_up()
-    if args.zoo:
-        return {"zoo": zoo_rows(args.repeats, args.timeout)[1]}
+    if args.zoo:  # (--only: the zoo's models whose name contains it)
+        return {"zoo": zoo_rows(args.repeats, args.timeout, tuple(args.only or ()))[1]}
+    specs = select(models(args.quick), args.only)
     start, ours = time.perf_counter(), []
     print(table_header(), flush=True)
     for spec in specs:

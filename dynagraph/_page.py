@@ -233,16 +233,21 @@ class _Drawn(NamedTuple):
     png: str = ""  # base64; empty: not made (yet)
     png_size: tuple[int, int] = (0, 0)
     title: str = ""  # drawn outside Graphviz (see _picture.drawing's own_title); empty: none, or in the DOT
-    raster: bytes = b""  # the whole picture as Graphviz drew it at PNG_DPI, from the SVG's layout
+    # the SVG as the renderer wrote it (its page and origin place the PNG's rows); empty: no PNG
+    laid: bytes = b""
+    raster: bytes = b""  # the whole PNG, made in the SVG's run (a small DOT); empty: made by _with_png
 
 
 def _drawn(graph: Graph, overlay: Overlay, still: bool = False) -> _Drawn:
     """``graph`` drawn with ``overlay``: its SVG, hover texts and frames, and with
-    ``still`` the PNG's raster from the same layout (one renderer run; no PNG yet)."""
+    ``still`` what its PNG is made from (no PNG yet: see :func:`_with_png`). A DOT of at
+    most :data:`ONE_RUN_DOT` characters is rasterized whole in the SVG's renderer run (one
+    layout); a bigger one, whose picture may not fit the budget, is laid out alone, and
+    :func:`_with_png` rasterizes only what the budget can keep."""
     # A title with Chinese (and a Chinese memory line) is drawn by the script and by Pillow
     # instead: see _picture.drawing
     # (a tagged picture is laid out to measure it for the module overview: as this view lays it out)
-    layout = (lambda dot: render.svg_and_png(dot, PNG_DPI)[0]) if still else None
+    layout = (lambda dot: _laid_out(dot)[0]) if still else None
     pic, dot, series = _picture.drawing(graph, overlay, own_title=True, layout=layout)
     title = pic.own_title
     drawn = pic.graph
@@ -252,8 +257,22 @@ def _drawn(graph: Graph, overlay: Overlay, still: bool = False) -> _Drawn:
         data["title"] = title
     if pic.detail is not None:  # a module overview: its op-level picture, opened a box at a time
         data["inside"] = _inside(pic)
-    svg, raster = render.svg_and_png(dot, PNG_DPI) if still else (render.pipe(dot, "svg"), b"")
-    return _Drawn(pic, render.compact_svg(svg), data, series, dot, title=title, raster=raster)
+    svg, raster = _laid_out(dot) if still else (render.pipe(dot, "svg"), b"")
+    return _Drawn(pic, render.compact_svg(svg), data, series, dot, title=title, laid=svg if still else b"",
+                  raster=raster)
+
+
+# A DOT of at most this many characters gets its SVG and its whole PNG from one renderer run:
+# a second run costs a start and a layout (5-20 % of such a view), and its picture fits the
+# budget whole (on the zoo, every picture cropped to fit had a DOT of over 20,000 characters,
+# and none below 16,000 was cropped).
+ONE_RUN_DOT = 20_000
+
+
+def _laid_out(dot: str) -> tuple[bytes, bytes]:
+    """A view's SVG of ``dot``, with its whole PNG from the same renderer run where the DOT
+    is small (:data:`ONE_RUN_DOT`); else no PNG yet (:func:`_with_png` makes the part kept)."""
+    return render.svg_and_png(dot, PNG_DPI) if len(dot) <= ONE_RUN_DOT else (render.pipe(dot, "svg"), b"")
 
 
 def _inside(pic: _picture.Picture) -> dict[str, Any]:
@@ -265,31 +284,69 @@ def _inside(pic: _picture.Picture) -> dict[str, Any]:
 
 
 def _with_png(drawn: _Drawn, room: int) -> _Drawn:
-    """``drawn`` with its PNG (from its raster), its output at most ``room`` bytes:
-    cropped to the picture's top (and left, when still too big), with a strip at its
-    foot that says so and where the whole picture shows; no PNG where not even a strip
-    of it fits."""
+    """``drawn`` with its PNG, its output at most ``room`` bytes: cropped to the
+    picture's top (and left, when still too big), with a strip at its foot that says so
+    and where the whole picture shows; no PNG where not even a strip of it fits.
+
+    A PNG made whole with the SVG (``drawn.raster``: a small DOT) is cut from that.
+    Otherwise only about the rows that can fit are rasterized (``render.png_top``;
+    rasterizing and packing cost about as the area): as many as ``room`` holds at
+    :data:`PNG_DENSITY` and a quarter more, then, if all of those fit with room to spare,
+    once more as many as the bytes they took say fit."""
+    page = render.svg_page(drawn.laid)
+    width, height = ((round(page[0] * PNG_DPI / 72), round(page[1] * PNG_DPI / 72)) if page else (0, 0))
+    rows = None
+    if width and height and not drawn.raster:
+        rows = min(height, max(1, PNG_PIXELS // width))  # (packing a huge PNG to crop it after takes seconds)
+        if width * rows * PNG_DENSITY > room:  # it will be cropped: rasterize about what fits
+            rows = min(rows, max(64, int(room / (width * PNG_DENSITY) * 1.25)))
+    for again in (True, False):
+        fitted = _fitted(drawn, room, rows, (width, height))
+        if fitted is None:
+            return drawn
+        b64, size, kept = fitted
+        if not (again and rows is not None and kept >= rows and rows < min(height, PNG_PIXELS // width)
+                and len(b64) < 0.9 * room):
+            return drawn._replace(png=b64, png_size=size)
+        # (bytes grow as the rows)
+        rows = min(height, PNG_PIXELS // width, int(rows * 0.95 * room / len(b64)))
+    return drawn._replace(png=b64, png_size=size)
+
+
+# What a view's PNG takes, base64, per pixel of its picture: 0.045-0.08 on the zoo's models
+# (white space packs to almost nothing); its rows too many for the budget are not rasterized.
+PNG_DENSITY = 0.06
+
+
+def _fitted(drawn: _Drawn, room: int, rows: int | None, whole: tuple[int, int]) -> tuple[str, tuple[int, int],
+                                                                                       int] | None:
+    """The PNG of ``drawn``'s top ``rows`` rows (all: ``None``) of a picture ``whole``
+    pixels in size, cut to at most ``room`` bytes: ``(base64, size, rows it shows of the
+    picture)``, or ``None`` where it cannot be made."""
     from PIL import Image
 
     try:
-        with Image.open(io.BytesIO(drawn.raster)) as raw:
+        png = drawn.raster or render.png_top(drawn.dot, drawn.laid, PNG_DPI, rows)
+        with Image.open(io.BytesIO(png)) as raw:
             im = raw.convert("RGB")
     except Image.DecompressionBombError:  # (over ~180 million pixels: no PNG, its text shows)
-        return drawn
+        return None
+    strip = 0
     if drawn.title:
-        im = _titled(im, drawn.title, PNG_DPI)
-    full = im.size
-    w, h = full
-    if w * h > PNG_PIXELS:  # (packing a huge PNG to crop it after takes seconds)
+        titled = _titled(im, drawn.title, PNG_DPI)
+        strip, im = titled.height - im.height, titled
+    full = im.size if rows is None or rows >= whole[1] else (im.width, whole[1] + strip)
+    w, h = im.size
+    if w * h > PNG_PIXELS:
         h = max(1, PNG_PIXELS // w)
         w = min(w, PNG_PIXELS // h)
     while True:
         shown = im if (w, h) == full else _cropped(im.crop((0, 0, w, h)), full)
         b64 = _encoded(shown)
         if len(b64) <= room:
-            return drawn._replace(png=b64, png_size=shown.size)
+            return b64, shown.size, h - strip
         if w * h <= 64 * 64:
-            return drawn
+            return None
         scale = 0.9 * room / len(b64)  # (bytes grow about as the area)
         if h * scale >= min(h, 3 * w, 400):  # a tall picture: its top
             h = max(1, int(h * scale))

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["CACHE_BYTES", "FORMATS", "RenderTimeoutError", "RendererNotFoundError", "clear_cache",
-           "compact_svg", "find_renderer", "pipe", "svg_and_png"]
+           "compact_svg", "find_renderer", "pipe", "png_top", "svg_and_png", "svg_page"]
 
 FORMATS = ("dot", "svg", "png", "pdf", "jpg")
 # Rendered output kept for reuse, DOT text and result bytes together: a drawing of
@@ -215,7 +215,8 @@ def svg_and_png(dot_text: str, dpi: int, *, timeout: float = 60) -> tuple[bytes,
     renderer writes both from one layout at ``dpi`` (``-Tsvg -o … -Tpng -o …``), whose
     SVG differs only in its size and scale, set back here. Where that size cannot be
     told for sure (its points end in .5 within the printed digits), the SVG is laid out
-    again on its own. Cached as :func:`pipe` is.
+    again on its own. Cached as :func:`pipe` is. (A view makes its PNG with
+    :func:`png_top` instead: only the rows its budget can keep are rasterized.)
 
     Raises:
         as :func:`pipe` does.
@@ -238,6 +239,45 @@ def _both(exe: str, dot_text: str, dpi: int, timeout: float) -> tuple[bytes, byt
 
 
 _run_both = _ByteCache(_both, CACHE_BYTES)
+
+
+def png_top(dot_text: str, svg: bytes, dpi: int, rows: int | None = None, *, timeout: float = 60) -> bytes:
+    """``dot_text`` as a PNG at ``dpi``: the whole picture, or with ``rows`` only its top
+    ``rows`` pixels, the rest not rasterized (Graphviz's ``viewport``: rasterizing costs
+    about as the area, and a picture too big for a view's budget keeps only its top).
+
+    ``svg`` is :func:`pipe`'s SVG of the same text: its page size and origin place the
+    viewport on the picture's top edge, full width, so the rows are those of the whole
+    picture's PNG (antialiasing may differ by a level in a few pixels). The whole
+    picture where ``svg`` does not say where its page is. Cached as :func:`pipe` is.
+
+    Raises:
+        as :func:`pipe` does.
+    """
+    head, brace, rest = dot_text.partition("{")
+    setting = f"dpi={dpi};"
+    page = svg_page(svg)
+    if rows is not None and page and rows < round(page[1] * dpi / 72):
+        width, _, left, top = page  # (the page's top edge is at -top in the SVG, +top in DOT's points)
+        tall = max(1, rows) * 72 / dpi
+        setting += f' viewport="{width:.4f},{tall:.4f},1,{left + width / 2:.4f},{top - tall / 2:.4f}";'
+    return _run(find_renderer(), f"{head}{brace}\n  {setting}{rest}", "png", timeout)
+
+
+def svg_page(svg: bytes | str) -> tuple[float, float, float, float] | None:
+    """``(width, height, left, top)`` of the page of Graphviz's SVG at 72 dpi, in the
+    graph's points (its background polygon spans the page, the SVG's own size is rounded),
+    or ``None`` where ``svg`` has no such polygon."""
+    data = svg.encode() if isinstance(svg, str) else svg
+    background = _BACKGROUND.search(data)
+    if not background:
+        return None
+    numbers = [float(v) for v in re.findall(rb"-?\d+(?:\.\d+)?", background[1])]
+    xs, ys = numbers[0::2], numbers[1::2]
+    if len(xs) < 3 or len(xs) != len(ys):
+        return None
+    return max(xs) - min(xs), max(ys) - min(ys), min(xs), -min(ys)
+
 
 _SCALED_HEAD = re.compile(rb'<svg width="(\d+)pt" height="(\d+)pt"\n'
                           rb' viewBox="0\.00 0\.00 (\d+)\.00 (\d+)\.00"')

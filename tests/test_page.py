@@ -1104,6 +1104,50 @@ def test_a_view_runs_the_renderer_once_for_its_svg_and_png(monkeypatch):
     assert data_of(outs)["svg"] and _png(outs).width > 0
 
 
+def test_a_big_dot_lays_out_its_svg_alone_then_rasterizes_its_png_from_the_same_text(monkeypatch):
+    monkeypatch.setattr(_page, "ONE_RUN_DOT", 100)  # (as a DOT of more than 20,000 characters)
+    runs = []
+    real = render._communicate
+    monkeypatch.setattr(render, "_communicate", lambda args, text, *rest: runs.append((args, text)) or
+                        real(args, text, *rest))
+    render.clear_cache()
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    outs = dg.draw((2 * x + 1).sum(), params={"x": x})._outputs()
+    assert [args[1:] for args, _ in runs] == [["-Tsvg"], ["-Tpng"]]
+    (_, svg_text), (_, png_text) = runs
+    assert png_text.replace("\n  dpi=96;", "", 1) == svg_text  # (the whole picture: no viewport)
+    assert data_of(outs)["svg"] and _png(outs).width > 0
+    one_run = _png(outs)
+    monkeypatch.undo()
+    render.clear_cache()
+    assert _png(dg.draw((2 * x + 1).sum(), params={"x": x})._outputs()).tobytes() == one_run.tobytes()
+
+
+def test_a_cropped_picture_rasterizes_about_the_rows_it_keeps_and_they_are_the_whole_pictures(monkeypatch):
+    from PIL import Image, ImageChops
+    monkeypatch.setattr(_page, "MAX_BYTES", 80_000)
+    monkeypatch.setattr(_page, "ONE_RUN_DOT", 100)  # (as a DOT of more than 20,000 characters)
+    x = torch.ones(3, requires_grad=True)
+    y = x
+    for k in range(40):  # a chain of 80 ops, one node wide
+        y = (y.sin() if k % 3 else y.exp()) * (k + 1)
+    g = dg.draw(y.sum(), params={"x": x}, roll=False, max_nodes=None)
+    rasters = []
+    real = render.png_top
+    monkeypatch.setattr(render, "png_top", lambda *a, **k: rasters.append(a) or real(*a, **k))
+    render.clear_cache()
+    outs = g._outputs()
+    png, (w, h) = _png(outs), _svg_size_px(outs)
+    rows = [a[3] for a in rasters]
+    assert rows and all(r is not None and r < 0.6 * h for r in rows), (rows, h)
+    kept = png.height - 60  # (at most the note's strip under it)
+    assert kept <= max(rows) <= 2 * png.height, (rows, png.size)
+    dot, svg = rasters[-1][:2]
+    whole = Image.open(io.BytesIO(real(dot, svg, 96))).convert("RGB")
+    diff = ImageChops.difference(png.convert("RGB").crop((0, 0, w, kept)), whole.crop((0, 0, w, kept)))
+    assert sum(1 for v in diff.convert("L").getdata() if v > 64) <= 0.002 * w * kept  # (64 colours)
+
+
 def data_of(outs):
     (script,) = [o for o in outs if o.metadata["dynagraph"] == "script"]
     return page_data(f"<script>{script.data['application/javascript']}</script>")

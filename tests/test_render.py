@@ -221,6 +221,26 @@ def test_svg_and_png_writes_the_svg_pipe_writes_and_a_png_at_the_dpi(monkeypatch
     assert len(fallbacks) < len(dots) // 4  # (laid out again only near a .5)
 
 
+def test_png_top_rasterizes_the_top_rows_of_the_whole_png_and_no_more():
+    from PIL import Image, ImageChops
+    import io
+    checked = 0
+    for dot in _dots()[::3]:
+        svg = render.pipe(dot, "svg")
+        whole = Image.open(io.BytesIO(render.png_top(dot, svg, 96))).convert("RGB")
+        if whole.height < 60:
+            continue
+        for rows in (whole.height // 3, whole.height // 2 + 1):
+            top = Image.open(io.BytesIO(render.png_top(dot, svg, 96, rows))).convert("RGB")
+            assert top.width == whole.width and abs(top.height - rows) <= 1, (top.size, rows, whole.size)
+            diff = ImageChops.difference(top, whole.crop((0, 0, *top.size))).convert("L")
+            off = sum(1 for v in diff.getdata() if v > 48)  # (antialiasing may differ by a level)
+            assert off <= 0.002 * top.width * top.height, (off, top.size)
+            checked += 1
+    assert checked >= 4
+    assert render.png_top(dot, b"<svg>", 96, 5) == render.png_top(dot, svg, 96)  # no page: the whole
+
+
 def test_svg_and_png_lays_out_again_where_the_size_cannot_be_told(monkeypatch):
     dot = _dots()[0]
     monkeypatch.setattr(render, "_unscaled", lambda svg, dpi: None)
