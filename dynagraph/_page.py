@@ -233,8 +233,7 @@ class _Drawn(NamedTuple):
     png: str = ""  # base64; empty: not made (yet)
     png_size: tuple[int, int] = (0, 0)
     title: str = ""  # drawn outside Graphviz (see _picture.drawing's own_title); empty: none, or in the DOT
-    # the SVG as the renderer wrote it (its page and origin place the PNG's rows); empty: no PNG
-    laid: bytes = b""
+    laid: bytes = b""  # the SVG as the renderer wrote it (its page places the PNG's rows); empty: no PNG
     raster: bytes = b""  # the whole PNG, made in the SVG's run (a small DOT); empty: made by _with_png
 
 
@@ -308,8 +307,7 @@ def _with_png(drawn: _Drawn, room: int) -> _Drawn:
         if not (again and rows is not None and kept >= rows and rows < min(height, PNG_PIXELS // width)
                 and len(b64) < 0.9 * room):
             return drawn._replace(png=b64, png_size=size)
-        # (bytes grow as the rows)
-        rows = min(height, PNG_PIXELS // width, int(rows * 0.95 * room / len(b64)))
+        rows = min(height, PNG_PIXELS // width, int(rows * 0.95 * room / len(b64)))  # (bytes grow as rows)
     return drawn._replace(png=b64, png_size=size)
 
 

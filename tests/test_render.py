@@ -222,8 +222,9 @@ def test_svg_and_png_writes_the_svg_pipe_writes_and_a_png_at_the_dpi(monkeypatch
 
 
 def test_png_top_rasterizes_the_top_rows_of_the_whole_png_and_no_more():
-    from PIL import Image, ImageChops
     import io
+
+    from PIL import Image, ImageChops
     checked = 0
     for dot in _dots()[::3]:
         svg = render.pipe(dot, "svg")
