@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
 from types import FrameType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import torch
 from torch import nn
@@ -27,16 +27,30 @@ from torch.utils.hooks import RemovableHandle
 
 from . import _source, _torch
 
-if TYPE_CHECKING:
-    from .live import Recording
-
-__all__ = ["close_block", "grad_on", "guarded", "op_name", "open_block", "paused_gc", "remove_hooks"]
+__all__ = ["Listener", "close_block", "grad_on", "guarded", "op_name", "open_block", "paused_gc",
+           "remove_hooks"]
 
 T = TypeVar("T")
 
 _Entered = list[tuple[AbstractContextManager[Any], Any]]  # (context, its enter's result), while entered
 
 _RENAME = {"rmul": "mul", "radd": "add"}  # 2 * x is a mul, as the node says
+
+
+class Listener(Protocol):
+    """What an open block feeds (``live``'s recorder): its thread's ops, and each module's
+    forward as it starts and ends."""
+
+    def on_op(self, op: str, args: Sequence[Any], kwargs: dict[str, Any], out: object,
+              frame: FrameType | None, inplace_target: torch.Tensor | None, /) -> None:
+        """Op ``op`` ran at ``frame`` (the user's line) and returned ``out`` (an in-place
+        op's ``inplace_target`` is among its outputs)."""
+
+    def enter_module(self, module: nn.Module, /) -> None:
+        """``module``'s forward starts."""
+
+    def exit_module(self) -> None:
+        """The innermost running module's forward ended (or raised)."""
 
 
 _NAMES: dict[object, str] = {}  # func -> its op name: a loop calls the same few funcs
@@ -85,8 +99,9 @@ class _Mode(TorchFunctionMode):
         out = func(*args, **kwargs)
         if isinstance(out, _NOT_TENSORS):  # x.dim(), x.shape, x.item(): no step, so no bookkeeping
             return out
-        recs = [b.rec for b in _local.thread.blocks if not b.inside_apply]  # a Function's inner ops: its step
-        if not recs:
+        # (a custom Function's inner ops are its step: not handed on)
+        listeners = [b.listener for b in _local.thread.blocks if not b.inside_apply]
+        if not listeners:
             return out
         frame = sys._getframe(1)
         if frame.f_code.co_filename.startswith(_source.PACKAGE_DIR):
@@ -95,9 +110,9 @@ class _Mode(TorchFunctionMode):
         target = args[0] if (name.endswith("_") or name == "setitem") and args and \
             isinstance(args[0], torch.Tensor) else None
         if _unseen(types, out):  # nothing could see the bookkeeping: no guard needed
-            _give(recs, name, args, kwargs, out, frame, target)
+            _give(listeners, name, args, kwargs, out, frame, target)
         else:
-            guarded(_torch.no_torch_function(), _give, recs, name, args, kwargs, out, frame, target)
+            guarded(_torch.no_torch_function(), _give, listeners, name, args, kwargs, out, frame, target)
         return out
 
 
@@ -124,13 +139,13 @@ def _unseen(types: Collection[type], out: object) -> bool:
     return type(out) is tuple and all(type(t) is _Tensor for t in out)
 
 
-def _give(recs: list[Recording], op: str, args: Sequence[Any], kwargs: dict[str, Any], out: object,
+def _give(listeners: list[Listener], op: str, args: Sequence[Any], kwargs: dict[str, Any], out: object,
           frame: FrameType, target: torch.Tensor | None) -> None:
-    """Hand op ``op``, run from ``frame``, to each of ``recs`` (with torch function off, so
-    that no mode or subclass sees our bookkeeping)."""
+    """Hand op ``op``, run from ``frame``, to each of ``listeners`` (with torch function off,
+    so that no mode or subclass sees our bookkeeping)."""
     where = _source.user_frame(frame)
-    for rec in recs:
-        rec.on_op(op, args, kwargs, out, where, target)
+    for listener in listeners:
+        listener.on_op(op, args, kwargs, out, where, target)
 
 
 # -- what open blocks change in torch: a mode per thread; one patch and two hooks in all --
@@ -152,18 +167,18 @@ class _Local(threading.local):
 
 
 class _Block:
-    """One open block: its recording, the thread that opened it, and how many custom
+    """One open block: its listener, the thread that opened it, and how many custom
     Functions of that thread are running (their inner ops are the Function's step)."""
 
-    __slots__ = ("inside_apply", "rec", "thread")
+    __slots__ = ("inside_apply", "listener", "thread")
 
-    def __init__(self, rec: Recording, thread: _Thread) -> None:
-        self.rec, self.thread, self.inside_apply = rec, thread, 0
+    def __init__(self, listener: Listener, thread: _Thread) -> None:
+        self.listener, self.thread, self.inside_apply = listener, thread, 0
 
 
 _local = _Local()
 _lock = threading.Lock()  # guards _open, _hooks and the patch: blocks open and close in any thread
-_open: dict[Recording, _Block] = {}  # the open blocks of all threads: torch is patched while there is one
+_open: dict[Listener, _Block] = {}  # the open blocks of all threads: torch is patched while there is one
 _hooks: dict[str, RemovableHandle] = {}  # the global module hooks now registered
 # torch's own apply, taken at import: the only one ever put back (never one patched since)
 _TORCH_APPLY: Any = Function.__dict__.get("apply")
@@ -185,7 +200,7 @@ def _apply(cls: type[Function], *args: Any, **kwargs: Any) -> Any:
         for block in blocks:
             block.inside_apply -= 1
     still = _local.thread.blocks
-    outer = [b.rec for b in blocks if not b.inside_apply and b in still]
+    outer = [b.listener for b in blocks if not b.inside_apply and b in still]
     if outer:
         guarded(_torch.no_torch_function(), _give, outer, f"{cls.__name__}.apply", args, kwargs, out,
                 sys._getframe(1), None)
@@ -199,14 +214,14 @@ def _pre_hook(module: nn.Module, args: tuple[Any, ...]) -> None:
     if torch.compiler.is_compiling():  # compiled code calls no hooks: trace none either
         return
     for block in _local.thread.blocks:
-        block.rec.enter_module(module)
+        block.listener.enter_module(module)
 
 
 def _post_hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
     if torch.compiler.is_compiling():
         return
     for block in _local.thread.blocks:
-        block.rec.exit_module()
+        block.listener.exit_module()
 
 
 def _sync() -> None:
@@ -237,24 +252,24 @@ def _sync() -> None:
     _torch.remove_global_module_hooks([_pre_hook, _post_hook])  # any whose handle was lost
 
 
-def open_block(rec: Recording) -> None:
-    """Start feeding ``rec`` this thread's ops (the thread's first block pushes the mode).
+def open_block(listener: Listener) -> None:
+    """Start feeding ``listener`` this thread's ops (the thread's first block pushes the mode).
 
     An interrupt at any point leaves only what :func:`close_block` undoes: call it
-    inside a ``try`` whose ``finally`` calls ``close_block(rec)`` (twice, as ``live()``
+    inside a ``try`` whose ``finally`` calls ``close_block(listener)`` (twice, as ``live()``
     does, so that a close an interrupt cut short is finished).
     """
     thread = _local.thread
-    block = _Block(rec, thread)
-    guarded(_lock, _remember, rec, block)
+    block = _Block(listener, thread)
+    guarded(_lock, _remember, listener, block)
     thread.blocks.append(block)
     if thread.mode is None:  # (a mode left by a block closed in another thread is reused)
         thread.mode = _Mode()  # named before it is pushed: close_block takes off what is named
         _torch.push_mode(thread.mode)
 
 
-def close_block(rec: Recording) -> None:
-    """Stop feeding ``rec``; when it was its thread's last block, take the thread's mode
+def close_block(listener: Listener) -> None:
+    """Stop feeding ``listener``; when it was its thread's last block, take the thread's mode
     off the stack (even when other modes were pushed above it since: blocks may end in
     any order), and when it was the last open block, put torch back.
 
@@ -263,7 +278,7 @@ def close_block(rec: Recording) -> None:
     reach that thread's mode stack: torch keeps one per thread. The mode stays there,
     feeding nothing, until that thread opens and closes its next block.
     """
-    block = _open.get(rec)
+    block = _open.get(listener)
     if block is not None:
         thread = block.thread
         if block in thread.blocks:
@@ -271,16 +286,16 @@ def close_block(rec: Recording) -> None:
         if not thread.blocks and thread is _local.thread and thread.mode is not None:
             _remove_mode(thread.mode)
             thread.mode = None
-    guarded(_lock, _forget, rec)
+    guarded(_lock, _forget, listener)
 
 
-def _remember(rec: Recording, block: _Block) -> None:
-    _open[rec] = block  # remembered before anything changes, so close_block undoes it all
+def _remember(listener: Listener, block: _Block) -> None:
+    _open[listener] = block  # remembered before anything changes, so close_block undoes it all
     _sync()
 
 
-def _forget(rec: Recording) -> None:
-    _open.pop(rec, None)
+def _forget(listener: Listener) -> None:
+    _open.pop(listener, None)
     _sync()
 
 

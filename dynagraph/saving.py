@@ -132,8 +132,8 @@ def _graph(d: dict[str, Any]) -> Graph:
 def _recording(d: dict[str, Any]) -> Recording:
     steps = [Step(**{**s, "inputs": _shapes(s["inputs"]), "outputs": _shapes(s["outputs"])})
              for s in d["steps"]]
-    return Recording.from_records(steps, [_node(n) for n in d["nodes"]], [tuple(e) for e in d["edges"]],
-                                  d["module_types"], _memory_in(d["memory"]))
+    return Recording(steps, [_node(n) for n in d["nodes"]], [tuple(e) for e in d["edges"]],
+                     d["module_types"], _memory_in(d["memory"]))
 
 
 def _backward(d: dict[str, Any]) -> BackwardTrace:

@@ -21,6 +21,7 @@ from _helpers import html_of, outputs_of, page_data, page_steps, pictures, store
 
 live_module = importlib.import_module("dynagraph.live")  # dg.live is the function
 patch_module = importlib.import_module("dynagraph._patch")
+recorder_module = importlib.import_module("dynagraph._recorder")
 
 
 def next_line():
@@ -352,7 +353,7 @@ def test_exit_restores_torch_even_when_the_block_raises(where):
             raise RuntimeError("boom in body")
     assert hooks_state() == before
     assert hooks_state()[:4] == (0, 0, 0, 0)
-    assert rec._modules == []
+    assert rec._recorder is None  # dropped: its running modules with it
     x = torch.ones(1, requires_grad=True)
     (x * 2).sum()  # not recorded any more
     ran = ["ones", "linear"] + (["Square.apply"] if where == "body" else [])
@@ -440,7 +441,7 @@ def test_view_shows_the_finished_graph_at_exit(monkeypatch):
     (svg,) = pictures(script["application/javascript"])
     assert "image/png" in picture  # the last redraw stays in the notebook: with its PNG
     assert "2 steps so far" in svg_texts(svg)
-    assert rec._view is None
+    assert rec._recorder is None  # the view went with it
 
 
 def test_view_without_a_renderer_fails_before_recording(monkeypatch, tmp_path):
@@ -711,10 +712,12 @@ def test_a_failing_walk_at_the_end_still_lets_everything_go(monkeypatch):
     x = torch.ones(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="walk failed"):
         with dg.live(params={"x": x}) as rec:
-            monkeypatch.setattr(live_module.Recording, "_credit", broken)
+            recorder = rec._recorder
+            monkeypatch.setattr(recorder_module.Recorder, "_credit", broken)
             y = (x * 2).sum()
     monkeypatch.undo()
-    assert rec._todo == [] and rec._held == [] and rec._roots == []
+    assert rec._recorder is None
+    assert recorder._todo == [] and recorder._held == [] and recorder._roots == []
     assert Function.__dict__["apply"] is patch_module._TORCH_APPLY
     assert torch._C._len_torch_function_stack() == 0
     assert y.grad_fn is not None
@@ -843,7 +846,7 @@ def test_a_long_source_line_is_cut_in_step_texts_saying_how_long_it_is(tmp_path,
         pasted.run(model)
     code = line.strip()
     assert len(rec.steps) >= 4 and all(s.code == code for s in rec.steps)  # the step keeps the whole line
-    cut = f"{code[:live_module.CODE_CHARS]}\u2026({len(code):,} characters)"
+    cut = f"{code[:recorder_module.CODE_CHARS]}\u2026({len(code):,} characters)"
     assert all(cut in s.text() and code not in s.text() for s in rec.steps)
     assert cut in repr(rec) and len(code) > 38_000
     assert stored(rec) < _page.MAX_BYTES
