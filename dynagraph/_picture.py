@@ -200,7 +200,9 @@ def _drawing_of(graph: Graph, pic: Picture, overlay: Overlay | None,
     saved = getattr(graph, "memory", None)
     if saved is not None:
         repeats = {nid: block.repeats for block in g.blocks for nid in block.nodes}
-        line = memory.decorate(drawn, saved, pic.mapping, repeats, None)
+        notes, fills, line = memory.decorate(saved, pic.mapping, repeats)
+        drawn.notes.update(notes)
+        drawn.fills.update(fills)
         if outside and _fonts.needs_cjk_font(line):  # (a Chinese summary: with the title, outside)
             pic.own_title = f"{pic.own_title}\n{line}" if pic.own_title else line
         else:

@@ -19,8 +19,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import _patch, _signals, _source, _tags, _torch, memory
+from . import _patch, _signals, _source, _tags, _torch
 from ._language import N_, tr, translated
+from ._measure import measure_into
 from ._records import Node, owner
 from ._tags import tensors_in
 from ._walk import reach
@@ -259,7 +260,7 @@ class Recorder:
             nid = meta[key] = len(nodes)
             node = record(fn, nid, params, tags=False)  # we set the module
             if measured is not None:  # measured now: backward() may free them before long
-                memory.measure_into(measured, nid, node.name, fn)
+                measure_into(measured, node, fn)
             nodes.append(node)
             held.append(fn)
             seq = node.seq

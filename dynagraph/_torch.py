@@ -555,7 +555,7 @@ def _watch_collections() -> None:
         gc.callbacks.append(_after_collection)
 
 
-# -- saved tensors as autograd holds them (memory.py): sizes read without unpacking --
+# -- saved tensors as autograd holds them (_measure.py): sizes read without unpacking --
 
 def raw_saved_values(fn: Any) -> list[tuple[str, object]]:
     """``(name, raw)`` of each tensor ``fn`` saved for backward, where ``raw`` is a

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -9,8 +10,10 @@ import torch
 from torch import nn
 
 from . import _patch, _tags, _torch, passes
+from ._measure import measure_into
 from ._records import Node, owner
 from ._walk import reach
+from .memory import SavedMemory
 
 __all__ = ["capture", "named_roots", "node_name", "param_names_of", "record", "walk"]
 
@@ -28,21 +31,24 @@ def node_name(fn: _torch.GradFn) -> str:
     return name[len(_PREFIX):] if name.startswith(_PREFIX) else name
 
 
-def capture(roots: Roots, *, params: Params = None,
-            show_saved: bool = False) -> tuple[list[Node], list[tuple[int, int]], dict[str, str]]:
+def capture(roots: Roots, *, params: Params = None, show_saved: bool = False,
+            memory: SavedMemory | None = None) -> tuple[list[Node], list[tuple[int, int]], dict[str, str]]:
     """Walk ``grad_fn`` from ``roots`` and return ``(nodes, edges, module_types)``.
 
     Iterative (no recursion limit), breadth-first from the roots; keeps no reference
     to any tensor or autograd node once it returns (a graph deeper than
     ``_torch.SAFE_DEPTH`` is held until its roots die, then freed node by node).
     Edges point the way data flows in the forward pass (producer -> consumer).
+    Given ``memory`` (an empty :class:`dynagraph.memory.SavedMemory`), what each node
+    saved for backward is measured into it in the same walk.
 
     Raises:
         TypeError: a root or parameter is not a tensor, or ``params`` has the wrong type.
         ValueError: no roots, or a root that autograd recorded nothing for.
     """
     param_names, module_types = param_names_of(params)
-    nodes, edges, _ = walk(named_roots(roots), param_names, show_saved)
+    on_record = None if memory is None else functools.partial(measure_into, memory)
+    nodes, edges, _ = walk(named_roots(roots), param_names, show_saved, on_record=on_record)
     return nodes, edges, module_types
 
 

@@ -7,7 +7,7 @@ import warnings
 from ._picture import MAX_NODES, check_policy
 from .capture import Params, Roots, capture
 from .graph import Graph
-from .memory import capture_with_memory
+from .memory import SavedMemory
 
 __all__ = ["draw"]
 
@@ -75,11 +75,8 @@ def draw(roots: Roots, *, params: Params = None, depth: int | None = None,
         raise TypeError(f"title must be a string; got {type(title).__name__}")
     if not isinstance(memory, bool):
         raise TypeError(f"memory must be True or False; got {type(memory).__name__}")
-    saved = None
-    if memory:
-        nodes, edges, module_types, saved = capture_with_memory(roots, params=params, show_saved=show_saved)
-    else:
-        nodes, edges, module_types = capture(roots, params=params, show_saved=show_saved)
+    saved = SavedMemory() if memory else None
+    nodes, edges, module_types = capture(roots, params=params, show_saved=show_saved, memory=saved)
     graph = Graph(nodes, edges, module_types, title=title, roll=roll, max_nodes=max_nodes)
     graph.memory = saved
     if depth is not None:

@@ -1,5 +1,9 @@
 """What the autograd graph keeps alive: the bytes each node saved for backward.
 
+The records (:class:`SavedMemory`, :class:`SavedTensor`) and the text a picture shows
+of them live here, with no torch import; :mod:`dynagraph._measure` reads them from
+autograd's nodes (``draw(memory=True)``, ``live(memory=True)``).
+
 Every autograd node keeps the tensors its backward needs (``MulBackward0`` both of
 its inputs, ``ReluBackward0`` its output) until ``backward()`` frees them. This module
 reads them, as autograd holds them, without unpacking, copying or moving any data:
@@ -56,16 +60,10 @@ import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-import torch
-
-from . import _torch
-from ._dot import Overlay
 from ._language import language, tr
-from ._records import Node
-from .capture import Params, Roots, named_roots, param_names_of, walk
 
-__all__ = ["SavedMemory", "SavedTensor", "capture_with_memory", "decorate", "fmt_bytes", "leaf_storages",
-           "measure", "measure_into", "node_fill", "running_totals", "storages_of"]
+__all__ = ["FREED_TEXT", "RECOMPUTED", "UNREAD", "SavedMemory", "SavedTensor", "StorageKey", "decorate",
+           "fmt_bytes", "mixed", "node_fill", "running_totals"]
 
 StorageKey = tuple[str, int]  # (device, data pointer; the storage's own address at pointer 0)
 
@@ -78,13 +76,7 @@ HOVER_LINES = 8  # saved tensors listed in a node's hover details (then how many
 RECOMPUTED = "recomputed in backward (checkpoint)"
 UNREAD = "in-place op on a view: nothing it saved could be read"
 _note = operator.attrgetter("note")
-WRAPPERS = frozenset({"CopySlices"})  # node classes that hold another node (torch's functions/tensor.h)
-# What a tensor of each sparse layout holds, as the methods that return each part.
-SPARSE_PARTS = {torch.sparse_coo: ("_indices", "_values"),
-                torch.sparse_csr: ("crow_indices", "col_indices", "values"),
-                torch.sparse_bsr: ("crow_indices", "col_indices", "values"),
-                torch.sparse_csc: ("ccol_indices", "row_indices", "values"),
-                torch.sparse_bsc: ("ccol_indices", "row_indices", "values")}
+_FLOATING = ("float", "bfloat")  # how the names of torch's floating-point dtypes start
 
 
 @dataclass(frozen=True, slots=True)  # slots: one record per saved tensor
@@ -275,13 +267,14 @@ class SavedMemory:
 
 def mixed(dtypes: Iterable[str]) -> bool:
     """Whether saved tensors of these dtypes (names, ``""`` for none) include a
-    floating-point dtype other than float32.
+    floating-point dtype other than float32 (told by name: torch names each of its
+    floating-point dtypes ``float...`` or ``bfloat16``, and no other; the tests check it).
 
     Example:
         >>> mixed(["float32", "int64"]), mixed(["bfloat16", "float32"])
         (False, True)
     """
-    return any(d and d != "float32" and getattr(torch, d).is_floating_point for d in dtypes)
+    return any(d != "float32" and d.startswith(_FLOATING) for d in dtypes)
 
 
 def _dtype_line(sizes: Mapping[str, int]) -> str:
@@ -300,144 +293,6 @@ def fmt_bytes(n: int) -> str:
 def node_fill(share: float) -> str:
     """Fill colour of a node holding ``share`` (0-1) of the graph's saved bytes."""
     return next(colour for low, colour in SHARE_FILLS if share >= low)
-
-
-def measure(fn: object) -> list[SavedTensor]:
-    """The tensors autograd node ``fn`` saved for backward, read without unpacking.
-
-    Freed tensors (after backward()) come back with ``note="freed"`` and no storage.
-    """
-    out: list[SavedTensor] = []
-    for name, raw in _torch.raw_saved_values(fn):
-        if raw is _torch.FREED:
-            out.append(SavedTensor(name, None, 0, False, FREED_TEXT))
-        elif isinstance(raw, (list, tuple)):
-            for i, item in enumerate(raw):
-                out += _one(fn, f"{name}[{i}]", item)
-        else:
-            out += _one(fn, name, raw)
-    if type(fn).__name__ in WRAPPERS:
-        out += _wrapped(fn)
-    return out
-
-
-def _wrapped(fn: object) -> list[SavedTensor]:
-    """What the node inside wrapper ``fn`` (a ``CopySlices``) saved, one entry per storage;
-    one ``UNREAD`` entry when nothing could be read (freed: one ``freed`` entry)."""
-    try:
-        tensors = _torch.lifted_saved(fn)
-    except RuntimeError:  # "backward through the graph a second time": backward() freed them
-        return [SavedTensor("wrapped op", None, 0, False, FREED_TEXT)]
-    out = [e for i, t in enumerate(tensors or ()) for e in
-           _entries(f"wrapped op [{i}]", t, t.grad_fn is None, "saved by the in-place op")]
-    return out or [SavedTensor("wrapped op", None, 0, False, UNREAD)]
-
-
-def _one(fn: object, name: str, raw: object) -> list[SavedTensor]:
-    """The storages one raw ``SavedTensor`` of ``fn`` keeps (``name``: ``self``,
-    ``tensors[0]``: where to unpack it to tell a saved output from a saved input)."""
-    hooked, packed = _torch.packed_of(raw)
-    if packed is _torch.FREED:
-        return [SavedTensor(name, None, 0, False, FREED_TEXT)]
-    if packed is None:
-        return []
-    if not hooked:
-        if not isinstance(packed, torch.Tensor):
-            return []
-        return _entries(name, packed, _is_leaf(fn, name, packed))
-    inputs = _torch.checkpoint_inputs(packed, getattr(raw, "unpack_hook", None))
-    if inputs is not None:
-        out = [SavedTensor(name, None, 0, False, RECOMPUTED)]
-        for i, arg in enumerate(inputs):
-            _, t = _torch.packed_of(arg)
-            if isinstance(t, torch.Tensor):  # kept as given: a leaf unless autograd made it
-                out += _entries(f"checkpoint input {i}", t, t.grad_fn is None, "checkpoint input")
-        return out
-    tensors = [packed] if isinstance(packed, torch.Tensor) else \
-        [t for t in packed if isinstance(t, torch.Tensor)] if isinstance(packed, (tuple, list)) else []
-    if not tensors:
-        return [SavedTensor(name, None, 0, False, f"packed: {type(packed).__name__}")]
-    return [e for t in tensors
-            for e in _entries(name, t, False, f"packed: {str(t.dtype).removeprefix('torch.')} {t.device}")]
-
-
-def _entries(name: str, tensor: torch.Tensor, leaf: bool, note: str = "") -> list[SavedTensor]:
-    """One :class:`SavedTensor` per storage ``tensor`` holds (a sparse one: indices, values)."""
-    return [SavedTensor(name, key, nbytes, leaf, note, dtype) for key, nbytes, dtype in _parts(tensor)]
-
-
-def storages_of(tensor: torch.Tensor) -> list[tuple[StorageKey, int]]:
-    """``[(storage key, bytes), ...]`` of what ``tensor`` holds, read without touching data.
-
-    A strided tensor (also meta, quantized, nested) holds its storage; a sparse one its
-    indices and values (:data:`SPARSE_PARTS`); a subclass that wraps tensors (a jagged
-    nested tensor) the tensors it wraps. A storage at data pointer 0 (meta, empty) is
-    keyed by its own address. A tensor with no readable storage is keyed by itself and
-    weighs its elements.
-    """
-    return [(key, nbytes) for key, nbytes, _ in _parts(tensor)]
-
-
-def _parts(tensor: torch.Tensor, depth: int = 0) -> list[tuple[StorageKey, int, str]]:
-    """:func:`storages_of`, each with the dtype of the tensor that holds it (``float32``)."""
-    parts = SPARSE_PARTS.get(tensor.layout)
-    if parts is not None:
-        return [s for part in parts for s in _parts(getattr(tensor, part)(), depth + 1)]
-    flatten = getattr(tensor, "__tensor_flatten__", None)
-    if flatten is not None and depth < 8:  # a wrapper subclass: what it wraps
-        inner = [getattr(tensor, name, None) for name in flatten()[0]]
-        return [s for t in inner if isinstance(t, torch.Tensor) for s in _parts(t, depth + 1)]
-    return [(*_torch.storage_of(tensor), dtype_name(tensor.dtype))]
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    """``bfloat16`` for ``torch.bfloat16``: a dtype as the pictures write it.
-
-    Example:
-        >>> dtype_name(torch.float16)
-        'float16'
-    """
-    return str(dtype).removeprefix("torch.")
-
-
-def _is_leaf(fn: object, name: str, tensor: torch.Tensor) -> bool:
-    """Whether an unhooked saved tensor is a leaf: a parameter or input, or a tensor
-    made without grad; not an activation (made by an op of the graph)."""
-    if tensor.grad_fn is not None:
-        return False  # an op's output, saved by a later op
-    if tensor.requires_grad:
-        return True  # a leaf that requires grad (parameter, input)
-    # autograd keeps a node's own outputs without grad_fn: unpack (no copy) to tell
-    return not _torch.is_saved_output(fn, name)
-
-
-def leaf_storages(fn: object) -> list[StorageKey]:
-    """The storages of the leaf behind an ``AccumulateGrad`` node (none for other nodes)."""
-    var = getattr(fn, "variable", None)
-    return [key for key, _ in storages_of(var)] if isinstance(var, torch.Tensor) else []
-
-
-def measure_into(memory: SavedMemory, nid: int, name: str, fn: object) -> None:
-    """Add what autograd node ``fn`` (record ``nid`` named ``name``) saved to ``memory``
-    (for an ``AccumulateGrad``, its leaf's storage)."""
-    if name == "AccumulateGrad":
-        memory.leaves.update(leaf_storages(fn))
-        return
-    entries = measure(fn)
-    if entries:
-        memory.saved[nid] = entries
-
-
-def capture_with_memory(roots: Roots, *, params: Params = None,
-                        show_saved: bool = False) -> tuple[list[Node], list[tuple[int, int]],
-                                                           dict[str, str], SavedMemory]:
-    """:func:`dynagraph.capture.capture`, and the :class:`SavedMemory` of the graph,
-    measured in the same walk (each node as its record is made)."""
-    param_names, module_types = param_names_of(params)
-    memory = SavedMemory()
-    nodes, edges, _ = walk(named_roots(roots), param_names, show_saved,
-                           on_record=lambda node, fn: measure_into(memory, node.id, node.name, fn))
-    return nodes, edges, module_types, memory
 
 
 def running_totals(memory: SavedMemory, steps: list[list[int]]) -> list[int]:
@@ -468,15 +323,19 @@ def running_totals(memory: SavedMemory, steps: list[list[int]]) -> list[int]:
     return out
 
 
-def decorate(overlay: Overlay, memory: SavedMemory, mapping: Mapping[int, int],
-             repeats: Mapping[int, int], title: str | None) -> str:
-    """Write each drawn node's saved bytes and share colour into ``overlay``, and
-    return ``title`` with the graph's total.
+def decorate(memory: SavedMemory, mapping: Mapping[int, int],
+             repeats: Mapping[int, int]) -> tuple[dict[int, str], dict[int, str], str]:
+    """What a picture shows of ``memory``: each drawn node's saved bytes and share
+    colour, and the graph's total.
 
     Args:
         mapping: ``{original id: drawn id}`` (the picture's roll and fold).
         repeats: ``{drawn id: iterations}`` for nodes drawn once for a rolled loop
             (their bytes are summed over all iterations, and say so).
+
+    Returns:
+        ``(notes, fills, line)``: ``{drawn id: text}`` and ``{drawn id: fill colour}``,
+        in drawn-node order, and the summary line for the title.
     """
     # One pass over every saved tensor (a rolled recording of 300,000 steps has as many
     # nodes): the drawn nodes' lists, the storages of the whole graph and of each drawn
@@ -515,16 +374,18 @@ def decorate(overlay: Overlay, memory: SavedMemory, mapping: Mapping[int, int],
                 _count(everything, key, nbytes, own)
     split = _split(everything)
     total = max(sum(split), 1)
+    notes_of: dict[int, str] = {}
+    fills: dict[int, str] = {}
     for nid in drawn.saved:
         act, leaf = _split(per_node[nid])
         text = drawn.node_text(nid, repeats.get(nid), (act, leaf))
         if not text:
             continue
-        overlay.notes[nid] = text
+        notes_of[nid] = text
         if RECOMPUTED in notes and drawn.recomputed(nid):
-            overlay.fills[nid] = RECOMPUTED_FILL
+            fills[nid] = RECOMPUTED_FILL
         elif act + leaf:
-            overlay.fills[nid] = node_fill((act + leaf) / total)
+            fills[nid] = node_fill((act + leaf) / total)
     freed = FREED_TEXT in notes and not kept
     line = memory._summary(split, notes, freed)
     if language() == "en":
@@ -537,7 +398,7 @@ def decorate(overlay: Overlay, memory: SavedMemory, mapping: Mapping[int, int],
         line = line.replace("\uff08", "\n\uff08", 1) + (f"\n{legend}" if legend else "")
     if mixed(dtypes) and not freed:
         line += "\n" + _dtype_line(memory.by_dtype())
-    return f"{title}\n{line}" if title else line
+    return notes_of, fills, line
 
 
 def _count(found: dict[StorageKey, tuple[int, bool]], key: StorageKey, nbytes: int, leaf: bool) -> None:

@@ -650,3 +650,12 @@ def test_live_recording_under_autocast_gives_bytes_by_dtype():
     assert rec.memory.by_dtype() == by_dtype(seen) and "bfloat16" in rec.memory.by_dtype()
     assert "\\nby dtype: bfloat16" in rec.graph().to_dot()  # the recording's picture says it too
     assert out.dtype == torch.float32
+
+
+def test_mixed_tells_floating_point_dtypes_by_name_as_torch_does():
+    """memory.py imports no torch: it tells a floating-point dtype by its name. Torch is the oracle."""
+    dtypes = {d for d in vars(torch).values() if isinstance(d, torch.dtype)}
+    assert any(d.is_floating_point for d in dtypes) and any(not d.is_floating_point for d in dtypes)
+    for d in dtypes:
+        name = str(d).removeprefix("torch.")
+        assert memory.mixed([name]) == (d.is_floating_point and d is not torch.float32), name

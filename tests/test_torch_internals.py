@@ -122,7 +122,7 @@ def _view_op():
     return base.grad_fn, noise
 
 
-def test_internal_compiled_autograd_lifts_what_copyslices_keeps_and_runs_nothing():  # memory.py
+def test_internal_compiled_autograd_lifts_what_copyslices_keeps_and_runs_nothing():  # _measure.py
     fn, noise = _view_op()
     assert fn.name().rpartition(":")[2] == "CopySlices"
     lifted = _torch.lifted_saved(fn)
