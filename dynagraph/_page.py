@@ -41,7 +41,7 @@ from html import escape, unescape
 from importlib import resources
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from . import _dot, _fonts, _patch, _picture, memory, render
+from . import _dot, _fonts, _guards, _picture, memory, render
 from ._dot import Overlay, StepText
 from ._language import N_, language, tr, translated
 from ._records import Node, shape_text
@@ -121,7 +121,7 @@ def outputs(graph: Graph, text: str, overlay: Overlay | None = None, *, caption:
     picture's ``text/plain``, ``caption`` heads the step list, ``table`` (HTML of plain
     tags) is shown first. ``still=False`` leaves out the PNG (a live view's redraws,
     where the script shows the picture): the picture's output is then its text."""
-    return _patch.paused_gc(_outputs, graph, text, overlay or Overlay(), caption, table, still)
+    return _guards.paused_gc(_outputs, graph, text, overlay or Overlay(), caption, table, still)
 
 
 def _outputs(graph: Graph, text: str, overlay: Overlay, caption: str, table: str,

@@ -1,21 +1,20 @@
 """Torch patching for live(): a function mode per thread, the Function.apply patch and the module hooks.
 
-Install and removal survive an interrupt (KeyboardInterrupt) at any line. What is
-installed follows the set of open blocks (state, not a count); each step of the undo
-is safe to repeat; a block is remembered before anything changes for it; callers run
-the undo in ``finally`` and once more in an outer ``finally`` (the first line of a
-``finally`` can be interrupted before it runs). No ``with`` statement is used on these
-paths: an interrupt can land on its last line, just before it exits (:func:`guarded`).
+Each open block feeds a :class:`Listener` (``live``'s recorder). Install and removal
+survive an interrupt (KeyboardInterrupt) at any line. What is installed follows the
+set of open blocks (state, not a count); each step of the undo is safe to repeat; a
+block is remembered before anything changes for it; callers run the undo in
+``finally`` and once more in an outer ``finally`` (the first line of a ``finally`` can
+be interrupted before it runs). No ``with`` statement is used on these paths: an
+interrupt can land on its last line, just before it exits
+(:func:`dynagraph._guards.guarded`).
 """
 
 from __future__ import annotations
 
-import gc
-import operator
 import sys
 import threading
 from collections.abc import Callable, Collection, Sequence
-from contextlib import AbstractContextManager
 from types import FrameType
 from typing import Any, Protocol, TypeVar
 
@@ -26,13 +25,11 @@ from torch.overrides import TorchFunctionMode
 from torch.utils.hooks import RemovableHandle
 
 from . import _source, _torch
+from ._guards import guarded
 
-__all__ = ["Listener", "close_block", "grad_on", "guarded", "op_name", "open_block", "paused_gc",
-           "remove_hooks"]
+__all__ = ["Listener", "close_block", "grad_on", "op_name", "open_block"]
 
 T = TypeVar("T")
-
-_Entered = list[tuple[AbstractContextManager[Any], Any]]  # (context, its enter's result), while entered
 
 _RENAME = {"rmul": "mul", "radd": "add"}  # 2 * x is a mul, as the node says
 
@@ -118,7 +115,7 @@ class _Mode(TorchFunctionMode):
 
 _Tensor = torch.Tensor
 # torch's count of the modes on this thread's stack (ours is off it while it handles an op)
-_stack_len: Callable[[], int] | None = getattr(torch._C, "_len_torch_function_stack", None)
+_stack_len = _torch.mode_stack_len
 
 
 def _unseen(types: Collection[type], out: object) -> bool:
@@ -299,73 +296,17 @@ def _forget(listener: Listener) -> None:
     _sync()
 
 
-def guarded(context: AbstractContextManager[Any], f: Callable[..., T], *args: Any) -> T:
-    """``f(*args)`` inside ``context`` (a lock, or one of torch's mode guards: they ignore
-    the error), exited whatever instant an interrupt lands.
-
-    A ``with`` statement can be interrupted on its last line, just before it exits
-    (leaving a lock held, or torch function off in this thread), and so can the first
-    line of a ``finally``, or a ``try`` nested in another. So the exit runs in the
-    ``finally`` of :func:`_then` and once more in this one, and ``context`` is entered
-    and noted in one C call (:func:`_enter`), taken out and exited in another
-    (:func:`_exit`): CPython delivers a signal between two bytecodes, even between
-    ``__enter__`` returning and the append that notes it, never inside one C call.
-    ``context`` must be one whose ``__enter__`` and ``__exit__`` are C (a lock, torch's
-    ``DisableTorchFunction``); for grad mode see :func:`grad_on`.
-    """
-    entered: _Entered = []
+def _remove_mode(mode: TorchFunctionMode) -> None:
+    """Take ``mode`` off this thread's torch function mode stack, keeping the others in
+    their order (a ``mode`` not on the stack leaves the stack as it was)."""
+    taken: list[TorchFunctionMode | None] = []
     try:
-        _enter(context, entered)
-        return _then(f, args, entered)
+        while not taken or (taken[-1] is not None and taken[-1] is not mode):
+            taken.append(_torch.pop_mode())  # straight into the list: never held in a loose name
     finally:
-        _exit(entered)
-
-
-_ENTER = operator.methodcaller("__enter__")
-_EXIT = operator.methodcaller("__exit__", None, None, None)
-_CONTEXT = operator.itemgetter(0)
-_POP = operator.methodcaller("pop")
-
-
-def _enter(context: AbstractContextManager[Any], entered: _Entered) -> None:
-    """Enter ``context`` and note it in ``entered``, in one C call: ``extend`` runs
-    ``zip`` and ``map`` in C, so no bytecode (where an interrupt lands) falls between
-    ``__enter__`` returning and the note. An enter that raises (a lock's wait cut short
-    by Ctrl-C) notes nothing."""
-    entered.extend(zip((context,), map(_ENTER, (context,))))
-
-
-def _exit(entered: _Entered) -> None:
-    """Take the last noted context out of ``entered`` and exit it, in one C call (``any``
-    runs the maps: ``pop``, then ``__exit__``): an interrupt finds the context
-    either noted and entered, or out of the list and exited (safe to repeat). ``guarded``
-    notes one context per list."""
-    if entered:
-        any(map(_EXIT, map(_CONTEXT, map(_POP, (entered,)))))
-
-
-def paused_gc(f: Callable[..., T], *args: Any) -> T:
-    """``f(*args)`` with Python's cyclic garbage collector paused, even if an interrupt lands.
-
-    dynagraph's walks and pictures make one record per autograd node, and records
-    live as long as the picture. Each 700 new objects start a collection, and every
-    tenth of tenth is a full one, over every object of the process (torch, IPython:
-    hundreds of thousands), which took 40-50 ms each and came every third ``draw`` of
-    a 7,500-node graph. Paused, the records cost one collection afterwards.
-    Nothing is left paused: the collector is on again on the way out when it was on
-    when ``f`` started (a paused collector stays paused).
-    """
-    was = gc.isenabled()
-    try:
-        try:
-            gc.disable()
-            return f(*args)
-        finally:
-            if was:
-                gc.enable()
-    finally:  # again: an interrupt can land on the first line of a finally (see guarded)
-        if was:
-            gc.enable()  # (enabling twice is harmless)
+        for m in reversed(taken):
+            if m is not None and m is not mode:
+                _torch.push_mode(m)
 
 
 def grad_on(f: Callable[..., T], *args: Any) -> T:
@@ -382,32 +323,3 @@ def grad_on(f: Callable[..., T], *args: Any) -> T:
             torch.set_grad_enabled(was)
     finally:  # again: an interrupt can land on the first line of a finally
         torch.set_grad_enabled(was)
-
-
-def _then(f: Callable[..., T], args: tuple[Any, ...], entered: _Entered) -> T:
-    try:
-        return f(*args)
-    finally:
-        _exit(entered)
-
-
-def _remove_mode(mode: TorchFunctionMode) -> None:
-    """Take ``mode`` off this thread's torch function mode stack, keeping the others in
-    their order (a ``mode`` not on the stack leaves the stack as it was)."""
-    taken: list[TorchFunctionMode | None] = []
-    try:
-        while not taken or (taken[-1] is not None and taken[-1] is not mode):
-            taken.append(_torch.pop_mode())  # straight into the list: never held in a loose name
-    finally:
-        for m in reversed(taken):
-            if m is not None and m is not mode:
-                _torch.push_mode(m)
-
-
-def remove_hooks(handles: list[RemovableHandle]) -> None:
-    """Remove the hooks of ``handles``, emptying the list; a run an interrupt cut short is
-    finished by the next (a handle leaves the list only once its hook is removed)."""
-    while handles:
-        handles[-1].remove()
-        handles.pop()
-

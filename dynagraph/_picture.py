@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
-from . import _dot, _fonts, _overview, _patch, _roll, _torch, _transform, memory, render
+from . import _dot, _fonts, _guards, _overview, _roll, _transform, memory, render
 from ._dot import Overlay
 from ._language import tr
-from ._records import Node
+from ._records import Node, longest_chain
 
 if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle at run time)
     from ._roll import Block
@@ -125,7 +125,7 @@ def _merged(pic: Picture) -> Picture:
     index = {n.id: k for k, n in enumerate(g.nodes)}
     loops = {edge for block in g.blocks for edge in block.loops}  # they close cycles: left out
     edges = [(index[a], index[b]) for a, b in g.edges if (a, b) not in loops]
-    if _torch.longest_chain(len(index), edges) > TALL:
+    if longest_chain(len(index), edges) > TALL:
         pic = dataclasses.replace(_merged_once(pic, any_op=True), compact=True)
     return pic
 
@@ -174,7 +174,7 @@ def drawing(graph: Graph, overlay: Overlay | None = None, *, full: bool = False,
     ``layout``: DOT -> SVG, to measure a tagged picture for the module overview (by default
     :func:`dynagraph.render.pipe`; a view passes its own, whose layout it then reuses).
     """
-    return _patch.paused_gc(_drawing, graph, overlay, full, own_title, layout)  # (a record per node)
+    return _guards.paused_gc(_drawing, graph, overlay, full, own_title, layout)  # (a record per node)
 
 
 def _drawing(graph: Graph, overlay: Overlay | None, full: bool, own_title: bool = False,

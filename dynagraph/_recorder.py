@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import _patch, _signals, _source, _tags, _torch
+from . import _guards, _patch, _signals, _source, _tags, _torch
 from ._language import N_, tr, translated
 from ._measure import measure_into
 from ._records import Node, owner
@@ -132,7 +132,7 @@ class Recorder:
         self._param_names = param_names
         # the creation number of the newest node made before the block (a user's mode
         # sees no probe, and grad is on for it: guarded, grad_on, as a `with` can be interrupted)
-        self._start: int | None = _patch.guarded(_torch.no_torch_function(), _patch.grad_on,
+        self._start: int | None = _guards.guarded(_torch.no_torch_function(), _patch.grad_on,
                                                  _tags.current_seq)
         self._modules: list[str | None] = []  # the modules whose forward is running, innermost last
         self._graph_frame: FrameType | None = None  # the compiled graph whose ops the last step gathers
@@ -237,7 +237,7 @@ class Recorder:
             return
         todo, self._todo = self._todo, []
         # no mode or subclass sees it, and no garbage collection runs among its records
-        _patch.paused_gc(_patch.guarded, _torch.no_torch_function(), self._credit, todo)
+        _guards.paused_gc(_guards.guarded, _torch.no_torch_function(), self._credit, todo)
         while todo:  # newest first, so no long chain is freed in one recursive go
             todo.pop()
 
@@ -300,7 +300,7 @@ class Recorder:
         self.flush()
         held = self._held  # (emptied in place: what an interrupt leaves, drop hands on)
         if len(held) >= _torch.SAFE_DEPTH:
-            _patch.paused_gc(_patch.guarded, _torch.no_torch_function(), self._hold, held)
+            _guards.paused_gc(_guards.guarded, _torch.no_torch_function(), self._hold, held)
         self._roots = []
         while held:  # newest first, so no long chain is freed in one recursive go
             held.pop()

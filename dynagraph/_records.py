@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import overload
 
-__all__ = ["KINDS", "Node", "owner", "shape_text", "upstream"]
+__all__ = ["KINDS", "Node", "chains", "longest_chain", "owner", "shape_text", "upstream"]
 
 # What a node stands for; the renderer's legend is keyed on these.
 KINDS = ("op", "custom", "parameter", "input", "output", "module", "fold")
@@ -86,3 +86,30 @@ class Node:
     saved: list[tuple[str, str]] = field(default_factory=list)
     count: int = 1
     derivative: int | None = None
+
+
+def longest_chain(n: int, edges: list[tuple[int, int]]) -> int:
+    """Nodes on the longest path of the DAG of ``n`` records and producer -> consumer ``edges``."""
+    return max(chains(n, edges)[0], default=0)
+
+
+def chains(n: int, edges: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """``(depth, order)``: the nodes on the longest path ending at each record, and the
+    records in a topological order (producers first)."""
+    consumers: list[list[int]] = [[] for _ in range(n)]
+    indeg = [0] * n
+    for src, dst in edges:
+        consumers[src].append(dst)
+        indeg[dst] += 1
+    depth = [1] * n
+    ready = [i for i in range(n) if indeg[i] == 0]
+    order = []
+    while ready:  # Kahn's order: producers first, each node's depth final when popped
+        i = ready.pop()
+        order.append(i)
+        for j in consumers[i]:
+            depth[j] = max(depth[j], depth[i] + 1)
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                ready.append(j)
+    return depth, order

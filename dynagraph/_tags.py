@@ -11,7 +11,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from . import _patch, _torch
+from . import _guards, _torch
 from ._walk import reach
 
 __all__ = ["KEY", "active", "current_seq", "module_of", "tag_new_nodes", "tensors_in", "track_modules", "use"]
@@ -143,6 +143,6 @@ def _unhook(model: nn.Module, handles: list[RemovableHandle], made: list[Callabl
     """Remove the hooks of ``handles``, then any of ``made`` still on a module of ``model``:
     torch's ``register_forward_(pre_)hook`` stores the hook before it returns the handle,
     so an interrupt between the two leaves a hook no handle names. Safe to repeat."""
-    _patch.remove_hooks(handles)
+    _guards.remove_hooks(handles)
     for module in model.modules():
         _torch.remove_module_hooks(module, made)

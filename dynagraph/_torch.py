@@ -18,7 +18,7 @@ from torch.autograd.graph import GradientEdge
 from torch.overrides import TorchFunctionMode
 
 from . import _signals
-from ._records import upstream
+from ._records import chains, upstream
 
 __all__ = [
     "FEATURES",
@@ -38,9 +38,9 @@ __all__ = [
     "is_saved_output",
     "keep_wrappers",
     "lifted_saved",
-    "longest_chain",
     "memory_events",
     "metadata",
+    "mode_stack_len",
     "no_torch_function",
     "original_module",
     "output_meta",
@@ -277,6 +277,10 @@ def no_torch_function() -> AbstractContextManager[None]:
     return torch._C.DisableTorchFunction()
 
 
+# torch's count of the torch function modes on this thread's stack (None: this torch has none)
+mode_stack_len: Callable[[], int] | None = getattr(torch._C, "_len_torch_function_stack", None)
+
+
 def push_mode(mode: TorchFunctionMode) -> None:
     """Put ``mode`` on this thread's torch function mode stack (as entering it would)."""
     torch._C._push_on_torch_function_stack(mode)
@@ -334,33 +338,6 @@ def has_patchable_apply() -> bool:
     return False
 
 
-def longest_chain(n: int, edges: list[tuple[int, int]]) -> int:
-    """Nodes on the longest path of the DAG of ``n`` records and producer -> consumer ``edges``."""
-    return max(_chains(n, edges)[0], default=0)
-
-
-def _chains(n: int, edges: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
-    """``(depth, order)``: the nodes on the longest path ending at each record, and the
-    records in a topological order (producers first)."""
-    consumers: list[list[int]] = [[] for _ in range(n)]
-    indeg = [0] * n
-    for src, dst in edges:
-        consumers[src].append(dst)
-        indeg[dst] += 1
-    depth = [1] * n
-    ready = [i for i in range(n) if indeg[i] == 0]
-    order = []
-    while ready:  # Kahn's order: producers first, each node's depth final when popped
-        i = ready.pop()
-        order.append(i)
-        for j in consumers[i]:
-            depth[j] = max(depth[j], depth[i] + 1)
-            indeg[j] -= 1
-            if indeg[j] == 0:
-                ready.append(j)
-    return depth, order
-
-
 class _InOrder(list):
     """Held wrappers already in release order (producers first: popped, consumers go first)."""
 
@@ -402,7 +379,7 @@ def _hold(roots: list[tuple[torch.Tensor, int]], fns: Sequence[GradFn | None],
     release_pending()
     if len(fns) < SAFE_DEPTH:  # fewer nodes: no deep chain
         return False
-    depth, order = _chains(len(fns), edges)
+    depth, order = chains(len(fns), edges)
     if max(depth, default=0) < SAFE_DEPTH:
         return False
     producers: list[list[int]] = [[] for _ in fns]

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from . import _page, _patch, _picture, ddp
+from . import _guards, _page, _picture, ddp
 from ._dot import Overlay
 from ._language import tr
 from ._records import Node
@@ -185,18 +185,18 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
     pause = _Pause()
     try:
         try:
-            _patch.paused_gc(_add_hooks, fns, slots, roots_of, trace.order, pending, handles, pause)
+            _guards.paused_gc(_add_hooks, fns, slots, roots_of, trace.order, pending, handles, pause)
             del slots  # the hooks hold the graph only until removed
             with ddp.launches_of(params, trace) if ddp.is_ddp(params) else contextlib.nullcontext():
                 yield trace
         finally:
-            _patch.remove_hooks(handles)
+            _guards.remove_hooks(handles)
             pause.resume()  # a backward that raised never ran its end-of-pass callback
     finally:
-        _patch.remove_hooks(handles)  # again: it finishes a first run that an interrupt cut short
+        _guards.remove_hooks(handles)  # again: it finishes a first run that an interrupt cut short
         pause.resume()
         fns.clear()
-        _patch.paused_gc(_read, pending, trace)
+        _guards.paused_gc(_read, pending, trace)
     if not trace.order:  # the block finished without running any hooked node
         warnings.warn("trace_backward: no backward ran inside the block (0 node runs); call "
                       "loss.backward() inside the `with` block, on the tensor you passed as roots",

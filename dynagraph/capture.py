@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import _patch, _tags, _torch, passes
+from . import _guards, _tags, _torch, passes
 from ._measure import measure_into
 from ._records import Node, owner
 from ._walk import reach
@@ -69,7 +69,7 @@ def walk(roots: list[tuple[str, torch.Tensor]], param_names: Mapping[int, str], 
     """
     fns: list[_torch.GradFn | None] = []
     try:
-        return _patch.paused_gc(_walk, roots, param_names, show_saved, slots, on_record, fns)
+        return _guards.paused_gc(_walk, roots, param_names, show_saved, slots, on_record, fns)
     except BaseException:  # an interrupt before a deep graph was held: its wrappers wait to be freed in order
         _torch.keep_wrappers(fns)
         raise

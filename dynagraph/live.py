@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import _page, _patch, _signals, _source, _tags, _torch, memory, render
+from . import _guards, _page, _patch, _signals, _source, _tags, _torch, memory, render
 from ._dot import Overlay, StepText
 from ._language import tr
 from ._recorder import Recorder, Step, cut, inside
@@ -219,7 +219,7 @@ class Recording(_page.View):
     def _outputs(self) -> list[_page.Output]:
         if not self.steps:
             return [_page.Output({"text/plain": repr(self)}, {})]
-        return _patch.paused_gc(self._display)  # a record per step and per node: see paused_gc
+        return _guards.paused_gc(self._display)  # a record per step and per node: see paused_gc
 
     def _display(self) -> list[_page.Output]:
         last, unused = self.unused()

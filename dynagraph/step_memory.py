@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from . import _patch, _torch
+from . import _guards, _torch
 from .memory import fmt_bytes
 
 if TYPE_CHECKING:
@@ -191,7 +191,7 @@ def step_memory(step: Callable[[], Any], *, device: str | None = None) -> StepMe
                            "call it outside the other profiler's block")
     gc.collect()  # earlier garbage freed now, not in the middle of the step (it would show as frees)
     with _chatter_dropped():
-        prof = _patch.paused_gc(_profile, step, device)
+        prof = _guards.paused_gc(_profile, step, device)
     peak = torch.cuda.max_memory_allocated() if device == "cuda" else None
     found = _torch.memory_events(prof, device)
     if found is None:

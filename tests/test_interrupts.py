@@ -49,7 +49,7 @@ CALLED = {os.path.join(TORCH_DIR, "nn", "modules", "module.py"): {
           os.path.join(TORCH_DIR, "utils", "hooks.py"): {"__init__", "remove"},
           os.path.join(TORCH_DIR, "autograd", "grad_mode.py"): {"__init__", "__enter__", "__exit__"},
           contextlib.__file__: {"__enter__", "__exit__", "helper", "__init__"}}
-BY_OPCODE = (os.path.join(PACKAGE, "_patch.py"),)  # where a guard is entered and noted: every bytecode
+BY_OPCODE = (os.path.join(PACKAGE, "_guards.py"), os.path.join(PACKAGE, "_patch.py"))  # where a guard is entered and noted: every bytecode
 
 
 def in_reach(code):
@@ -258,26 +258,26 @@ def test_the_injection_reaches_the_patch(phase):
 
 
 def test_paused_gc_pauses_the_collector_and_puts_it_back_as_it_found_it():
-    from dynagraph import _patch
+    from dynagraph import _guards
     assert gc.isenabled()
-    assert _patch.paused_gc(gc.isenabled) is False
+    assert _guards.paused_gc(gc.isenabled) is False
     assert gc.isenabled()
     with pytest.raises(ZeroDivisionError):
-        _patch.paused_gc(lambda: 1 / 0)
+        _guards.paused_gc(lambda: 1 / 0)
     assert gc.isenabled()  # on again after an error
-    assert _patch.paused_gc(_patch.paused_gc, gc.isenabled) is False and gc.isenabled()  # nested
+    assert _guards.paused_gc(_guards.paused_gc, gc.isenabled) is False and gc.isenabled()  # nested
     gc.disable()
     try:
-        _patch.paused_gc(lambda: None)
+        _guards.paused_gc(lambda: None)
         assert not gc.isenabled()  # the user's own pause stays
     finally:
         gc.enable()
 
 
 def test_an_interrupt_anywhere_in_paused_gc_leaves_the_collector_on():
-    from dynagraph import _patch
+    from dynagraph import _guards
     n = 0
-    while (where := traced(n := n + 1, lambda on: on(_patch.paused_gc, lambda: None))) is not None:
+    while (where := traced(n := n + 1, lambda on: on(_guards.paused_gc, lambda: None))) is not None:
         assert gc.isenabled(), f"an interrupt at {where} left the garbage collector off"
     assert n > 3  # it did land inside
 
@@ -287,10 +287,10 @@ def test_an_interrupt_at_any_bytecode_of_a_guard_leaves_it_exited(guard):
     """CPython delivers a signal between two bytecodes, even between ``__enter__``
     returning and the append that notes it: a guard noted a bytecode late stayed entered
     (a lock held, so every later live() hung; torch function off on the thread)."""
-    from dynagraph import _patch, _torch
+    from dynagraph import _guards, _patch, _torch
     lock = threading.Lock()
-    run = {"lock": lambda on: on(_patch.guarded, lock, lambda: None),
-           "torch function off": lambda on: on(_patch.guarded, _torch.no_torch_function(), lambda: None),
+    run = {"lock": lambda on: on(_guards.guarded, lock, lambda: None),
+           "torch function off": lambda on: on(_guards.guarded, _torch.no_torch_function(), lambda: None),
            "grad on": lambda on: on(_patch.grad_on, lambda: None)}[guard]
     n = 0
     with torch.no_grad():

@@ -15,7 +15,7 @@ from torch import nn
 from torch.autograd.function import Function
 
 import dynagraph as dg
-from dynagraph import _page, _torch
+from dynagraph import _page, _records, _torch
 
 from _helpers import html_of, outputs_of, page_data, page_steps, pictures, stored, svg_texts
 
@@ -825,7 +825,7 @@ def test_deep_forward_only_recordings_are_freed_when_dropped():
                 h, c = cell(torch.ones(1, 8), (h, c))
                 states.append(weakref.ref(h))
         if k == 0:
-            assert _torch.longest_chain(len(rec.nodes), rec.edges) >= _torch.SAFE_DEPTH  # deep: held
+            assert _records.longest_chain(len(rec.nodes), rec.edges) >= _torch.SAFE_DEPTH  # deep: held
         del h, c, rec
         gc.collect()
     assert sum(ref() is not None for ref in states) == 0, "hidden states kept alive by a held graph"

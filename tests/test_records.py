@@ -1,6 +1,6 @@
 """_records: the plain records, and the walk up a graph of their ids."""
 
-from dynagraph._records import owner, upstream
+from dynagraph._records import longest_chain, owner, upstream
 
 
 def test_upstream_follows_producers_once_each():
@@ -18,3 +18,8 @@ def test_upstream_gives_up_past_most():
 
 def test_owner_is_the_dotted_prefix():
     assert owner("layers.0.weight") == "layers.0" and owner("weight") is None
+
+
+def test_longest_chain_counts_nodes_on_the_longest_path():
+    assert longest_chain(4, [(0, 1), (1, 2), (0, 2), (3, 2)]) == 3
+    assert longest_chain(0, []) == 0

@@ -263,11 +263,6 @@ def test_each_missing_feature_warns_once(monkeypatch, recwarn):
 
 # Deep graphs: torch 2.13 frees a chain of wrapped nodes recursively.
 
-def test_longest_chain_counts_nodes_on_the_longest_path():
-    assert _torch.longest_chain(4, [(0, 1), (1, 2), (0, 2), (3, 2)]) == 3
-    assert _torch.longest_chain(0, []) == 0
-
-
 def test_shallow_graph_is_not_held():
     x, w = _x(), _x()
     y = x * w * w
