@@ -182,6 +182,8 @@ class Recording(_page.View):
             raise TypeError(f"feeding() takes a tensor made inside the block; got {type(tensor).__name__}")
         fn = tensor.grad_fn
         nid = None if fn is None or self._key is None else _torch.metadata(fn).get(self._key)
+        if nid is not None and all(n.id != nid for n in self.nodes):
+            nid = None  # made in the block, but left out of this recording (one that feeding() made)
         if nid is None:
             made = "a leaf (no grad_fn)" if fn is None else f"its node {fn.name()} was not made in this block"
             raise ValueError(f"this tensor was not computed inside the live() block: {made}. "

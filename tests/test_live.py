@@ -802,6 +802,20 @@ def test_feeding_restricts_a_recording_to_what_a_tensor_is_computed_from():
     assert len(rec.nodes) == len(for_loss.nodes) + 2  # the recording itself is unchanged
 
 
+def test_feeding_a_feeding_narrows_it_again_and_a_recording_is_built_from_records():
+    rec, out, h, c, loss = lstm_recording()
+    for_loss = rec.feeding(loss)
+    only_out = for_loss.feeding(out)  # the same nodes as straight from the recording
+    assert [n.id for n in only_out.nodes] == [n.id for n in rec.feeding(out).nodes]
+    assert [s.op for s in only_out.steps] == ["lstm"] and len(only_out.nodes) < len(for_loss.nodes)
+    with pytest.raises(ValueError, match=r"its node .* was not made in this block"):
+        for_loss.feeding(c)  # c does not feed the loss: not in for_loss
+    built = dg.Recording(rec.steps, rec.nodes, rec.edges, rec.module_types)  # as load_view makes one
+    assert repr(built) == repr(rec) and built.memory is None
+    with pytest.raises(ValueError, match="not made in this block"):
+        built.feeding(loss)  # it knows no node of a live graph
+
+
 def test_feeding_a_tensor_not_made_in_the_block_raises():
     rec, out, h, c, loss = lstm_recording()
     with pytest.raises(ValueError, match=r"not computed inside the live\(\) block: a leaf \(no grad_fn\)"):
