@@ -28,6 +28,8 @@ __all__ = [
     "checkpoint_inputs",
     "compiled_graph_frame",
     "custom_name",
+    "ddp_buckets",
+    "ddp_logging_data",
     "engine_entry",
     "foreach_norm",
     "gradient_edge_node",
@@ -44,10 +46,12 @@ __all__ = [
     "no_torch_function",
     "original_module",
     "output_meta",
+    "own_parameters",
     "packed_of",
     "pop_mode",
     "profiler_running",
     "push_mode",
+    "queue_engine_callback",
     "raw_saved_values",
     "release_pending",
     "remove_global_module_hooks",
@@ -127,6 +131,27 @@ def engine_entry() -> Callable[..., Any] | None:
 def set_engine_entry(entry: Callable[..., Any]) -> None:
     """Make ``backward()`` and ``autograd.grad`` call ``entry`` to run the engine."""
     setattr(torch.autograd, _ENGINE_ENTRY, entry)
+
+
+def own_parameters(module: torch.nn.Module) -> list[tuple[str, torch.nn.Parameter | None]]:
+    """``(name, parameter)`` of ``module``'s own parameters (not its children's), in the order
+    they were registered, ``None`` for one registered empty (``bias=False``)."""
+    return list(module._parameters.items())
+
+
+def queue_engine_callback(callback: Callable[[], None]) -> None:
+    """Have the autograd engine call ``callback`` when the backward now running ends."""
+    torch.autograd.Variable._execution_engine.queue_callback(callback)
+
+
+def ddp_buckets(model: Any) -> list[Any]:
+    """The gradient buckets of a ``DistributedDataParallel`` model, from its reducer."""
+    return list(model.reducer._get_zeros_like_grad_buckets())
+
+
+def ddp_logging_data(model: Any) -> dict[str, Any]:
+    """What a ``DistributedDataParallel`` model logs about itself (``has_rebuilt_buckets``...)."""
+    return dict(model._get_ddp_logging_data())
 
 
 def original_module(module: Any) -> Any:

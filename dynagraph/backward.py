@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from . import _guards, _page, _picture, ddp
+from . import _guards, _page, _picture, _torch, ddp
 from ._dot import Overlay
 from ._language import tr
 from ._records import Node
@@ -223,7 +223,7 @@ class _Pause:
         self.paused = True  # first: an interrupt after it still finds the collector to restart
         gc.disable()
         try:
-            torch.autograd.Variable._execution_engine.queue_callback(self.resume)
+            _torch.queue_engine_callback(self.resume)
         except Exception:  # noqa: BLE001 - no engine callbacks (another torch): no pause
             self.resume()
 

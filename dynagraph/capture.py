@@ -177,7 +177,7 @@ def param_names_of(params: Params, module_names: dict[int, str] | None = None
                 module_names[id(module)] = prefix
             if prefix:
                 types[prefix] = type(module).__name__
-            for name, p in module._parameters.items():
+            for name, p in _torch.own_parameters(module):
                 if p is not None:  # tied weights keep their first name
                     names.setdefault(id(p), f"{prefix}.{name}" if prefix else name)
         return names, types

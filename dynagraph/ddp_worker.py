@@ -28,6 +28,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from . import _torch
 from .backward import trace_backward
 from .saving import save_view
 
@@ -72,7 +73,7 @@ class Branchy(nn.Module):
 def bucket_names(model: DDP) -> list[list[str]]:
     """The parameters of each of DDP's current buckets, by name, from DDP's own reducer."""
     names = {id(p): n for n, p in model.named_parameters()}
-    buckets = model.reducer._get_zeros_like_grad_buckets()
+    buckets = _torch.ddp_buckets(model)
     return [[names[id(p)] for p in b.parameters()] for b in sorted(buckets, key=lambda b: b.index())]
 
 
@@ -168,7 +169,7 @@ def _unused(rank: int, device: torch.device, seen: dict[str, Any]) -> None:
         for step, sign in ((22, 1.0), (23, -1.0), (24, 1.0), (25, -1.0)):
             x, y = (t.to(device) for t in batch(step, rank, seen["world"], sign=sign))
             all_reduces, seconds = _all_reduces(fixed, x, y)
-            rebuilt = bool(fixed._get_ddp_logging_data().get("has_rebuilt_buckets", 0))
+            rebuilt = bool(_torch.ddp_logging_data(fixed).get("has_rebuilt_buckets", 0))
             runs.append((all_reduces, seconds, len(bucket_names(fixed)), sorted(_grads(fixed)), rebuilt))
             fixed.zero_grad(set_to_none=True)
         counts[key] = {"all_reduces": [r[0] for r in runs], "seconds": [r[1] for r in runs],

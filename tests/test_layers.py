@@ -41,11 +41,6 @@ LAYER_EXCEPTIONS = {
 # Modules outside _torch that read a private attribute of torch (or of its objects) today,
 # with what and why. Must shrink.
 PRIVATE_EXCEPTIONS = {
-    "capture": "module._parameters: a module's own parameters, each once, in registration order",
-    "backward": "torch.autograd.Variable._execution_engine.queue_callback: resume the garbage "
-                "collector when backward ends",
-    "ddp_worker": "DDP's reducer and logging data (_get_zeros_like_grad_buckets, _get_ddp_logging_data): "
-                  "lesson 12's buckets",
     "exercises": "the lessons' checks read torch's mode stacks, hook dicts and _version, and show "
                  "torch._C and torch._dynamo to learners on purpose",
 }

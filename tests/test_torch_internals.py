@@ -611,3 +611,19 @@ def test_real_ctrl_c_at_random_moments_of_deep_graphs_and_their_release():
         assert found and found[1] == "110", out
         held_back += int(found[2])
     assert held_back > 0  # some landed inside a protected hand-over or release
+
+
+def test_internal_own_parameters_are_a_modules_own_in_registration_order():
+    lin = nn.Linear(2, 3, bias=False)
+    assert [(n, p is lin.weight) for n, p in _torch.own_parameters(lin)] == [("weight", True), ("bias", False)]
+    assert _torch.own_parameters(lin)[1][1] is None  # registered empty
+    assert _torch.own_parameters(nn.Sequential(lin)) == []  # its child's are not its own
+
+
+def test_internal_engine_callback_runs_once_when_backward_ends():
+    x = torch.ones(2, requires_grad=True)
+    y = x * 2
+    ran = []
+    y.register_hook(lambda g: _torch.queue_engine_callback(lambda: ran.append(x.grad is not None)))
+    y.sum().backward()
+    assert ran == [True]  # after the engine finished: x's gradient is in
