@@ -233,6 +233,8 @@ MESSAGES: dict[str, str] = {
         "前向模式：节点共运行 {n} 次。箭头指向切向量流动的方向：从输入到输出",
     "backward: 1 node run. The arrows point the way autograd sends gradients: from the output back to the inputs":
         "反向传播：节点共运行 1 次。箭头指向自动微分传递梯度的方向：从输出回到输入",
+    "forward mode: 1 node run. The arrows point the way tangents flow: from the inputs to the outputs":
+        "前向模式：节点共运行 1 次。箭头指向切向量流动的方向：从输入到输出",
     "{verdict} ({times}; {how})":
         "{verdict}（{times}；{how}）",
     "{b} is {ratio}x faster than {a}":

@@ -10,10 +10,11 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from . import _page, _patch, _picture, ddp
+from . import _patch, ddp
 from ._dot import Overlay
 from ._language import tr
 from ._records import Node
+from ._replay import Replay
 from .capture import Params, Roots, named_roots, param_names_of, walk
 from .graph import Graph
 from .norms import norm_of, stack_on_host
@@ -29,7 +30,7 @@ _Slot = tuple[int, int] | None  # (child id, output number of the child), or Non
 _Grads = Sequence[torch.Tensor | None]  # what a backward hook receives, per input or output
 
 
-class BackwardTrace(_page.View):
+class BackwardTrace(Replay):
     """The order autograd ran the nodes of a graph, and the gradient on each edge.
 
     Attributes:
@@ -93,18 +94,7 @@ class BackwardTrace(_page.View):
                           parallel_norms={pair: vs for pair, vs in parallel.items() if len(vs) > 1})
         return ddp.marked(self, overlay) if self.launches else overlay
 
-    def to_dot(self) -> str:
-        """DOT of the picture: execution order on the nodes, gradient norm on the edges."""
-        return _picture.drawing(self.graph(), self._overlays())[1]
-
-    def _outputs(self) -> list[_page.Output]:
-        if not self.order:
-            return [_page.Output({"text/plain": repr(self)}, {})]
-        return _page.outputs(self.graph(), repr(self), self._overlays(),
-                             caption=self._caption())
-
     def _caption(self) -> str:
-        """The step list's heading: how many node runs, and which way the arrows point."""
         if len(self.order) == 1:
             return tr("backward: 1 node run. The arrows point the way autograd sends gradients: from the "
                       "output back to the inputs")

@@ -148,3 +148,14 @@ def test_bad_params_raise():
         pass
     with pytest.raises(TypeError, match=r"params\['x'\] is a int"), dg.trace_forward(params={"x": 1}):
         pass
+
+
+def test_a_one_node_trace_says_1_node_run():
+    with fwAD.dual_level():
+        with dg.trace_forward() as one:
+            fwAD.make_dual(torch.ones(3), torch.ones(3))  # an input, and no op reads it
+        with dg.trace_forward() as many:
+            fwAD.make_dual(torch.ones(3), torch.ones(3)).sin()
+    assert len(one.order) == 1 and len(many.order) > 1
+    assert one._caption().startswith("forward mode: 1 node run. The arrows")
+    assert many._caption().startswith(f"forward mode: {len(many.order)} node runs. The arrows")
