@@ -55,7 +55,7 @@ _REPR = "<dynagraph."  # how the repr of each of dynagraph's objects starts
 _NOT_TEXT = ("svg", "png", "hint", "frames", "norms", "css", "mode", "theme", "kind", "style")
 
 
-def _code_words(nb: dict) -> set[str]:
+def code_words(nb: dict) -> set[str]:
     """Every word the notebook's code cells spell: names, and the words of their strings."""
     words: set[str] = set()
     for cell in nb["cells"]:
@@ -132,7 +132,7 @@ def english_words(text: str, allowed: set[str]) -> list[str]:
     return found
 
 
-def _dynagraph_english() -> list[str]:
+def dynagraph_english() -> list[str]:
     """The start (up to its first field) of each of dynagraph's English messages that has
     three words or more: none may appear in a Chinese output."""
     from dynagraph import _language
@@ -145,8 +145,8 @@ def leftovers(path: Path) -> list[str]:
     nb = json.loads(path.read_text(encoding="utf-8"))
     shown = "\n".join(text for cell in nb["cells"] for out in cell.get("outputs", [])
                       for text in _output_texts(out, every_line=True))
-    problems = [f"dynagraph's English message {s!r}" for s in _dynagraph_english() if s in shown]
-    allowed = _code_words(nb)
+    problems = [f"dynagraph's English message {s!r}" for s in dynagraph_english() if s in shown]
+    allowed = code_words(nb)
     for i, cell in enumerate(nb["cells"]):
         for out in cell.get("outputs", []):
             for text in _output_texts(out):
@@ -276,7 +276,7 @@ def test_the_reprs_a_notebook_prints_are_in_chinese():
     english = {what: english_words(text, allowed) for what, text in reprs.items()}
     assert not any(english.values()), {what: (words, reprs[what]) for what, words in english.items() if words}
     assert all(_CJK.search(text) for text in reprs.values() if text), reprs
-    starts = [s for s in _dynagraph_english() if any(s in text for text in reprs.values())]
+    starts = [s for s in dynagraph_english() if any(s in text for text in reprs.values())]
     assert not starts, f"dynagraph's English in a Chinese repr: {starts}"
 
 
