@@ -282,7 +282,8 @@ def chinese_pages_say_so(app, pagename, templatename, context, doctree):
         return
     context["language"] = "zh-CN"
     catalog = _theme_catalog()
-    context["gettext"], context["ngettext"] = catalog.gettext, catalog.ngettext  # what _() and {% trans %} call
+    # what the templates' _() and {% trans %} call
+    context["gettext"], context["ngettext"] = catalog.gettext, catalog.ngettext
     context.update(THEME_SETTINGS_ZH)
     if "body" in context:  # Sphinx's writer put its own words in the page's body
         context["body"] = context["body"].replace('title="Link to this heading"',
