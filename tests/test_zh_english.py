@@ -214,6 +214,9 @@ def _reprs() -> dict[str, str]:
     made in the current language: a graph (with its memory summary and a rolled block),
     a recording longer than its repr lists, backward and forward replays (one with edges
     that have no norm), gradient histories, a step's memory, a diff's title, a timing."""
+    import dataclasses
+    from types import SimpleNamespace
+
     import torch
     import torch.autograd.forward_ad as fwAD
     from torch import nn
@@ -230,7 +233,9 @@ def _reprs() -> dict[str, str]:
         for _ in range(REPR_STEPS + 1):
             h = torch.tanh(h)
     out["recording"] = repr(rec)
-    out["rolled"] = repr(dg.draw(h.sum(), roll=True))
+    rolled = dg.draw(h.sum())
+    rolled.blocks = [SimpleNamespace(label="tanh", repeats=REPR_STEPS + 1)]  # what the repr reads of a block
+    out["rolled"] = repr(rolled)
     with dg.trace_backward(h.sum()) as bt:
         h.sum().backward()
     out["backward"] = repr(bt)
@@ -252,7 +257,9 @@ def _reprs() -> dict[str, str]:
         model.zero_grad(set_to_none=True)
         model(x).pow(2).sum().backward()
 
-    out["step memory"] = repr(dg.step_memory(step, device="cpu"))
+    memory = dg.step_memory(step, device="cpu")
+    out["step memory"] = repr(memory)
+    out["step memory on a GPU"] = repr(dataclasses.replace(memory, allocator_peak=4096))  # (its allocator's peak)
     y = torch.tensor([1.0, 2.0], requires_grad=True)
     diff = dg.diff(dg.draw(y.sin().sum()), dg.draw((y.exp().sin() + y.tanh().sin()).sum()))
     out["diff"] = f"{diff!r}\n{diff._graph().title}"
