@@ -6,10 +6,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import overload
 
-__all__ = ["KINDS", "Node", "owner", "shape_text", "upstream"]
+from ._language import N_, translated
+
+__all__ = ["KINDS", "Node", "kind_word", "owner", "shape_text", "upstream"]
 
 # What a node stands for; the renderer's legend is keyed on these.
 KINDS = ("op", "custom", "parameter", "input", "output", "module", "fold")
+# Each kind as a learner reads it (hover details, a graph's repr), translated where shown
+_KIND_WORDS = {"op": N_("op"), "custom": N_("custom"), "parameter": N_("parameter"), "input": N_("input"),
+               "output": N_("output"), "module": N_("module"), "fold": N_("fold")}
+
+
+def kind_word(kind: str) -> str:
+    """A node's kind (one of :data:`KINDS`) in the current language: ``"op"`` is 运算 in Chinese."""
+    return translated(_KIND_WORDS.get(kind, kind))
 
 
 @overload

@@ -332,6 +332,36 @@ MESSAGES: dict[str, str] = {
         "存活的字节（{unit}）",
     "1 step so far":
         "已记录 1 步",
+    # the reprs a notebook shows as text (print(graph), a cell's last value in a terminal)
+    "<dynagraph.Graph: {nodes} nodes, {edges} edges ({kinds}){rest}>":
+        "<dynagraph.Graph：{nodes} 个节点，{edges} 条边（{kinds}）{rest}>",
+    ", {block} \u00d7{n}":
+        "，{block} \u00d7{n}",
+    "; {summary}":
+        "；{summary}",
+    "<dynagraph.Recording: {steps} steps, {nodes} nodes>":
+        "<dynagraph.Recording：{steps} 步，{nodes} 个节点>",
+    "... {n} more steps (rec.steps has them all) ...":
+        "\u2026\u2026另有 {n} 步（rec.steps 中有全部步骤）\u2026\u2026",
+    "<dynagraph.BackwardTrace: {runs} node runs, {norms} edge norms{notes}>":
+        "<dynagraph.BackwardTrace：节点共运行 {runs} 次，{norms} 条边有范数{notes}>",
+    ", {n} without a norm (see .notes)":
+        "，{n} 条没有范数（见 .notes）",
+    "<dynagraph.ForwardTrace: {runs} node runs, {tangents} edge tangents>":
+        "<dynagraph.ForwardTrace：节点共运行 {runs} 次，{tangents} 条边带切向量>",
+    "<dynagraph.GradHistory: {steps} steps x {n} modules>":
+        "<dynagraph.GradHistory：{steps} 个训练步 \u00d7 {n} 个模块>",
+    "<dynagraph.GradHistory: {steps} steps x {n} parameters>":
+        "<dynagraph.GradHistory：{steps} 个训练步 \u00d7 {n} 个参数>",
+    "<dynagraph.StepMemory ({device}): peak {bytes} in the {phase}{op}, event {k} of {n}: {kinds}{cuda}>":
+        "<dynagraph.StepMemory（{device}）：峰值 {bytes}，出现在{phase}阶段{op}，第 {k} / {n} 个内存事件：{kinds}{cuda}>",
+    ", in {op}":
+        "（{op}）",
+    "; allocator peak {bytes}":
+        "；分配器峰值 {bytes}",
+    # diff.py: the title of a diff's picture, when some new nodes could not be placed
+    "; {n} more new, not placed, among those marked ?":
+        "；另有 {n} 个新增节点无法定位，在标有 ? 的节点之中",
     # _page.py: a view that had to be made smaller
     "Cropped: the top {shown} px of a {w} x {h} px picture. The whole picture shows in Jupyter once this cell has run or the notebook is trusted.":
         "已裁剪：显示 {w} x {h} 像素中最上面的 {shown} 像素。在 Jupyter 中运行此单元格或信任此笔记本后即可看到完整图片。",

@@ -70,9 +70,10 @@ class BackwardTrace(Replay):
         names = {n.id: n.name for n in self.nodes}
         ran = " -> ".join(names[i] for i in self.order[:12])
         more = f" ... (+{len(self.order) - 12})" if len(self.order) > 12 else ""
-        notes = f", {len(self.notes)} without a norm (see .notes)" if self.notes else ""
-        return (f"<dynagraph.BackwardTrace: {len(self.order)} node runs, "
-                f"{len(self.edge_norms)} edge norms{notes}>\n  {ran}{more}")
+        notes = tr(", {n} without a norm (see .notes)", n=len(self.notes)) if self.notes else ""
+        head = tr("<dynagraph.BackwardTrace: {runs} node runs, {norms} edge norms{notes}>",
+                  runs=len(self.order), norms=len(self.edge_norms), notes=notes)
+        return f"{head}\n  {ran}{more}"
 
     def graph(self, title: str | None = None) -> Graph:
         """The captured graph (without the backward annotations)."""

@@ -55,8 +55,9 @@ class ForwardTrace(Replay):
         names = {n.id: n.label for n in self.nodes}
         ran = " -> ".join(names[i] for i in self.order[:12])
         more = f" ... (+{len(self.order) - 12})" if len(self.order) > 12 else ""
-        return (f"<dynagraph.ForwardTrace: {len(self.order)} node runs, "
-                f"{len(self.edge_norms)} edge tangents>\n  {ran}{more}")
+        head = tr("<dynagraph.ForwardTrace: {runs} node runs, {tangents} edge tangents>",
+                  runs=len(self.order), tangents=len(self.edge_norms))
+        return f"{head}\n  {ran}{more}"
 
     def node(self, node_id: int) -> Node:
         """The record with id ``node_id``."""

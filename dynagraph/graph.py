@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import _page, _picture, _transform, render
-from ._records import Node
+from ._language import tr
+from ._records import Node, kind_word
 from .memory import SavedMemory
 
 if TYPE_CHECKING:
@@ -67,11 +68,15 @@ class Graph(_page.View):
         return len(self.nodes)
 
     def __repr__(self) -> str:
+        """``<dynagraph.Graph: 4 nodes, 3 edges (input 1, op 2, output 1)>``, in the current
+        language (op, module and block names as they are)."""
         kinds = Counter(n.kind for n in self.nodes)
-        parts = ", ".join(f"{k} {kinds[k]}" for k in sorted(kinds))
-        rolled = "".join(f", {b.label} \u00d7{b.repeats}" for b in self.blocks)
-        kept = f"; {self.memory.summary()}" if self.memory is not None else ""
-        return f"<dynagraph.Graph: {len(self.nodes)} nodes, {len(self.edges)} edges ({parts}){rolled}{kept}>"
+        parts = tr(", ").join(f"{kind_word(k)} {kinds[k]}" for k in sorted(kinds))
+        rest = "".join(tr(", {block} \u00d7{n}", block=b.label, n=b.repeats) for b in self.blocks)
+        if self.memory is not None:
+            rest += tr("; {summary}", summary=self.memory.summary())
+        return tr("<dynagraph.Graph: {nodes} nodes, {edges} edges ({kinds}){rest}>",
+                  nodes=len(self.nodes), edges=len(self.edges), kinds=parts, rest=rest)
 
     def counts(self) -> Counter[str]:
         """How many autograd nodes carry each name, e.g. ``{'MulBackward0': 2}``

@@ -182,12 +182,14 @@ class Recording(_page.View):
         return self._edges
 
     def __repr__(self) -> str:
-        lines = [f"<dynagraph.Recording: {len(self.steps)} steps, {len(self.nodes)} nodes>"]
+        lines = [tr("<dynagraph.Recording: {steps} steps, {nodes} nodes>",
+                    steps=len(self.steps), nodes=len(self.nodes))]
         shown = self.steps if len(self.steps) <= REPR_STEPS else self.steps[:REPR_STEPS - 5]
         names = _names(self.nodes, [*shown, *self.steps[-5:]])
         lines += [f"{s.index + 1:>3} {s.text(names, self.module_types)}" for s in shown]  # steps count from 1
         if len(shown) < len(self.steps):
-            lines.append(f"... {len(self.steps) - len(shown) - 5:,} more steps (rec.steps has them all) ...")
+            lines.append(tr("... {n} more steps (rec.steps has them all) ...",
+                            n=f"{len(self.steps) - len(shown) - 5:,}"))
             lines += [f"{s.index + 1:>3} {s.text(names, self.module_types)}" for s in self.steps[-5:]]
         return "\n".join(lines)
 
