@@ -80,7 +80,7 @@ class GraphDiff(_page.View):
         if self.unplaced:
             title += f"; {sum(u.new for u in self.unplaced)} more new, not placed, among those marked ?"
         return Graph(b.nodes, b.edges, b.module_types, title=title,
-                     blocks=b.blocks, roll=b.roll, max_nodes=b.max_nodes)
+                     blocks=b.blocks, roll=b.roll, max_nodes=b.max_nodes, overview=b.overview)
 
     def _overlay(self) -> Overlay:
         """New nodes outlined in red; those that could be new, not placed, marked ``?``."""

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import _page, _patch, _signals, _source, _tags, _torch, memory, render
+from . import _page, _patch, _picture, _signals, _source, _tags, _torch, memory, render
 from ._dot import Overlay, StepText
 from ._language import N_, tr, translated
 from ._records import Node, owner, upstream
@@ -129,6 +129,8 @@ class Recording(_page.View):
             :class:`dynagraph.memory.SavedMemory`. The recording keeps no tensor, so
             a later ``backward()`` does not show here: draw the output with
             ``dg.draw(..., memory=True)`` to see ``freed``.
+        overview: Whether its picture draws modules as boxes (``live``'s ``overview``:
+            ``None`` automatic, ``True`` always, ``False`` never); :meth:`graph` draws so.
     """
 
     def __init__(self, module_names: dict[int, str], param_names: dict[int, str]) -> None:
@@ -153,6 +155,7 @@ class Recording(_page.View):
         self._held: list = []  # every walked node while the block runs (see _finish)
         self._roots: list = []  # weak references to the newest steps' outputs (deep graphs)
         self.memory: SavedMemory | None = None
+        self.overview: bool | None = None
 
     @classmethod
     def from_records(cls, steps: list[Step], nodes: list[Node], edges: list[tuple[int, int]],
@@ -193,7 +196,8 @@ class Recording(_page.View):
 
     def graph(self, *, upto: int | None = None, title: str | None = None) -> Graph:
         """The graph built by steps ``0..upto`` (all steps by default; a negative
-        ``upto`` counts from the end, as in Python: ``-1`` is the last step).
+        ``upto`` counts from the end, as in Python: ``-1`` is the last step), drawn with
+        modules as boxes as :attr:`overview` says (set ``graph.overview`` to change it).
 
         Raises:
             TypeError: ``upto`` is not a whole number.
@@ -207,7 +211,7 @@ class Recording(_page.View):
             keep = {i for s in self.steps[: upto % len(self.steps) + 1] for i in s.nodes} | self._earlier()
         nodes = list(self.nodes) if keep is None else [n for n in self.nodes if n.id in keep]
         edges = list(self.edges) if keep is None else [e for e in self.edges if e[0] in keep and e[1] in keep]
-        graph = Graph(nodes, edges, self.module_types, title=title)
+        graph = Graph(nodes, edges, self.module_types, title=title, overview=self.overview)
         if self.memory is not None:
             graph.memory = self.memory if keep is None else self.memory.subset(keep)
         return graph
@@ -269,7 +273,7 @@ class Recording(_page.View):
                              "Pass a tensor that an op in the block returned, such as the loss.")
         keep = _ancestors({nid}, self.edges)
         rec = Recording({}, {})
-        rec.module_types = self.module_types
+        rec.module_types, rec.overview = self.module_types, self.overview
         rec._nodes = [n for n in self.nodes if n.id in keep]
         rec._edges = [e for e in self.edges if e[0] in keep and e[1] in keep]
         rec._steps = [dataclasses.replace(s, index=k, nodes=[i for i in s.nodes if i in keep])
@@ -610,7 +614,8 @@ class _View:
 
 @contextlib.contextmanager
 def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] | None = None,
-         view: bool = False, interval: float = 1.0, memory: bool = False) -> Iterator[Recording]:
+         view: bool = False, interval: float = 1.0, memory: bool = False,
+         overview: bool | None = None) -> Iterator[Recording]:
     """Record every tensor operation in the block and the autograd nodes it creates.
 
     Args:
@@ -623,6 +628,9 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
         memory: Measure what each new node saves for backward as its op runs: the
             recording's picture shows it (as ``dg.draw(..., memory=True)`` does) and
             its stepper the running total per step (:meth:`Recording.saved_by_step`).
+        overview: Draw modules as boxes, a click opening a box's ops (needs ``model``):
+            ``None`` (the default) where the picture of every op would fill over three
+            screens at 1:1, ``True`` always, ``False`` never (every op).
 
     Yields:
         A :class:`Recording`, filled as the block runs. While the block runs it holds
@@ -645,6 +653,7 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
         TypeError: ``model`` is not an ``nn.Module``.
         ValueError: ``interval`` is not positive.
         TypeError: ``memory`` is not a bool.
+        ValueError: ``overview`` is not ``None``, ``True`` or ``False``.
         RendererNotFoundError: ``view=True`` in IPython and no Graphviz renderer.
 
     Example:
@@ -662,8 +671,9 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
     names, types = param_names_of(model if model is not None else params, module_names)
     if not isinstance(memory, bool):
         raise TypeError(f"memory must be True or False; got {type(memory).__name__}")
+    _picture.check_overview(overview)
     rec = Recording(module_names, names)
-    rec.module_types = types
+    rec.module_types, rec.overview = types, overview
     if memory:
         rec.memory = SavedMemory()
     if model is not None:

@@ -261,3 +261,65 @@ def test_a_tagged_view_that_stays_op_level_lays_out_once(monkeypatch):
     render.clear_cache()
     resnet = recorded("resnet")._outputs()  # an overview: the op level, then the boxes
     assert "inside" in page_data(_page.fragment(resnet)) and len(runs) == 2
+
+
+def test_overview_false_draws_every_op_of_a_tall_tagged_recording(monkeypatch):
+    case = zoo.MODELS["resnet"]()
+    with dg.live(case.model, overview=False) as rec:
+        case.forward()
+    graph = rec.graph()
+    assert rec.overview is False and graph.overview is False
+    pic, dot, _ = _picture.drawing(graph)
+    assert pic.detail is None and not any(n.kind == "module" for n in pic.graph.nodes)
+    monkeypatch.setattr(_overview, "MAX_SCREENS", float("inf"))  # the op level as the rule would draw it
+    graph.overview = None
+    assert dot == _picture.drawing(graph)[1]
+    assert "inside" not in page_data(html_of(rec))
+    assert "modules drawn as boxes" not in outputs_of(rec)["steps"]["text/plain"]
+
+
+def test_overview_false_and_true_in_draw_and_trace_backward():
+    case = zoo.resnet()
+    with dg.track_modules(case.model):
+        loss = case.forward()
+    assert _picture.drawing(dg.draw(loss, params=case.model))[0].detail is not None  # automatic: boxes
+    assert _picture.drawing(dg.draw(loss, params=case.model, overview=False))[0].detail is None
+    with dg.trace_backward(loss, params=case.model, overview=False) as bt:
+        loss.backward()
+    assert bt.graph().overview is False and _picture.drawing(bt.graph())[0].detail is None
+    assert "inside" not in page_data(html_of(bt))
+
+
+def test_overview_true_draws_boxes_for_a_short_tagged_recording():
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+    with dg.live(model, overview=True) as rec:
+        model(torch.ones(2, 3)).sum()
+    pic, _, _ = _picture.drawing(rec.graph())
+    assert pic.detail is not None and sorted(boxes_of(pic)) == ["0", "1", "2"]
+    assert "modules drawn as boxes" in outputs_of(rec)["steps"]["text/plain"]
+    untagged = dg.draw(model(torch.ones(2, 3)).sum(), overview=True)  # no tags: every op, as it is
+    assert _picture.drawing(untagged)[0].detail is None
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, 0, "auto"])
+def test_a_bad_overview_is_refused_naming_it(bad):
+    x = torch.ones(2, requires_grad=True)
+    with pytest.raises(ValueError, match=rf"overview must be None .* got {re.escape(repr(bad))}"):
+        dg.draw(x * 2, overview=bad)
+    with pytest.raises(ValueError, match=rf"got {re.escape(repr(bad))}"):
+        with dg.live(overview=bad):
+            pass
+    with pytest.raises(ValueError, match=rf"got {re.escape(repr(bad))}"):
+        with dg.trace_backward(x * 2, overview=bad):
+            pass
+    with pytest.raises(ValueError, match=rf"got {re.escape(repr(bad))}"):
+        dg.Graph([], [], overview=bad)
+
+
+def test_overview_survives_saving(tmp_path):
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh())
+    with dg.live(model, overview=True) as rec:
+        model(torch.ones(2, 3)).sum()
+    for view in (rec, rec.graph()):
+        path = dg.save_view(view, tmp_path / "v.json")
+        assert dg.load_view(path).overview is True
