@@ -12,6 +12,7 @@ stays, and so it does where every node is asked for (``roll=False``, ``max_nodes
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -61,6 +62,9 @@ def groups(nodes: Sequence[Node], most: int = BOXES) -> dict[int, str]:
     shows its stem, each residual block and its classifier. A box is named by the
     outermost module that holds just its nodes (``encoder.block.0``, not its
     ``encoder.block.0.layer`` list). One box is an overview too (an ``nn.LSTM`` alone: its ops a click away).
+    A box never holds leaves alone: the parameters of a module that ran no op here (T5's
+    ``shared`` embedding, whose weight other modules use) are drawn as they are, with an
+    edge into each box that uses them.
     """
     tagged = [n for n in nodes if _tagged(n)]
     if not tagged:
@@ -92,6 +96,10 @@ def groups(nodes: Sequence[Node], most: int = BOXES) -> dict[int, str]:
         for i in inside:  # (a module with one module inside and no op of its own: that module next)
             at[i] = depth + 1
     found = {i: box(i) for i in parts}
+    held: Counter[str] = Counter()
+    for i, b in found.items():
+        held[b] += ops[i]
+    found = {i: b for i, b in found.items() if held[b]}  # (a box of leaves alone: see the docstring)
     named = {}
     for b in set(found.values()):  # the outermost module that holds just this box's nodes
         name = b
@@ -114,6 +122,7 @@ def boxes(nodes: list[Node], edges: list[tuple[int, int]], module_types: Mapping
     where = groups(nodes, most)
     if not where:
         return nodes, edges, {}
+    tagged = {n.id for n in nodes if _tagged(n)}  # tagged and in no box: a module's leaves alone
     by_box: dict[str, list[Node]] = {}
     for n in nodes:
         if n.id in where:
@@ -133,7 +142,8 @@ def boxes(nodes: list[Node], edges: list[tuple[int, int]], module_types: Mapping
         for m in members:
             mapping[m.id] = next_id
         next_id += 1
-    kept = [n for n in nodes if n.id not in mapping]
+    kept = [n if n.id not in tagged else dataclasses.replace(n, module=None)  # (no frame of its module)
+            for n in nodes if n.id not in mapping]
     return kept + made, remap(edges, mapping), mapping
 
 

@@ -323,3 +323,38 @@ def test_overview_survives_saving(tmp_path):
     for view in (rec, rec.graph()):
         path = dg.save_view(view, tmp_path / "v.json")
         assert dg.load_view(path).overview is True
+
+
+class _Tied(nn.Module):
+    """T5's tying: ``shared`` runs no op; its weight is the encoder's embedding and the head's."""
+
+    def __init__(self):
+        super().__init__()
+        self.shared = nn.Embedding(10, 4)
+        self.embed = nn.Embedding(10, 4)
+        self.body = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+        self.head = nn.Linear(4, 10, bias=False)
+        self.embed.weight = self.head.weight = self.shared.weight
+
+    def forward(self, ids):
+        return self.head(self.body(self.embed(ids))).sum()
+
+
+def test_a_shared_weight_whose_module_runs_no_op_is_no_box_of_0_ops():
+    torch.manual_seed(0)
+    model = _Tied()
+    with dg.live(model, overview=True) as rec:
+        model(torch.tensor([[1, 2, 3]]))
+    graph = rec.graph()
+    pic, _, _ = _picture.drawing(graph)
+    counts = _overview.op_counts(graph.nodes)
+    boxes = boxes_of(pic)
+    assert "shared" not in boxes and {"embed", "head"} <= set(boxes)  # ("shared" ran no op)
+    for path, box in boxes.items():  # each box's op count is the op-level graph's, never 0
+        assert counts[path] > 0 and box.label.endswith(f"\n{counts[path]} op" + "s" * (counts[path] > 1))
+    weight = next(n for n in pic.graph.nodes if n.label == "shared.weight")
+    assert weight.kind == "parameter" and weight.module is None  # drawn as it is, in no frame
+    users = {boxes[p].id for p in ("embed", "head")}
+    drawn_users = {dst for src, dst in pic.graph.edges if src == weight.id}
+    original = next(n.id for n in graph.nodes if n.label == "shared.weight")
+    assert drawn_users == users == {pic.mapping[dst] for src, dst in graph.edges if src == original}
