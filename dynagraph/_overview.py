@@ -16,6 +16,7 @@ import dataclasses
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from itertools import takewhile
 
 from ._records import Node, owner
 
@@ -123,20 +124,20 @@ def boxes(nodes: list[Node], edges: list[tuple[int, int]], module_types: Mapping
     if not where:
         return nodes, edges, {}
     tagged = {n.id for n in nodes if _tagged(n)}  # tagged and in no box: a module's leaves alone
-    by_box: dict[str, list[Node]] = {}
+    by_path: dict[str, list[Node]] = {}
     for n in nodes:
         if n.id in where:
-            by_box.setdefault(where[n.id], []).append(n)
+            by_path.setdefault(where[n.id], []).append(n)
     next_id = max(n.id for n in nodes) + 1
     mapping: dict[int, int] = {}
     made: list[Node] = []
-    for path, members in by_box.items():
+    for path, members, call in ((p, ms, c) for p, group in by_path.items() for ms, c in calls(p, group)):
         ops = [m for m in members if m.seq is not None]
         last = max(ops, key=lambda m: m.seq or 0) if ops else members[-1]
         kind = module_types.get(path, "module")
         count = sum(m.count for m in ops)
         what = "1 op" if count == 1 else f"{count:,} ops"
-        made.append(Node(id=next_id, name=kind, kind="module", label=f"{path}: {kind}\n{what}",
+        made.append(Node(id=next_id, name=kind, kind="module", label=f"{path}: {kind}{call}\n{what}",
                          shape=last.shape, dtype=last.dtype, device=last.device, module=owner(path),
                          seq=last.seq, count=sum(m.count for m in members)))
         for m in members:
@@ -145,6 +146,33 @@ def boxes(nodes: list[Node], edges: list[tuple[int, int]], module_types: Mapping
     kept = [n if n.id not in tagged else dataclasses.replace(n, module=None)  # (no frame of its module)
             for n in nodes if n.id not in mapping]
     return kept + made, remap(edges, mapping), mapping
+
+
+def calls(path: str, members: list[Node]) -> list[tuple[list[Node], str]]:
+    """The box of module ``path`` holding ``members`` as one box per call of the module
+    (a shared block applied twice: two boxes, in call order), each with the words its
+    label adds (``", call 1 of 2"``; none for a module called once). A member made by no
+    call (a parameter) goes with the first call.
+
+    Where ``path`` itself was not called (a ``ModuleList``), the calls of the one module
+    inside it that holds all its ops count.
+    """
+    made = [m for m in members if m.calls]
+    common = min((len(m.calls or ()) for m in made), default=0)  # (the path parts all members share)
+    depth = path.count(".")
+    parts = [(m.module or "").split(".") for m in made]
+    shared = takewhile(lambda d: len({p[d] for p in parts}) == 1, range(depth, common))
+    at = next((d for d in shared if any((m.calls or ())[d] is not None for m in made)), None)
+    if at is None:
+        return [(members, "")]
+    numbers = sorted({c for m in made if (c := (m.calls or ())[at]) is not None})
+    if len(numbers) < 2:
+        return [(members, "")]
+    by_call: dict[int, list[Node]] = {c: [] for c in numbers}
+    for m in members:
+        c = (m.calls or ())[at] if m.calls else None
+        by_call[numbers[0] if c is None else c].append(m)
+    return [(by_call[c], f", call {k} of {len(numbers)}") for k, c in enumerate(numbers, 1)]
 
 
 def op_counts(nodes: Sequence[Node]) -> Counter[str]:

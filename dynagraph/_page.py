@@ -463,6 +463,8 @@ def _overview_note(drawn: _Drawn) -> str:
               n=f"{drawn.pic.detail_screens:.1f}")
     if "inside" in drawn.data:
         note += tr(": where the picture's script runs, a click on a box opens its ops")
+    if any(n.kind == "module" and ", call " in n.label for n in drawn.pic.graph.nodes):  # (_overview.calls)
+        note += tr("; a module called more than once is one box per call (“call 1 of 2”)")
     return note
 
 

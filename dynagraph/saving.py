@@ -81,6 +81,7 @@ def _node(d: dict[str, Any]) -> Node:
     d = dict(d)
     d["shape"] = None if d["shape"] is None else tuple(d["shape"])
     d["saved"] = [tuple(s) for s in d["saved"]]
+    d["calls"] = None if d.get("calls") is None else tuple(d["calls"])  # (files saved before it: none)
     return Node(**d)
 
 

@@ -358,3 +358,76 @@ def test_a_shared_weight_whose_module_runs_no_op_is_no_box_of_0_ops():
     drawn_users = {dst for src, dst in pic.graph.edges if src == weight.id}
     original = next(n.id for n in graph.nodes if n.label == "shared.weight")
     assert drawn_users == users == {pic.mapping[dst] for src, dst in graph.edges if src == original}
+
+
+class _Twice(nn.Module):
+    """A shared block applied twice: ``self.block(self.block(x))``."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(4, 4)
+        self.block = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+        self.out = nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.out(self.block(self.block(self.inp(x)))).sum()
+
+
+def _calls_said(label: str) -> tuple[str, int | None, int | None]:
+    """A box's module path, and its call's number and how many calls (``None``: one call)."""
+    found = re.match(r"([^:]+): \w+(?:, call (\d+) of (\d+))?\n", label)
+    assert found is not None, label
+    return found[1], *(None if v is None else int(v) for v in found.groups()[1:])
+
+
+def _check_boxes_per_call(graph, pic):
+    """Each box stands for the op-level nodes of its module's call: its op count, its
+    nodes, and as many boxes as the module had calls (oracle: the op-level records)."""
+    boxes = [n for n in pic.graph.nodes if n.kind == "module"]
+    per_path: dict[str, list[int]] = {}
+    for box in boxes:
+        path, k, n = _calls_said(box.label)
+        per_path.setdefault(path, []).append(k or 1)
+        inside = [m for m in graph.nodes if m.module and (m.module + ".").startswith(path + ".") and m.seq]
+        numbers = sorted({m.calls[path.count(".")] for m in inside})
+        assert len(numbers) == (n or 1)
+        mine = [m for m in inside if n is None or m.calls[path.count(".")] == numbers[k - 1]]
+        ops = sum(m.count for m in mine)
+        assert box.label.endswith(f"\n{ops} op" + "s" * (ops > 1)), box.label
+        stands = {old for old, new in pic.mapping.items() if new == box.id}
+        assert {m.id for m in mine} <= stands and all(
+            m.seq is None for m in graph.nodes if m.id in stands - {m.id for m in mine})  # (and its leaves)
+    return per_path
+
+
+def test_a_module_called_twice_is_a_box_per_call_with_its_own_ops():
+    torch.manual_seed(0)
+    model = _Twice()
+    with dg.live(model, overview=True) as rec:
+        model(torch.ones(2, 4))
+    graph = rec.graph()
+    pic, _, _ = _picture.drawing(graph)
+    per_path = _check_boxes_per_call(graph, pic)
+    assert per_path == {"inp": [1], "block.0": [1, 2], "block.1": [1, 2], "out": [1]}
+    assert "a module called more than once is one box per call" in outputs_of(rec)["steps"]["text/plain"]
+    # the same boxes from dg.draw's capture under track_modules
+    with dg.track_modules(model):
+        loss = model(torch.ones(2, 4))
+    drawn = dg.draw(loss, params=model, overview=True)
+    assert sorted(n.label for n in _picture.drawing(drawn)[0].graph.nodes if n.kind == "module") == sorted(
+        n.label for n in pic.graph.nodes if n.kind == "module")
+    # a closed box of the block (few boxes allowed): a box per call of the block itself
+    nodes, _, mapping = _overview.boxes(graph.nodes, graph.edges, graph.module_types, most=3)
+    labels = sorted(n.label for n in nodes if n.kind == "module")
+    assert labels == ["block: Sequential, call 1 of 2\n3 ops", "block: Sequential, call 2 of 2\n3 ops",
+                      "inp: Linear\n2 ops", "out: Linear\n2 ops"]
+    first = {mapping[n.id] for n in graph.nodes if n.module and n.module.startswith("block.") and n.calls
+             and n.calls[0] == 1}
+    assert len(first) == 1  # call 1's ops are one box, and its ops only
+
+
+def test_calls_of_reads_each_part_of_a_module_path():
+    from dynagraph import _tags
+    assert _tags.calls_of({"block": 2, "block.0": 3}, "block.0") == (2, 3)
+    assert _tags.calls_of({"layers.0": 1}, "layers.0") == (None, 1)  # ("layers" is a list: not called)
+    assert _tags.calls_of({}, "block") is None and _tags.calls_of({"a": 1}, None) is None
