@@ -12,10 +12,10 @@ stays, and so it does where every node is asked for (``roll=False``, ``max_nodes
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from itertools import takewhile
 
 from ._records import Node, owner
@@ -118,34 +118,26 @@ def boxes(nodes: list[Node], edges: list[tuple[int, int]], module_types: Mapping
     nodes it stands for), the other nodes as they are, edges between them from the op
     graph. Returns ``(nodes, edges, mapping)``, ``mapping`` sending each boxed id to its
     box's id (ids not in it are unchanged)."""
-    from ._transform import remap
+    from ._transform import merge_modules
 
     where = groups(nodes, most)
     if not where:
         return nodes, edges, {}
-    tagged = {n.id for n in nodes if _tagged(n)}  # tagged and in no box: a module's leaves alone
     by_path: dict[str, list[Node]] = {}
     for n in nodes:
         if n.id in where:
             by_path.setdefault(where[n.id], []).append(n)
-    next_id = max(n.id for n in nodes) + 1
-    mapping: dict[int, int] = {}
-    made: list[Node] = []
-    for path, members, call in ((p, ms, c) for p, group in by_path.items() for ms, c in calls(p, group)):
-        ops = [m for m in members if m.seq is not None]
-        last = max(ops, key=lambda m: m.seq or 0) if ops else members[-1]
-        kind = module_types.get(path, "module")
-        count = sum(m.count for m in ops)
-        what = "1 op" if count == 1 else f"{count:,} ops"
-        made.append(Node(id=next_id, name=kind, kind="module", label=f"{path}: {kind}{call}\n{what}",
-                         shape=last.shape, dtype=last.dtype, device=last.device, module=owner(path),
-                         seq=last.seq, count=sum(m.count for m in members)))
-        for m in members:
-            mapping[m.id] = next_id
-        next_id += 1
-    kept = [n if n.id not in tagged else dataclasses.replace(n, module=None)  # (no frame of its module)
-            for n in nodes if n.id not in mapping]
-    return kept + made, remap(edges, mapping), mapping
+    boxed = ((path, members, f"{call}\n{_ops(members)}") for path, group in by_path.items()
+             for members, call in calls(path, group))
+    out, edges, mapping = merge_modules(nodes, edges, boxed, module_types)
+    loose = {n.id for n in nodes if n.id not in mapping and _tagged(n)}  # a module's leaves alone
+    return [replace(n, module=None) if n.id in loose else n for n in out], edges, mapping  # (in no frame)
+
+
+def _ops(members: list[Node]) -> str:
+    """``"1 op"``, ``"1,234 ops"``: the autograd op nodes ``members`` stand for."""
+    count = sum(m.count for m in members if m.seq is not None)
+    return "1 op" if count == 1 else f"{count:,} ops"
 
 
 def calls(path: str, members: list[Node]) -> list[tuple[list[Node], str]]:

@@ -15,7 +15,7 @@ from torch import nn
 
 import dynagraph as dg
 from dynagraph import _overview, _page, _picture, memory, render
-from dynagraph._records import Node
+from dynagraph._records import Node, owner
 
 from _helpers import html_of, load_benchmark, outputs_of, page_data, svg_texts
 
@@ -350,6 +350,7 @@ def test_a_shared_weight_whose_module_runs_no_op_is_no_box_of_0_ops():
     counts = _overview.op_counts(graph.nodes)
     boxes = boxes_of(pic)
     assert "shared" not in boxes and {"embed", "head"} <= set(boxes)  # ("shared" ran no op)
+    assert all(box.module == owner(path) for path, box in boxes.items())  # each in its module's frame
     for path, box in boxes.items():  # each box's op count is the op-level graph's, never 0
         assert counts[path] > 0 and box.label.endswith(f"\n{counts[path]} op" + "s" * (counts[path] > 1))
     weight = next(n for n in pic.graph.nodes if n.label == "shared.weight")
