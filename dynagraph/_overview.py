@@ -7,7 +7,9 @@ module as one box (:func:`groups` picks which), with the edges between them take
 from the op graph. The view keeps the op-level picture in its data, and its script
 opens a box's ops on a click (``assets/overview.js``). Without tags the op-level picture
 stays, and so it does where every node is asked for (``roll=False``, ``max_nodes=None``,
-``to_dot(full=True)``).
+``to_dot(full=True)``) or ``overview=False`` (``overview=True``: boxes at any size). A
+module called more than once is one box per call (:func:`calls`), and a module that ran
+no op here (a tied embedding) is no box: its parameters are drawn as they are.
 """
 
 from __future__ import annotations

@@ -432,3 +432,33 @@ def test_calls_of_reads_each_part_of_a_module_path():
     assert _tags.calls_of({"block": 2, "block.0": 3}, "block.0") == (2, 3)
     assert _tags.calls_of({"layers.0": 1}, "layers.0") == (None, 1)  # ("layers" is a list: not called)
     assert _tags.calls_of({}, "block") is None and _tags.calls_of({"a": 1}, None) is None
+
+
+@pytest.mark.browser
+def test_a_click_on_a_calls_box_lights_that_calls_ops_only(tmp_path):
+    from _chromium import Watch, chromium
+    torch.manual_seed(0)
+    model = _Twice()
+    with dg.live(model, overview=True) as rec:
+        model(torch.ones(2, 4))
+    html = html_of(rec)
+    data = page_data(html)
+    pic, _, _ = _picture.drawing(rec.graph(), own_title=True)
+    second = next(n for n in pic.graph.nodes if n.label.startswith("block.0: Linear, call 2 of 2"))
+    first = next(n for n in pic.graph.nodes if n.label.startswith("block.0: Linear, call 1 of 2"))
+    ids = data["inside"]["boxes"]
+    assert not set(ids[str(first.id)]) & set(ids[str(second.id)])  # each call its own op-level nodes
+    path = tmp_path / "calls.html"
+    path.write_text(f"<!doctype html><html><head><meta charset='utf-8'></head><body>{html}</body></html>")
+    with chromium() as browser:
+        watch = Watch(browser)
+        page = watch.new_page()
+        page.goto(path.as_uri())
+        page.locator(f"svg g.node.dg-n{second.id}").first.click()
+        name = page.locator(".dg-inside-name").text_content()
+        lit = page.evaluate("() => [...document.querySelectorAll('.dg-inside g.node.dg-lit')]"
+                            ".map(g => +g.getAttribute('class').match(/dg-n(\\d+)/)[1])")
+        watch.close()
+    assert name == "block.0: Linear, call 2 of 2"
+    assert sorted(lit) == sorted(ids[str(second.id)])
+    assert watch.errors == [] and watch.blocked == []
