@@ -169,6 +169,36 @@ def calls(path: str, members: list[Node]) -> list[tuple[list[Node], str]]:
     return [(by_call[c], f", call {k} of {len(numbers)}") for k, c in enumerate(numbers, 1)]
 
 
+_CALL = re.compile(r", call (\d+) of (\d+)\n")  # what :func:`calls` adds to a box's label
+
+
+def per_call(label: str) -> bool:
+    """Whether a box's ``label`` says it stands for some of its module's calls (see
+    :func:`calls`, :func:`rolled_calls`)."""
+    return re.search(r", (?:calls? [\d\u2013]+|\d+ calls) of \d+\n", label) is not None
+
+
+def rolled_calls(drawn: Sequence[Node], made: Sequence[Node], mapping: Mapping[int, int]) -> list[Node]:
+    """``drawn`` with each box that stands for the boxes of several calls (``made``, the
+    boxes before rolling; ``mapping``: their drawn ids), a loop that calls a module at
+    every step rolled, labelled with those calls (``calls 2–60 of 60``), not the first's.
+    """
+    numbers: dict[int, set[int]] = {}
+    for box in made:
+        found = _CALL.search(box.label)
+        if found is not None:
+            numbers.setdefault(mapping[box.id], set()).add(int(found[1]))
+    out = []
+    for n in drawn:
+        ks = sorted(numbers.get(n.id, ()))
+        found = _CALL.search(n.label)
+        if len(ks) > 1 and found is not None:
+            what = f"calls {ks[0]}\u2013{ks[-1]}" if ks[-1] - ks[0] == len(ks) - 1 else f"{len(ks)} calls"
+            n = replace(n, label=_CALL.sub(f", {what} of {found[2]}\n", n.label))
+        out.append(n)
+    return out
+
+
 def op_counts(nodes: Sequence[Node]) -> Counter[str]:
     """Autograd op nodes per module path and every path around it (for tests and captions)."""
     out: Counter[str] = Counter()

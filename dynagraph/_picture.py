@@ -241,6 +241,7 @@ def _overview_of(graph: Graph, pic: Picture, overlay: Overlay | None, own_title:
     nodes, edges, boxed = _overview.boxes(graph.nodes, graph.edges, graph.module_types)
     small = variant(graph, nodes, edges, blocks=[], max_nodes=graph.max_nodes)
     top = picture(small, roll=graph.roll, max_nodes=graph.max_nodes)
+    top.graph.nodes = _overview.rolled_calls(top.graph.nodes, nodes, top.mapping)  # (a loop of calls)
     mapping = {old: top.mapping[boxed.get(old, old)] for old in detail.mapping}
     iteration = {old: top.iteration[boxed.get(old, old)] for old in detail.mapping
                  if boxed.get(old, old) in top.iteration}  # (boxes of one kind rolled: each its iteration)

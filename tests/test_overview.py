@@ -462,3 +462,42 @@ def test_a_click_on_a_calls_box_lights_that_calls_ops_only(tmp_path):
     assert name == "block.0: Linear, call 2 of 2"
     assert sorted(lit) == sorted(ids[str(second.id)])
     assert watch.errors == [] and watch.blocked == []
+
+
+class _Loop(nn.Module):
+    """A cell called at every step of a loop."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp, self.cell, self.head = nn.Linear(8, 16), nn.GRUCell(16, 16), nn.Linear(16, 1)
+
+    def forward(self, x):
+        h = torch.zeros(2, 16)
+        for t in range(x.shape[0]):
+            h = self.cell(torch.tanh(self.inp(x[t])), h)
+        return self.head(h).sum()
+
+
+def test_a_loop_of_calls_rolls_its_boxes_and_says_which_calls():
+    torch.manual_seed(0)
+    model = _Loop()
+    with dg.live(model, overview=True) as rec:
+        model(torch.randn(30, 2, 8))  # (over 40 boxes: they roll)
+    graph = rec.graph()
+    pic, _, _ = _picture.drawing(graph)
+    repeats = {i: b.repeats for b in pic.graph.blocks for i in b.nodes}
+    said: dict[str, int] = {}  # ops per module path: each box's ops times the calls it is drawn for
+    calls_of = {}
+    for box in (n for n in pic.graph.nodes if n.kind == "module"):
+        found = re.match(r"(\w+): \w+(?:, calls? (\d+)(?:\u2013(\d+))? of (\d+))?\n(\d+) ops?$", box.label)
+        assert found is not None, box.label
+        path, first, last, _, ops = found.groups()
+        drawn_for = 1 if first is None else int(last or first) - int(first) + 1
+        assert drawn_for == repeats.get(box.id, 1), box.label  # the range is the calls the frame rolls
+        said[path] = said.get(path, 0) + int(ops) * drawn_for
+        calls_of.setdefault(path, []).append((first, last))
+    counts = _overview.op_counts(graph.nodes)
+    assert said == {p: counts[p] for p in ("inp", "cell", "head")}
+    assert calls_of["cell"] == [("1", None), ("2", "30")]
+    assert _overview.per_call("cell: GRUCell, calls 2\u201312 of 12\n16 ops")
+    assert not _overview.per_call("head: Linear\n2 ops")
