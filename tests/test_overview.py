@@ -501,3 +501,21 @@ def test_a_loop_of_calls_rolls_its_boxes_and_says_which_calls():
     assert calls_of["cell"] == [("1", None), ("2", "30")]
     assert _overview.per_call("cell: GRUCell, calls 2\u201312 of 12\n16 ops")
     assert not _overview.per_call("head: Linear\n2 ops")
+
+
+def test_each_calls_box_says_the_bytes_its_own_ops_saved():
+    torch.manual_seed(0)
+    model = _Twice()
+    with dg.live(model, overview=True, memory=True) as rec:
+        model(torch.ones(2, 4))
+    graph = rec.graph()
+    pic, dot, _ = _picture.drawing(graph)
+    tanh = [n for n in pic.graph.nodes if n.label.startswith("block.1: Tanh, call ")]
+    assert len(tanh) == 2
+    for box in tanh:
+        mine = [old for old, new in pic.mapping.items() if new == box.id]
+        act, leaf = graph.memory.bytes_of(mine)
+        assert act > 0
+        line = re.search(rf'\bn{box.id} \[[^\n]*? label="([^"]*)"', dot)
+        said = f"saves {memory.fmt_bytes(act)}"
+        assert line is not None and said in line[1], (box.label, said)
