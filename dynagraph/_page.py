@@ -41,7 +41,7 @@ from html import escape, unescape
 from importlib import resources
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from . import _dot, _fonts, _patch, _picture, memory, render
+from . import _dot, _fonts, _overview, _patch, _picture, memory, render
 from ._dot import Overlay, StepText
 from ._language import language, tr
 from ._records import Node, kind_word, shape_text
@@ -463,6 +463,8 @@ def _overview_note(drawn: _Drawn) -> str:
               n=f"{drawn.pic.detail_screens:.1f}")
     if "inside" in drawn.data:
         note += tr(": where the picture's script runs, a click on a box opens its ops")
+    if any(n.kind == "module" and _overview.per_call(n.label) for n in drawn.pic.graph.nodes):
+        note += tr("; a module called more than once is one box per call (“call 1 of 2”)")
     return note
 
 

@@ -82,6 +82,10 @@ class Node:
             :func:`dynagraph.track_passes`): 0 the forward pass, 1 the first backward
             pass (``create_graph=True``), 2 the second ...; ``None`` for leaves and
             where not recorded.
+        calls: Which call of each module on ``module``'s dotted path made the node:
+            per part of the path, the call's number among that module's calls (1 for
+            its first, 2 for its second: a block applied twice), or ``None`` for a
+            part that was not called (a ``ModuleList``); ``None`` where not recorded.
     """
 
     id: int
@@ -96,3 +100,4 @@ class Node:
     saved: list[tuple[str, str]] = field(default_factory=list)
     count: int = 1
     derivative: int | None = None
+    calls: tuple[int | None, ...] | None = None

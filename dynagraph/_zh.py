@@ -187,6 +187,8 @@ MESSAGES: dict[str, str] = {
         "；模块画成方框（每个运算都画出的图在 1:1 下占 {n} 屏）",
     ": where the picture's script runs, a click on a box opens its ops":
         "：在图的脚本运行之处，点击方框即可打开其中的运算",
+    "; a module called more than once is one box per call (“call 1 of 2”)":
+        "；调用了不止一次的模块每次调用画成一个方框（“call 1 of 2”）",
     "a click on a module box opens its ops":
         "点击模块方框即可打开其中的运算",
     "close":

@@ -53,6 +53,8 @@ class BackwardTrace(Replay):
         launches: The all-reduces a ``DistributedDataParallel`` model (``params``)
             launched, in order (:class:`dynagraph.ddp.Launch`: bucket, its parameters,
             the node run it launched in); empty for any other model.
+        overview: Whether the picture draws modules as boxes (``trace_backward``'s
+            ``overview``: ``None`` automatic, ``True`` always, ``False`` never).
 
     Displays as the graph with execution order on the nodes and edge width and
     label from the gradient norm, and a stepper that lights nodes in backward order.
@@ -65,6 +67,7 @@ class BackwardTrace(Replay):
         self.merged_norms: dict[tuple[int, int], float] = {}
         self.notes: dict[Edge, str] = {}
         self.launches: list[ddp.Launch] = []
+        self.overview: bool | None = None  # modules as boxes: see dynagraph.draw
 
     def __repr__(self) -> str:
         names = {n.id: n.name for n in self.nodes}
@@ -77,7 +80,7 @@ class BackwardTrace(Replay):
 
     def graph(self, title: str | None = None) -> Graph:
         """The captured graph (without the backward annotations)."""
-        return Graph(self.nodes, self.edges, self.module_types, title=title)
+        return Graph(self.nodes, self.edges, self.module_types, title=title, overview=self.overview)
 
     def _overlays(self) -> Overlay:
         """Order badges, edge norms, and one step per node run, for the picture."""
@@ -131,7 +134,8 @@ def _ran(node: Node, arriving: list[float]) -> str:
 
 
 @contextlib.contextmanager
-def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardTrace]:
+def trace_backward(roots: Roots, *, params: Params = None,
+                   overview: bool | None = None) -> Iterator[BackwardTrace]:
     """Record the backward pass run inside the block over the graph behind ``roots``.
 
     Hooks every autograd node of the graph with one post-hook: it notes that the
@@ -148,6 +152,9 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
             say where each bucket's all-reduce launched. This registers the model's one
             communication hook, for good (outside a trace it runs DDP's default
             all-reduce); pass ``params=model.module`` to leave the model's hook free.
+        overview: Draw modules as boxes (ops tagged by :func:`track_modules`): ``None``
+            where the picture of every op is over three screens, ``True`` always,
+            ``False`` never (as for :func:`draw`).
 
     Yields:
         A :class:`BackwardTrace`, complete after the block. A gradient with no norm
@@ -159,16 +166,19 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
 
     Raises:
         RuntimeError: ``params`` is a DDP model with a communication hook of its own.
+        ValueError: ``overview`` is not ``None``, ``True`` or ``False``.
 
     Example:
         >>> with dg.trace_backward(loss, params=model) as bt:
         ...     loss.backward()
         >>> bt          # stepper in backward order, edge width = gradient norm
     """
+    _picture.check_overview(overview)
     names, types = param_names_of(params)
     slots: dict[int, list] = {}
     nodes, edges, fns = walk(named_roots(roots), names, slots=slots)
     trace = BackwardTrace(nodes, edges, types)
+    trace.overview = overview
     outputs = {n.id for n in nodes if n.kind == "output"}
     roots_of = {src: dst for src, dst in edges if dst in outputs}
     pending: _Norms = []

@@ -81,7 +81,7 @@ class GraphDiff(_page.View):
             title += tr("; {n} more new, not placed, among those marked ?",
                         n=sum(u.new for u in self.unplaced))
         return Graph(b.nodes, b.edges, b.module_types, title=title,
-                     blocks=b.blocks, roll=b.roll, max_nodes=b.max_nodes)
+                     blocks=b.blocks, roll=b.roll, max_nodes=b.max_nodes, overview=b.overview)
 
     def _overlay(self) -> Overlay:
         """New nodes outlined in red; those that could be new, not placed, marked ``?``."""

@@ -36,6 +36,10 @@ class Graph(_page.View):
             repeated structure once in graphs over 40 nodes, and what is still over
             ``max_nodes`` has its middle folded; ``roll=False, max_nodes=None`` draws
             every node.
+        overview: Whether the picture draws modules as boxes (:mod:`dynagraph._overview`):
+            ``None`` where the op-level picture is over three screens and ops carry module
+            tags (the default policy only), ``True`` wherever ops carry module tags,
+            ``False`` never.
         memory: What the graph keeps alive for backward, by node id (a
             :class:`dynagraph.memory.SavedMemory`), when drawn with ``memory=True``;
             else ``None``.
@@ -47,7 +51,8 @@ class Graph(_page.View):
     def __init__(self, nodes: list[Node], edges: list[tuple[int, int]],
                  module_types: dict[str, str] | None = None, title: str | None = None, *,
                  blocks: Iterable[Block] = (), roll: str | bool = "auto",
-                 max_nodes: int | None = _picture.MAX_NODES) -> None:
+                 max_nodes: int | None = _picture.MAX_NODES, overview: bool | None = None) -> None:
+        _picture.check_overview(overview)
         self.nodes = nodes
         self.edges = edges
         self.module_types = module_types or {}
@@ -55,6 +60,7 @@ class Graph(_page.View):
         self.blocks = list(blocks)
         self.roll = roll
         self.max_nodes = max_nodes
+        self.overview = overview
         self.memory: SavedMemory | None = None
 
     def _with(self, nodes: list[Node], edges: list[tuple[int, int]], *, blocks: list[Block] | None = None,
@@ -62,7 +68,7 @@ class Graph(_page.View):
         """A graph like this one with other nodes and edges (and size policy)."""
         return Graph(nodes, edges, self.module_types, self.title,
                      blocks=self.blocks if blocks is None else blocks, roll=self.roll,
-                     max_nodes=self.max_nodes if max_nodes == -1 else max_nodes)
+                     max_nodes=self.max_nodes if max_nodes == -1 else max_nodes, overview=self.overview)
 
     def __len__(self) -> int:
         return len(self.nodes)

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import _page, _patch, _signals, _source, _tags, _torch, memory, render
+from . import _page, _patch, _picture, _signals, _source, _tags, _torch, memory, render
 from ._dot import Overlay, StepText
 from ._language import N_, tr, translated
 from ._records import Node, owner, upstream
@@ -129,6 +129,8 @@ class Recording(_page.View):
             :class:`dynagraph.memory.SavedMemory`. The recording keeps no tensor, so
             a later ``backward()`` does not show here: draw the output with
             ``dg.draw(..., memory=True)`` to see ``freed``.
+        overview: Whether its picture draws modules as boxes (``live``'s ``overview``:
+            ``None`` automatic, ``True`` always, ``False`` never); :meth:`graph` draws so.
     """
 
     def __init__(self, module_names: dict[int, str], param_names: dict[int, str]) -> None:
@@ -142,6 +144,9 @@ class Recording(_page.View):
         _serial[0] += 1
         self._start: int | None = None
         self._modules: list[str | None] = []  # the modules whose forward is running, innermost last
+        self._ran: dict[str, int] = {}  # module name -> its calls so far (a block applied twice: 2)
+        self._calls: list[dict[str, int]] = [{}]  # {name: number of its call} of the running ones, each entry
+        self._step_calls: list[dict[str, int]] = []  # the running calls at each step (shared dicts)
         self._graph_frame: FrameType | None = None  # the compiled graph whose ops the last step gathers
         self._view: _View | None = None
         self._lines: dict = {}  # (filename, lineno) -> (where, code): loops repeat lines
@@ -153,6 +158,7 @@ class Recording(_page.View):
         self._held: list = []  # every walked node while the block runs (see _finish)
         self._roots: list = []  # weak references to the newest steps' outputs (deep graphs)
         self.memory: SavedMemory | None = None
+        self.overview: bool | None = None
 
     @classmethod
     def from_records(cls, steps: list[Step], nodes: list[Node], edges: list[tuple[int, int]],
@@ -195,7 +201,8 @@ class Recording(_page.View):
 
     def graph(self, *, upto: int | None = None, title: str | None = None) -> Graph:
         """The graph built by steps ``0..upto`` (all steps by default; a negative
-        ``upto`` counts from the end, as in Python: ``-1`` is the last step).
+        ``upto`` counts from the end, as in Python: ``-1`` is the last step), drawn with
+        modules as boxes as :attr:`overview` says (set ``graph.overview`` to change it).
 
         Raises:
             TypeError: ``upto`` is not a whole number.
@@ -209,7 +216,7 @@ class Recording(_page.View):
             keep = {i for s in self.steps[: upto % len(self.steps) + 1] for i in s.nodes} | self._earlier()
         nodes = list(self.nodes) if keep is None else [n for n in self.nodes if n.id in keep]
         edges = list(self.edges) if keep is None else [e for e in self.edges if e[0] in keep and e[1] in keep]
-        graph = Graph(nodes, edges, self.module_types, title=title)
+        graph = Graph(nodes, edges, self.module_types, title=title, overview=self.overview)
         if self.memory is not None:
             graph.memory = self.memory if keep is None else self.memory.subset(keep)
         return graph
@@ -271,7 +278,7 @@ class Recording(_page.View):
                              "Pass a tensor that an op in the block returned, such as the loss.")
         keep = _ancestors({nid}, self.edges)
         rec = Recording({}, {})
-        rec.module_types = self.module_types
+        rec.module_types, rec.overview = self.module_types, self.overview
         rec._nodes = [n for n in self.nodes if n.id in keep]
         rec._edges = [e for e in self.edges if e[0] in keep and e[1] in keep]
         rec._steps = [dataclasses.replace(s, index=k, nodes=[i for i in s.nodes if i in keep])
@@ -322,11 +329,17 @@ class Recording(_page.View):
         if name is None:  # torch.compile(model) runs the model under a wrapper
             name = self._module_names.get(id(_torch.original_module(module)), type(module).__name__)
         self._modules.append(name or None)  # "" is the model itself: its ops are in no module
+        calls = self._calls[-1]
+        if name:
+            self._ran[name] = self._ran.get(name, 0) + 1
+            calls = {**calls, name: self._ran[name]}
+        self._calls.append(calls)
 
     def exit_module(self) -> None:
         """The innermost running module's forward ended (or raised)."""
         if self._modules:  # a block opened inside a forward sees its end only
             self._modules.pop()
+            self._calls.pop()
 
     def on_op(self, op: str, args: Sequence[Any], kwargs: Mapping[str, Any], out: object,
               frame: FrameType | None, inplace_target: torch.Tensor | None = None) -> None:
@@ -388,6 +401,7 @@ class Recording(_page.View):
         step = Step(len(self._steps), op, where, code, module, _torch.shapes_of(ins), _torch.shapes_of(outs),
                     [], "" if fns else _why_no_node(ins, outs))
         self._steps.append(step)
+        self._step_calls.append(self._calls[-1])
         if fns:
             self._note(step, fns)
             if len(self._roots) == _ROOTS:
@@ -419,6 +433,8 @@ class Recording(_page.View):
         new: list[int] = []  # the current step's new node ids
         pending: list[tuple[_torch.GradFn, int]] = []  # (input, id of the node it feeds)
         module: str | None = None  # the current step's module
+        calls: dict[str, int] = {}  # and the module calls running at it
+        calls_key, step_calls = _tags.CALLS, self._step_calls
 
         def enter(fn: _torch.GradFn) -> Any:
             meta = metadata(fn)
@@ -439,7 +455,9 @@ class Recording(_page.View):
                 node.module = owner(node.label)
             elif named and module is not None:
                 node.module = module
+                node.calls = _tags.calls_of(calls, module)
                 meta.setdefault(module_key, module)
+                meta.setdefault(calls_key, calls)
             inputs = fn.next_functions
             for child, _ in inputs:
                 if child is not None:
@@ -447,7 +465,7 @@ class Recording(_page.View):
             return inputs  # reach() goes on into them without reading them again
 
         for step, fns in todo:
-            module = step.module
+            module, calls = step.module, step_calls[step.index]
             reach(fns, enter)
             if new:
                 new.sort()
@@ -612,7 +630,8 @@ class _View:
 
 @contextlib.contextmanager
 def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] | None = None,
-         view: bool = False, interval: float = 1.0, memory: bool = False) -> Iterator[Recording]:
+         view: bool = False, interval: float = 1.0, memory: bool = False,
+         overview: bool | None = None) -> Iterator[Recording]:
     """Record every tensor operation in the block and the autograd nodes it creates.
 
     Args:
@@ -625,6 +644,9 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
         memory: Measure what each new node saves for backward as its op runs: the
             recording's picture shows it (as ``dg.draw(..., memory=True)`` does) and
             its stepper the running total per step (:meth:`Recording.saved_by_step`).
+        overview: Draw modules as boxes, a click opening a box's ops (needs ``model``):
+            ``None`` (the default) where the picture of every op would fill over three
+            screens at 1:1, ``True`` always, ``False`` never (every op).
 
     Yields:
         A :class:`Recording`, filled as the block runs. While the block runs it holds
@@ -647,6 +669,7 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
         TypeError: ``model`` is not an ``nn.Module``.
         ValueError: ``interval`` is not positive.
         TypeError: ``memory`` is not a bool.
+        ValueError: ``overview`` is not ``None``, ``True`` or ``False``.
         RendererNotFoundError: ``view=True`` in IPython and no Graphviz renderer.
 
     Example:
@@ -664,8 +687,9 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
     names, types = param_names_of(model if model is not None else params, module_names)
     if not isinstance(memory, bool):
         raise TypeError(f"memory must be True or False; got {type(memory).__name__}")
+    _picture.check_overview(overview)
     rec = Recording(module_names, names)
-    rec.module_types = types
+    rec.module_types, rec.overview = types, overview
     if memory:
         rec.memory = SavedMemory()
     if model is not None:
@@ -693,5 +717,6 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
             rec._module_names = {}
             rec._param_names = {}
             rec._modules.clear()
+            rec._calls, rec._step_calls, rec._ran = [{}], [], {}
             rec._lines.clear()
             rec._graph_frame = None
