@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from . import _patch, ddp
+from . import _patch, _picture, ddp
 from ._dot import Overlay
 from ._language import tr
 from ._records import Node
