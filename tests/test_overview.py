@@ -218,7 +218,7 @@ def test_in_chinese_the_overview_says_it_in_chinese(resnet):
     finally:
         dg.set_language("en")
     assert "模块画成方框" in outs["steps"]["text/plain"] and "点击方框" in outs["steps"]["text/plain"]
-    assert words["label"]["open"] == "点击模块方框即可打开其中的运算" and words["title"]["close"] == "关闭"
+    assert words["label"]["open"] == "点击模块方框即可打开其中的操作" and words["title"]["close"] == "关闭"
 
 
 @pytest.mark.browser
