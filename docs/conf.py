@@ -11,6 +11,7 @@ jupyter-book 2 builds through a Node.js tool that downloads its site theme at bu
 time (no offline build), and MkDocs Material has announced its end of life.
 """
 
+import functools
 import importlib.util
 import os
 import re
@@ -127,6 +128,45 @@ def ensure_mathjax(vendor: Path) -> None:
 ensure_mathjax(VENDOR)
 mathjax_path = f"mathjax/{MATHJAX_FILE}"  # relative: Sphinx links it from _static/
 
+# -- The theme's words on the Chinese pages -------------------------------------------
+# The site is one English build (one search index, relative links between the twins), so
+# the theme speaks English. On a Chinese page every word the theme writes is Chinese: its
+# templates call gettext, which chinese_pages_say_so hands a Chinese catalog for that page
+# (the words below, then the theme's and Sphinx's own Chinese catalogs, both incomplete);
+# the theme settings and text that are no gettext call are set here too, and
+# _templates/navbar-nav.html links the Chinese pages in the top bar.
+THEME_ZH = {
+    "Skip to main content": "跳到正文",
+    "Back to top": "回到顶部",
+    "Search": "搜索",
+    "Site navigation": "网站导航",
+    "Section Navigation": "本节导航",
+    "On this page": "本页内容",
+    "Color mode": "颜色模式",
+    "Light": "浅色",
+    "Dark": "深色",
+    "System Settings": "跟随系统",
+    "Collapse Sidebar": "收起侧栏",
+    "Expand Sidebar": "展开侧栏",
+    "Breadcrumb": "页面路径",
+    "Home": "首页",
+    "Version warning": "版本提示",
+    "previous page": "上一页",
+    "next page": "下一页",
+    "previous": "上一页",
+    "next": "下一页",
+    "Link to this heading": "链接到本标题",
+    "\u00a9 Copyright %(copyright)s.": "\u00a9 %(copyright)s\u3002",
+    "Please activate JavaScript to enable the search functionality.": "请启用 JavaScript 以使用搜索功能。",
+}
+THEME_SETTINGS_ZH = {
+    "theme_search_bar_text": "搜索文档\u2026\u2026",
+    "copyright": "dynagraph 的作者",
+    "root_doc": "zh/index",  # the logo and the breadcrumbs' home lead to the Chinese home page
+    "master_doc": "zh/index",
+}
+
+
 # -- A Chinese font, served from _static -----------------------------------------------
 # The Chinese pages must read on a machine with no Chinese font (a fresh Linux, a
 # container): the site serves Noto Sans SC (SIL OFL 1.1, from the pip package
@@ -137,10 +177,10 @@ CJK_FONT = "noto-sans-sc-subset.woff"
 _CJK = re.compile(r"[\u2000-\u206f\u3000-\u30ff\u3400-\u9fff\uff00-\uffef]")
 
 
-def site_characters(*folders: Path) -> str:
+def site_characters(*folders: Path, also: tuple[str, ...] = ()) -> str:
     """The CJK characters and punctuation in every Markdown file, notebook and template
-    under ``folders`` (sorted, once each)."""
-    chars: set[str] = set()
+    under ``folders``, and in the texts ``also`` (sorted, once each)."""
+    chars: set[str] = set(_CJK.findall(" ".join(also)))
     for folder in folders:
         for path in folder.rglob("*"):
             if path.suffix in (".md", ".ipynb", ".html") and path.is_file():
@@ -174,7 +214,8 @@ def ensure_cjk_font(vendor: Path, text: str) -> None:
 
 
 ensure_cjk_font(VENDOR, site_characters(NOTEBOOKS_DST / "zh", DOCS / "zh", DOCS / "_templates",
-                                        NOTEBOOKS_DST / "glossary.md"))
+                                        NOTEBOOKS_DST / "glossary.md",
+                                        also=(*THEME_ZH.values(), *THEME_SETTINGS_ZH.values())))
 
 # -- HTML ------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
@@ -209,11 +250,44 @@ exclude_patterns = ["_build", "_vendor", "README.md", "**.ipynb_checkpoints", "j
 html_sidebars["zh/index"] = []
 
 
+@functools.cache
+def _theme_catalog():
+    """A gettext catalog for the Chinese pages: THEME_ZH, then the theme's and Sphinx's own."""
+    import gettext
+
+    import pydata_sphinx_theme
+    import sphinx
+
+    class Words(gettext.NullTranslations):
+        def gettext(self, message):
+            return THEME_ZH[message] if message in THEME_ZH else super().gettext(message)
+
+        def ngettext(self, singular, plural, n):
+            return self.gettext(singular if n == 1 else plural)
+
+    words = Words()
+    for mo in (Path(pydata_sphinx_theme.__file__).parent / "locale" / "zh" / "LC_MESSAGES" / "sphinx.mo",
+               Path(sphinx.__file__).parent / "locale" / "zh_CN" / "LC_MESSAGES" / "sphinx.mo"):
+        if mo.exists():
+            with mo.open("rb") as f:
+                words.add_fallback(gettext.GNUTranslations(f))
+    return words
+
+
 def chinese_pages_say_so(app, pagename, templatename, context, doctree):
-    """``<html lang="zh-CN">`` on the Chinese pages (browsers pick Chinese glyph forms,
-    screen readers the Chinese voice); the site's language stays English elsewhere."""
-    if pagename.startswith(("zh/", "notebooks/zh/")):
-        context["language"] = "zh-CN"
+    """On the Chinese pages: ``<html lang="zh-CN">`` (browsers pick Chinese glyph forms,
+    screen readers the Chinese voice), and the theme's words in Chinese (THEME_ZH); the
+    site's language stays English elsewhere."""
+    if not pagename.startswith(("zh/", "notebooks/zh/")):
+        return
+    context["language"] = "zh-CN"
+    catalog = _theme_catalog()
+    # what the templates' _() and {% trans %} call
+    context["gettext"], context["ngettext"] = catalog.gettext, catalog.ngettext
+    context.update(THEME_SETTINGS_ZH)
+    if "body" in context:  # Sphinx's writer put its own words in the page's body
+        context["body"] = context["body"].replace('title="Link to this heading"',
+                                                  f'title="{THEME_ZH["Link to this heading"]}"')
 
 
 def setup(app):

@@ -41,10 +41,10 @@ from html import escape, unescape
 from importlib import resources
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from . import _dot, _fonts, _guards, _picture, memory, render
+from . import _dot, _fonts, _guards, _overview, _picture, memory, render
 from ._dot import Overlay, StepText
-from ._language import N_, language, tr, translated
-from ._records import Node, shape_text
+from ._language import language, tr
+from ._records import Node, kind_word, shape_text
 
 if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle at run time)
     from .graph import Graph
@@ -463,14 +463,13 @@ def _overview_note(drawn: _Drawn) -> str:
               n=f"{drawn.pic.detail_screens:.1f}")
     if "inside" in drawn.data:
         note += tr(": where the picture's script runs, a click on a box opens its ops")
+    if any(n.kind == "module" and _overview.per_call(n.label) for n in drawn.pic.graph.nodes):
+        note += tr("; a module called more than once is one box per call (“call 1 of 2”)")
     return note
 
 
 # Iterations a rolled node's hover details list by name and shape (then "... and N more").
 LISTED_ITERATIONS = 12
-# A node's kind in its hover details, in the current language (the kinds of _records.KINDS)
-_KINDS = {"op": N_("op"), "custom": N_("custom"), "parameter": N_("parameter"), "input": N_("input"),
-          "output": N_("output"), "module": N_("module"), "fold": N_("fold")}
 
 
 def _info(graph: Graph, pic: _picture.Picture, extra: Mapping[int, str]) -> dict[int, str]:
@@ -511,7 +510,7 @@ def _iterations(nodes: Sequence[Node]) -> list[str]:
 
 def _describe(node: Node, repeats: int | None, note: str | None, stands: Sequence[Node] = ()) -> str:
     """A node's hover details (names, kinds, shapes and numbers as they are)."""
-    lines = [tr("{name} ({kind})", name=node.name, kind=translated(_KINDS.get(node.kind, node.kind)))]
+    lines = [tr("{name} ({kind})", name=node.name, kind=kind_word(node.kind))]
     if node.label != node.name:
         lines.append(node.label)
     if node.module:

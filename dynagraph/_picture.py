@@ -24,7 +24,8 @@ if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle 
     from ._roll import Block
     from .graph import Graph
 
-__all__ = ["MAX_NODES", "ROLL_ABOVE", "TALL", "Picture", "check_policy", "drawing", "picture", "sparkline"]
+__all__ = ["MAX_NODES", "ROLL_ABOVE", "TALL", "Picture", "check_overview", "check_policy", "drawing",
+           "picture", "sparkline"]
 
 # Graphs with more nodes than this draw repeated structure once, labelled ×N; smaller
 # ones are drawn in full, so that a learner sees every op of a short example.
@@ -79,9 +80,17 @@ class Picture:
         return self.mapping[edge[0]], self.mapping[edge[1]]
 
 
-def check_policy(roll: object, max_nodes: object, depth: object = None) -> None:
-    """Raise ``ValueError`` naming a bad ``roll``, ``max_nodes`` or ``depth`` (the one
-    place they are checked)."""
+def check_overview(overview: object) -> None:
+    """Raise ``ValueError`` naming a bad ``overview`` (not ``None``, ``True`` or ``False``)."""
+    if overview is not None and not isinstance(overview, bool):
+        raise ValueError(f"overview must be None (modules as boxes where the picture of every op is "
+                         f"tall), True (wherever ops carry module tags) or False (never); got {overview!r}")
+
+
+def check_policy(roll: object, max_nodes: object, depth: object = None, overview: object = None) -> None:
+    """Raise ``ValueError`` naming a bad ``roll``, ``max_nodes``, ``depth`` or ``overview``
+    (the one place they are checked)."""
+    check_overview(overview)
     if depth is not None and (not isinstance(depth, int) or depth < 1):
         raise ValueError(f"depth must be an int >= 1 (1 collapses top-level submodules); got {depth!r}")
     if roll not in ("auto", True, False):
@@ -158,7 +167,7 @@ def variant(graph: Graph, nodes: list[Node], edges: list[tuple[int, int]], *, bl
     records and size limit, made by the public constructor (so without ``graph``'s memory)."""
     types = graph.module_types if module_types is None else module_types
     return type(graph)(nodes, edges, types, graph.title, blocks=blocks, roll=graph.roll,
-                       max_nodes=max_nodes)
+                       max_nodes=max_nodes, overview=graph.overview)
 
 
 def drawing(graph: Graph, overlay: Overlay | None = None, *, full: bool = False, own_title: bool = False,
@@ -180,7 +189,9 @@ def drawing(graph: Graph, overlay: Overlay | None = None, *, full: bool = False,
 def _drawing(graph: Graph, overlay: Overlay | None, full: bool, own_title: bool = False,
              layout: Callable[[str], bytes] | None = None) -> tuple[Picture, str, Series]:
     pic = picture(graph, roll=False if full else graph.roll, max_nodes=None if full else graph.max_nodes)
-    if not full and graph.roll == "auto" and graph.max_nodes is not None:  # the default policy: an overview
+    asked = graph.overview is True or (graph.overview is None and graph.roll == "auto"
+                                       and graph.max_nodes is not None)  # (the default policy)
+    if not full and asked:  # an overview
         overview = _overview_of(graph, pic, overlay, own_title, layout or render.pipe)
         if overview is not None:
             return overview
@@ -216,8 +227,10 @@ def _overview_of(graph: Graph, pic: Picture, overlay: Overlay | None, own_title:
                  layout: Callable[[str], bytes]) -> tuple[Picture, str, Series] | None:
     """The module overview of ``graph`` (:mod:`dynagraph._overview`), or ``None`` where the
     op-level picture ``pic`` stays: no module tags, or at most MAX_SCREENS screens at 1:1
-    (laid out to measure it, and cached for the view that draws it next)."""
-    if len(pic.graph.nodes) <= _overview.SMALL or not any(n.module for n in graph.nodes):
+    (laid out to measure it, and cached for the view that draws it next) unless
+    ``graph.overview`` is ``True``."""
+    forced = graph.overview is True
+    if (len(pic.graph.nodes) <= _overview.SMALL and not forced) or not any(n.module for n in graph.nodes):
         return None
     detail, dot, series = _drawing_of(graph, pic, overlay, own_title)
     try:
@@ -225,11 +238,12 @@ def _overview_of(graph: Graph, pic: Picture, overlay: Overlay | None, own_title:
         screens = _overview.screens(svg)
     except (render.RendererNotFoundError, render.RenderTimeoutError):
         return None  # (no renderer here: the DOT of every op, as without tags)
-    if screens <= _overview.MAX_SCREENS:
+    if screens <= _overview.MAX_SCREENS and not forced:
         return None
     nodes, edges, boxed = _overview.boxes(graph.nodes, graph.edges, graph.module_types)
     small = variant(graph, nodes, edges, blocks=[], max_nodes=graph.max_nodes)
     top = picture(small, roll=graph.roll, max_nodes=graph.max_nodes)
+    top.graph.nodes = _overview.rolled_calls(top.graph.nodes, nodes, top.mapping)  # (a loop of calls)
     mapping = {old: top.mapping[boxed.get(old, old)] for old in detail.mapping}
     iteration = {old: top.iteration[boxed.get(old, old)] for old in detail.mapping
                  if boxed.get(old, old) in top.iteration}  # (boxes of one kind rolled: each its iteration)

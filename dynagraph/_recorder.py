@@ -135,6 +135,9 @@ class Recorder:
         self._start: int | None = _guards.guarded(_torch.no_torch_function(), _patch.grad_on,
                                                  _tags.current_seq)
         self._modules: list[str | None] = []  # the modules whose forward is running, innermost last
+        self._ran: dict[str, int] = {}  # module name -> its calls so far (a block applied twice: 2)
+        self._calls: list[dict[str, int]] = [{}]  # {name: number of its call} of the running ones, each entry
+        self._step_calls: list[dict[str, int]] = []  # the running calls at each step (shared dicts)
         self._graph_frame: FrameType | None = None  # the compiled graph whose ops the last step gathers
         self._lines: dict = {}  # (filename, lineno) -> (where, code): loops repeat lines
         # Steps whose autograd nodes are not walked yet, with their outputs' nodes: the
@@ -153,11 +156,17 @@ class Recorder:
         if name is None:  # torch.compile(model) runs the model under a wrapper
             name = self._module_names.get(id(_torch.original_module(module)), type(module).__name__)
         self._modules.append(name or None)  # "" is the model itself: its ops are in no module
+        calls = self._calls[-1]
+        if name:
+            self._ran[name] = self._ran.get(name, 0) + 1
+            calls = {**calls, name: self._ran[name]}
+        self._calls.append(calls)
 
     def exit_module(self) -> None:
         """The innermost running module's forward ended (or raised)."""
         if self._modules:  # a block opened inside a forward sees its end only
             self._modules.pop()
+            self._calls.pop()
 
     def on_op(self, op: str, args: Sequence[Any], kwargs: Mapping[str, Any], out: object,
               frame: FrameType | None, inplace_target: torch.Tensor | None = None) -> None:
@@ -219,6 +228,7 @@ class Recorder:
         step = Step(len(self.steps), op, where, code, module, _torch.shapes_of(ins), _torch.shapes_of(outs),
                     [], "" if fns else _why_no_node(ins, outs))
         self.steps.append(step)
+        self._step_calls.append(self._calls[-1])
         if fns:
             self._note(step, fns)
             if len(self._roots) == _ROOTS:
@@ -252,6 +262,8 @@ class Recorder:
         new: list[int] = []  # the current step's new node ids
         pending: list[tuple[_torch.GradFn, int]] = []  # (input, id of the node it feeds)
         module: str | None = None  # the current step's module
+        calls: dict[str, int] = {}  # and the module calls running at it
+        calls_key, step_calls = _tags.CALLS, self._step_calls
 
         def enter(fn: _torch.GradFn) -> Any:
             meta = metadata(fn)
@@ -272,7 +284,9 @@ class Recorder:
                 node.module = owner(node.label)
             elif named and module is not None:
                 node.module = module
+                node.calls = _tags.calls_of(calls, module)
                 meta.setdefault(module_key, module)
+                meta.setdefault(calls_key, calls)
             inputs = fn.next_functions
             for child, _ in inputs:
                 if child is not None:
@@ -280,7 +294,7 @@ class Recorder:
             return inputs  # reach() goes on into them without reading them again
 
         for step, fns in todo:
-            module = step.module
+            module, calls = step.module, step_calls[step.index]
             reach(fns, enter)
             if new:
                 new.sort()
@@ -329,6 +343,7 @@ class Recorder:
         _torch.keep_wrappers(self._held)
         self._todo, self._held, self._roots, self._graph_frame = [], [], [], None
         self._module_names, self._param_names, self._modules, self._lines = {}, {}, [], {}
+        self._calls, self._step_calls, self._ran = [{}], [], {}
         self.on_step = None
 
 

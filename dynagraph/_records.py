@@ -6,10 +6,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import overload
 
-__all__ = ["KINDS", "Node", "chains", "longest_chain", "owner", "shape_text", "upstream"]
+from ._language import N_, translated
+
+__all__ = ["KINDS", "Node", "chains", "kind_word", "longest_chain", "owner", "shape_text", "upstream"]
 
 # What a node stands for; the renderer's legend is keyed on these.
 KINDS = ("op", "custom", "parameter", "input", "output", "module", "fold")
+# Each kind as a learner reads it (hover details, a graph's repr), translated where shown
+_KIND_WORDS = {"op": N_("op"), "custom": N_("custom"), "parameter": N_("parameter"), "input": N_("input"),
+               "output": N_("output"), "module": N_("module"), "fold": N_("fold")}
+
+
+def kind_word(kind: str) -> str:
+    """A node's kind (one of :data:`KINDS`) in the current language: ``"op"`` is 运算 in Chinese."""
+    return translated(_KIND_WORDS.get(kind, kind))
 
 
 @overload
@@ -72,6 +82,10 @@ class Node:
             :func:`dynagraph.track_passes`): 0 the forward pass, 1 the first backward
             pass (``create_graph=True``), 2 the second ...; ``None`` for leaves and
             where not recorded.
+        calls: Which call of each module on ``module``'s dotted path made the node:
+            per part of the path, the call's number among that module's calls (1 for
+            its first, 2 for its second: a block applied twice), or ``None`` for a
+            part that was not called (a ``ModuleList``); ``None`` where not recorded.
     """
 
     id: int
@@ -86,6 +100,7 @@ class Node:
     saved: list[tuple[str, str]] = field(default_factory=list)
     count: int = 1
     derivative: int | None = None
+    calls: tuple[int | None, ...] | None = None
 
 
 def longest_chain(n: int, edges: list[tuple[int, int]]) -> int:

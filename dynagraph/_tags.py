@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -14,9 +14,11 @@ from torch.utils.hooks import RemovableHandle
 from . import _guards, _torch
 from ._walk import reach
 
-__all__ = ["KEY", "active", "current_seq", "module_of", "tag_new_nodes", "tensors_in", "track_modules", "use"]
+__all__ = ["CALLS", "KEY", "active", "calls_of", "current_seq", "module_of", "tag_new_nodes", "tensors_in",
+           "track_modules", "use"]
 
 KEY = "dynagraph.module"
+CALLS = "dynagraph.calls"  # {module name: number of its call} of every call that made the node
 _used = False  # capture reads node.metadata only once tagging has been used
 
 
@@ -34,6 +36,20 @@ def use() -> None:
 def module_of(fn: _torch.GradFn) -> str | None:
     """The module tag of autograd node ``fn``, if it has one."""
     return _torch.metadata(fn).get(KEY)
+
+
+def calls_of(calls: Mapping[str, int] | None, module: str | None) -> tuple[int | None, ...] | None:
+    """:attr:`Node.calls <dynagraph.Node>` of a node of ``module`` made while the calls
+    ``{module name: number of its call}`` ran.
+
+    Example:
+        >>> calls_of({"block": 2, "block.fc": 3}, "block.fc")
+        (2, 3)
+    """
+    if module is None or not calls:
+        return None
+    parts = module.split(".")
+    return tuple(calls.get(".".join(parts[:k])) for k in range(1, len(parts) + 1))
 
 
 def current_seq() -> int | None:
@@ -65,8 +81,9 @@ def tensors_in(obj: object, out: list[torch.Tensor]) -> list[torch.Tensor]:
     return out
 
 
-def tag_new_nodes(outputs: object, name: str, start: int) -> None:
-    """Tag untagged nodes created since ``start`` that lead to ``outputs``.
+def tag_new_nodes(outputs: object, name: str, start: int, call: int | None = None) -> None:
+    """Tag untagged nodes created since ``start`` that lead to ``outputs`` (and note
+    that the module's ``call``-th call made them, in :data:`CALLS`).
 
     Inner modules finish first and tag their nodes; an outer module then walks
     through them (without retagging) to reach its own ops.
@@ -74,7 +91,12 @@ def tag_new_nodes(outputs: object, name: str, start: int) -> None:
     def enter(fn: _torch.GradFn) -> bool:
         if fn.name().endswith("AccumulateGrad") or (_torch.sequence_nr(fn) or 0) < start:
             return False  # a leaf, or made before this module's call
-        _torch.metadata(fn).setdefault(KEY, name)
+        meta = _torch.metadata(fn)
+        meta.setdefault(KEY, name)
+        if call is not None:
+            made = meta.get(CALLS)
+            if made is None or name not in made:  # (a new dict: a live recording shares its own)
+                meta[CALLS] = {**(made or {}), name: call}
         return True
 
     reach([t.grad_fn for t in tensors_in(outputs, []) if t.grad_fn is not None], enter)
@@ -115,10 +137,14 @@ def track_modules(model: nn.Module, prefix: str = "") -> Iterator[nn.Module]:
         starts.append(current_seq())
 
     def post_for(name: str) -> Callable[[nn.Module, tuple[Any, ...], Any], None]:
+        calls = 0  # this module's calls so far (a shared block applied twice: 2)
+
         def post(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+            nonlocal calls
             start = starts.pop() if starts else None  # (none: the block opened inside this forward)
+            calls += 1
             if start is not None:  # output is None when the forward raised
-                tag_new_nodes(output, name, start)
+                tag_new_nodes(output, name, start, calls)
         return post
 
     made.append(pre)

@@ -42,22 +42,35 @@ def collapse(nodes: list[Node], edges: list[tuple[int, int]], module_types: Mapp
             parts = node.module.split(".")
             if len(parts) >= depth:
                 groups.setdefault(".".join(parts[:depth]), []).append(node)
-    if not groups:
-        return nodes, edges, {}
-    next_id = max(n.id for n in nodes) + 1
+    said = ((path, members, f"\n{sum(m.seq is not None for m in members)} ops")
+            for path, members in groups.items())
+    return merge_modules(nodes, edges, said, module_types)
+
+
+def merge_modules(nodes: list[Node], edges: list[tuple[int, int]],
+                  groups: Iterable[tuple[str, list[Node], str]], module_types: Mapping[str, str],
+                  ) -> tuple[list[Node], list[tuple[int, int]], dict[int, int]]:
+    """Each ``(path, members, said)`` of ``groups`` drawn as one ``module`` node: labelled
+    ``{path}: {its class}{said}``, with the shape of its last op's tensor and the
+    autograd nodes it stands for as its ``count``, in the frame of the module around
+    ``path``. Returns ``(nodes, edges, mapping)`` as :func:`collapse` does (the module
+    nodes after the nodes that stay; the nodes unchanged where ``groups`` is empty).
+    A module collapsed to a depth and a module overview's box are both made here."""
+    next_id = max((n.id for n in nodes), default=-1) + 1
     mapping: dict[int, int] = {}
     merged: list[Node] = []
-    for path, members in groups.items():
+    for path, members, said in groups:
         ops = [m for m in members if m.seq is not None]
         last = max(ops, key=lambda m: m.seq or 0) if ops else members[-1]
         kind = module_types.get(path, "module")
-        node = Node(id=next_id, name=kind, kind="module", label=f"{path}: {kind}\n{len(ops)} ops",
-                    shape=last.shape, dtype=last.dtype, device=last.device,
-                    module=owner(path), seq=last.seq, count=sum(m.count for m in members))
+        merged.append(Node(id=next_id, name=kind, kind="module", label=f"{path}: {kind}{said}",
+                           shape=last.shape, dtype=last.dtype, device=last.device,
+                           module=owner(path), seq=last.seq, count=sum(m.count for m in members)))
         for m in members:
             mapping[m.id] = next_id
-        merged.append(node)
         next_id += 1
+    if not merged:
+        return nodes, edges, {}
     kept = [n for n in nodes if n.id not in mapping]
     return kept + merged, remap(edges, mapping), mapping
 

@@ -31,7 +31,7 @@ MESSAGES: dict[str, str] = {
     "{name} ({kind})":
         "{name}（{kind}）",
     "op":
-        "运算",
+        "操作",
     "custom":
         "自定义",
     "parameter":
@@ -184,11 +184,13 @@ MESSAGES: dict[str, str] = {
     "; {n} nodes drawn faint do not feed the result of step {step} ({op}): rec.feeding(tensor) draws only what feeds a tensor":
         "；画成浅色的 {n} 个节点不参与计算第 {step} 步（{op}）的结果：rec.feeding(tensor) 只画出计算某个张量所用的部分",
     "; modules drawn as boxes (the picture of every op fills {n} screens at 1:1)":
-        "；模块画成方框（每个运算都画出的图在 1:1 下占 {n} 屏）",
+        "；模块画成方框（每个操作都画出的图在 1:1 下占 {n} 屏）",
     ": where the picture's script runs, a click on a box opens its ops":
-        "：在图的脚本运行之处，点击方框即可打开其中的运算",
+        "：在图的脚本运行之处，点击方框即可打开其中的操作",
+    "; a module called more than once is one box per call (“call 1 of 2”)":
+        "；调用了不止一次的模块每次调用画成一个方框（“call 1 of 2”）",
     "a click on a module box opens its ops":
-        "点击模块方框即可打开其中的运算",
+        "点击模块方框即可打开其中的操作",
     "close":
         "关闭",
     # live.py: why an op made no node (Step.note stays English; steps show it so)
@@ -233,6 +235,8 @@ MESSAGES: dict[str, str] = {
         "前向模式：节点共运行 {n} 次。箭头指向切向量流动的方向：从输入到输出",
     "backward: 1 node run. The arrows point the way autograd sends gradients: from the output back to the inputs":
         "反向传播：节点共运行 1 次。箭头指向自动微分传递梯度的方向：从输出回到输入",
+    "forward mode: 1 node run. The arrows point the way tangents flow: from the inputs to the outputs":
+        "前向模式：节点共运行 1 次。箭头指向切向量流动的方向：从输入到输出",
     "{verdict} ({times}; {how})":
         "{verdict}（{times}；{how}）",
     "{b} is {ratio}x faster than {a}":
@@ -330,6 +334,36 @@ MESSAGES: dict[str, str] = {
         "存活的字节（{unit}）",
     "1 step so far":
         "已记录 1 步",
+    # the reprs a notebook shows as text (print(graph), a cell's last value in a terminal)
+    "<dynagraph.Graph: {nodes} nodes, {edges} edges ({kinds}){rest}>":
+        "<dynagraph.Graph：{nodes} 个节点，{edges} 条边（{kinds}）{rest}>",
+    ", {block} \u00d7{n}":
+        "，{block} \u00d7{n}",
+    "; {summary}":
+        "；{summary}",
+    "<dynagraph.Recording: {steps} steps, {nodes} nodes>":
+        "<dynagraph.Recording：{steps} 步，{nodes} 个节点>",
+    "... {n} more steps (rec.steps has them all) ...":
+        "\u2026\u2026还有 {n} 步（全部步骤见 rec.steps）\u2026\u2026",
+    "<dynagraph.BackwardTrace: {runs} node runs, {norms} edge norms{notes}>":
+        "<dynagraph.BackwardTrace：节点共运行 {runs} 次，{norms} 条边有范数{notes}>",
+    ", {n} without a norm (see .notes)":
+        "，{n} 条没有范数（见 .notes）",
+    "<dynagraph.ForwardTrace: {runs} node runs, {tangents} edge tangents>":
+        "<dynagraph.ForwardTrace：节点共运行 {runs} 次，{tangents} 条边带切向量>",
+    "<dynagraph.GradHistory: {steps} steps x {n} modules>":
+        "<dynagraph.GradHistory：{steps} 个训练步 \u00d7 {n} 个模块>",
+    "<dynagraph.GradHistory: {steps} steps x {n} parameters>":
+        "<dynagraph.GradHistory：{steps} 个训练步 \u00d7 {n} 个参数>",
+    "<dynagraph.StepMemory ({device}): peak {bytes} in the {phase}{op}, event {k} of {n}: {kinds}{cuda}>":
+        "<dynagraph.StepMemory（{device}）：峰值 {bytes}，出现在{phase}{op}，即第 {k} 个内存事件（共 {n} 个）：{kinds}{cuda}>",
+    ", in {op}":
+        "（{op}）",
+    "; allocator peak {bytes}":
+        "；分配器峰值 {bytes}",
+    # diff.py: the title of a diff's picture, when some new nodes could not be placed
+    "; {n} more new, not placed, among those marked ?":
+        "；标有 ? 的节点中另有 {n} 个是新增的，无法定位",
     # _page.py: a view that had to be made smaller
     "Cropped: the top {shown} px of a {w} x {h} px picture. The whole picture shows in Jupyter once this cell has run or the notebook is trusted.":
         "已裁剪：显示 {w} x {h} 像素中最上面的 {shown} 像素。在 Jupyter 中运行此单元格或信任此笔记本后即可看到完整图片。",

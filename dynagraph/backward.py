@@ -10,10 +10,11 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from . import _guards, _page, _picture, _torch, ddp
+from . import _guards, _picture, _torch, ddp
 from ._dot import Overlay
 from ._language import tr
 from ._records import Node
+from ._replay import Replay
 from .capture import Params, Roots, named_roots, param_names_of, walk
 from .graph import Graph
 from .norms import norm_of, stack_on_host
@@ -29,7 +30,7 @@ _Slot = tuple[int, int] | None  # (child id, output number of the child), or Non
 _Grads = Sequence[torch.Tensor | None]  # what a backward hook receives, per input or output
 
 
-class BackwardTrace(_page.View):
+class BackwardTrace(Replay):
     """The order autograd ran the nodes of a graph, and the gradient on each edge.
 
     Attributes:
@@ -52,6 +53,8 @@ class BackwardTrace(_page.View):
         launches: The all-reduces a ``DistributedDataParallel`` model (``params``)
             launched, in order (:class:`dynagraph.ddp.Launch`: bucket, its parameters,
             the node run it launched in); empty for any other model.
+        overview: Whether the picture draws modules as boxes (``trace_backward``'s
+            ``overview``: ``None`` automatic, ``True`` always, ``False`` never).
 
     Displays as the graph with execution order on the nodes and edge width and
     label from the gradient norm, and a stepper that lights nodes in backward order.
@@ -64,18 +67,20 @@ class BackwardTrace(_page.View):
         self.merged_norms: dict[tuple[int, int], float] = {}
         self.notes: dict[Edge, str] = {}
         self.launches: list[ddp.Launch] = []
+        self.overview: bool | None = None  # modules as boxes: see dynagraph.draw
 
     def __repr__(self) -> str:
         names = {n.id: n.name for n in self.nodes}
         ran = " -> ".join(names[i] for i in self.order[:12])
         more = f" ... (+{len(self.order) - 12})" if len(self.order) > 12 else ""
-        notes = f", {len(self.notes)} without a norm (see .notes)" if self.notes else ""
-        return (f"<dynagraph.BackwardTrace: {len(self.order)} node runs, "
-                f"{len(self.edge_norms)} edge norms{notes}>\n  {ran}{more}")
+        notes = tr(", {n} without a norm (see .notes)", n=len(self.notes)) if self.notes else ""
+        head = tr("<dynagraph.BackwardTrace: {runs} node runs, {norms} edge norms{notes}>",
+                  runs=len(self.order), norms=len(self.edge_norms), notes=notes)
+        return f"{head}\n  {ran}{more}"
 
     def graph(self, title: str | None = None) -> Graph:
         """The captured graph (without the backward annotations)."""
-        return Graph(self.nodes, self.edges, self.module_types, title=title)
+        return Graph(self.nodes, self.edges, self.module_types, title=title, overview=self.overview)
 
     def _overlays(self) -> Overlay:
         """Order badges, edge norms, and one step per node run, for the picture."""
@@ -93,18 +98,7 @@ class BackwardTrace(_page.View):
                           parallel_norms={pair: vs for pair, vs in parallel.items() if len(vs) > 1})
         return ddp.marked(self, overlay) if self.launches else overlay
 
-    def to_dot(self) -> str:
-        """DOT of the picture: execution order on the nodes, gradient norm on the edges."""
-        return _picture.drawing(self.graph(), self._overlays())[1]
-
-    def _outputs(self) -> list[_page.Output]:
-        if not self.order:
-            return [_page.Output({"text/plain": repr(self)}, {})]
-        return _page.outputs(self.graph(), repr(self), self._overlays(),
-                             caption=self._caption())
-
     def _caption(self) -> str:
-        """The step list's heading: how many node runs, and which way the arrows point."""
         if len(self.order) == 1:
             return tr("backward: 1 node run. The arrows point the way autograd sends gradients: from the "
                       "output back to the inputs")
@@ -140,7 +134,8 @@ def _ran(node: Node, arriving: list[float]) -> str:
 
 
 @contextlib.contextmanager
-def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardTrace]:
+def trace_backward(roots: Roots, *, params: Params = None,
+                   overview: bool | None = None) -> Iterator[BackwardTrace]:
     """Record the backward pass run inside the block over the graph behind ``roots``.
 
     Hooks every autograd node of the graph with one post-hook: it notes that the
@@ -157,6 +152,9 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
             say where each bucket's all-reduce launched. This registers the model's one
             communication hook, for good (outside a trace it runs DDP's default
             all-reduce); pass ``params=model.module`` to leave the model's hook free.
+        overview: Draw modules as boxes (ops tagged by :func:`track_modules`): ``None``
+            where the picture of every op is over three screens, ``True`` always,
+            ``False`` never (as for :func:`draw`).
 
     Yields:
         A :class:`BackwardTrace`, complete after the block. A gradient with no norm
@@ -168,16 +166,19 @@ def trace_backward(roots: Roots, *, params: Params = None) -> Iterator[BackwardT
 
     Raises:
         RuntimeError: ``params`` is a DDP model with a communication hook of its own.
+        ValueError: ``overview`` is not ``None``, ``True`` or ``False``.
 
     Example:
         >>> with dg.trace_backward(loss, params=model) as bt:
         ...     loss.backward()
         >>> bt          # stepper in backward order, edge width = gradient norm
     """
+    _picture.check_overview(overview)
     names, types = param_names_of(params)
     slots: dict[int, list] = {}
     nodes, edges, fns = walk(named_roots(roots), names, slots=slots)
     trace = BackwardTrace(nodes, edges, types)
+    trace.overview = overview
     outputs = {n.id for n in nodes if n.kind == "output"}
     roots_of = {src: dst for src, dst in edges if dst in outputs}
     pending: _Norms = []

@@ -263,6 +263,7 @@ def record(fn: _torch.GradFn, nid: int, param_names: Mapping[int, str], show_sav
     node = Node(id=nid, name=name, kind=kind, label=label, seq=seq, shape=shape, dtype=dtype, device=device)
     if tags and _tags.active():
         node.module = _tags.module_of(fn)
+        node.calls = _tags.calls_of(_torch.metadata(fn).get(_tags.CALLS), node.module)
     if passes.active():
         node.derivative = passes.derivative_of(fn)
     if show_saved:

@@ -78,9 +78,10 @@ class GraphDiff(_page.View):
         b = self.b
         title = tr("{b}: new vs {a} in red", a=self.labels[0], b=self.labels[1])
         if self.unplaced:
-            title += f"; {sum(u.new for u in self.unplaced)} more new, not placed, among those marked ?"
+            title += tr("; {n} more new, not placed, among those marked ?",
+                        n=sum(u.new for u in self.unplaced))
         return Graph(b.nodes, b.edges, b.module_types, title=title,
-                     blocks=b.blocks, roll=b.roll, max_nodes=b.max_nodes)
+                     blocks=b.blocks, roll=b.roll, max_nodes=b.max_nodes, overview=b.overview)
 
     def _overlay(self) -> Overlay:
         """New nodes outlined in red; those that could be new, not placed, marked ``?``."""

@@ -14,7 +14,8 @@ __all__ = ["draw"]
 
 def draw(roots: Roots, *, params: Params = None, depth: int | None = None,
          max_nodes: int | None = MAX_NODES, roll: str | bool = "auto",
-         show_saved: bool = False, title: str | None = None, memory: bool = False) -> Graph:
+         show_saved: bool = False, title: str | None = None, memory: bool = False,
+         overview: bool | None = None) -> Graph:
     """Capture the autograd graph that produced ``roots``.
 
     Args:
@@ -43,6 +44,11 @@ def draw(roots: Roots, *, params: Params = None, depth: int | None = None,
             total). Under ``saved_tensors_hooks`` the packed tensors are counted.
             The numbers are in ``graph.memory`` (a
             :class:`dynagraph.memory.SavedMemory`).
+        overview: Draw modules as boxes, a click in the live view opening a box's ops
+            (needs module tags: :func:`track_modules`). ``None`` (the default) does so
+            where the picture of every op would fill over three screens at 1:1, under
+            the default ``roll`` and ``max_nodes``; ``True`` wherever ops carry module
+            tags; ``False`` never (every op, rolled and folded as above).
 
     Returns:
         A :class:`Graph`. Legend: grey rounded box = autograd op (``MulBackward0``),
@@ -62,7 +68,7 @@ def draw(roots: Roots, *, params: Params = None, depth: int | None = None,
     Raises:
         TypeError: a root is not a tensor, ``params`` is of the wrong type,
             ``title`` is not a string, or ``memory`` is not a bool.
-        ValueError: no roots, a root with no graph, or a bad ``depth``/``max_nodes``.
+        ValueError: no roots, a root with no graph, or a bad ``depth``/``max_nodes``/``overview``.
 
     Example:
         >>> x = torch.tensor([1.0], requires_grad=True)
@@ -70,14 +76,15 @@ def draw(roots: Roots, *, params: Params = None, depth: int | None = None,
         >>> sorted(g.counts().items())
         [('AccumulateGrad', 1), ('AddBackward0', 1), ('MulBackward0', 1)]
     """
-    check_policy(roll, max_nodes, depth)  # before the walk: fail at once
+    check_policy(roll, max_nodes, depth, overview)  # before the walk: fail at once
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title must be a string; got {type(title).__name__}")
     if not isinstance(memory, bool):
         raise TypeError(f"memory must be True or False; got {type(memory).__name__}")
     saved = SavedMemory() if memory else None
     nodes, edges, module_types = capture(roots, params=params, show_saved=show_saved, memory=saved)
-    graph = Graph(nodes, edges, module_types, title=title, roll=roll, max_nodes=max_nodes)
+    graph = Graph(nodes, edges, module_types, title=title, roll=roll, max_nodes=max_nodes,
+                  overview=overview)
     graph.memory = saved
     if depth is not None:
         graph, merged = graph.collapsed(depth)

@@ -11,12 +11,12 @@ import torch
 import torch.autograd.forward_ad as fwAD
 from torch.overrides import TorchFunctionMode
 
-from . import _page, _patch, _torch
+from . import _patch, _torch
 from ._dot import Overlay
 from ._language import tr
 from ._records import Node
+from ._replay import Replay
 from ._tags import tensors_in
-from .graph import Graph
 
 __all__ = ["ForwardTrace", "trace_forward"]
 
@@ -24,7 +24,7 @@ Edge = tuple[int, int, int]  # (producer, consumer, number of the consumer's ten
 _SKIP = frozenset({"_unpack_dual", "unpack_dual", "dim", "size", "numel", "is_floating_point"})
 
 
-class ForwardTrace(_page.View):
+class ForwardTrace(Replay):
     """The ops a forward-mode computation ran, and the tangent on each edge.
 
     Attributes:
@@ -55,8 +55,9 @@ class ForwardTrace(_page.View):
         names = {n.id: n.label for n in self.nodes}
         ran = " -> ".join(names[i] for i in self.order[:12])
         more = f" ... (+{len(self.order) - 12})" if len(self.order) > 12 else ""
-        return (f"<dynagraph.ForwardTrace: {len(self.order)} node runs, "
-                f"{len(self.edge_norms)} edge tangents>\n  {ran}{more}")
+        head = tr("<dynagraph.ForwardTrace: {runs} node runs, {tangents} edge tangents>",
+                  runs=len(self.order), tangents=len(self.edge_norms))
+        return f"{head}\n  {ran}{more}"
 
     def node(self, node_id: int) -> Node:
         """The record with id ``node_id``."""
@@ -68,10 +69,6 @@ class ForwardTrace(_page.View):
     def node_name(self, node_id: int) -> str:
         """The op (or ``input``, ``output``) of node ``node_id``."""
         return self.node(node_id).name
-
-    def graph(self, title: str | None = None) -> Graph:
-        """The computation's graph (without the tangent annotations)."""
-        return Graph(self.nodes, self.edges, title=title)
 
     def _overlays(self) -> Overlay:
         pairs: dict[tuple[int, int], list[float]] = {}
@@ -85,18 +82,13 @@ class ForwardTrace(_page.View):
                        badges={nid: f"#{k + 1}" for k, nid in enumerate(self.order)},
                        steps=steps, mode="reveal", forward=True)
 
-    def to_dot(self) -> str:
-        """DOT of the picture: run order on the nodes, tangent norm on the edges."""
-        from . import _picture
-        return _picture.drawing(self.graph(), self._overlays())[1]
-
-    def _outputs(self) -> list[_page.Output]:
-        if not self.order:
-            return [_page.Output({"text/plain": repr(self)}, {})]
-        return _page.outputs(self.graph(), repr(self), self._overlays(),
-                             caption=tr("forward mode: {n} node runs. The arrows point the way tangents "
-                                        "flow: from the inputs to the outputs", n=f"{len(self.order):,}"))
-
+    def _caption(self) -> str:
+        """The step list's heading: how many node runs, and which way the arrows point."""
+        if len(self.order) == 1:
+            return tr("forward mode: 1 node run. The arrows point the way tangents flow: from the inputs "
+                      "to the outputs")
+        return tr("forward mode: {n} node runs. The arrows point the way tangents flow: from the inputs "
+                  "to the outputs", n=f"{len(self.order):,}")
 
 def _ran(node: Node, norm: float | None) -> str:
     """A step's text: what ran, and the norm of the tangent it made."""

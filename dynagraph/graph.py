@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import _page, _picture, _transform, render
-from ._records import Node
+from ._language import tr
+from ._records import Node, kind_word
 from .memory import SavedMemory
 
 if TYPE_CHECKING:
@@ -35,6 +36,10 @@ class Graph(_page.View):
             repeated structure once in graphs over 40 nodes, and what is still over
             ``max_nodes`` has its middle folded; ``roll=False, max_nodes=None`` draws
             every node.
+        overview: Whether the picture draws modules as boxes (:mod:`dynagraph._overview`):
+            ``None`` where the op-level picture is over three screens and ops carry module
+            tags (the default policy only), ``True`` wherever ops carry module tags,
+            ``False`` never.
         memory: What the graph keeps alive for backward, by node id (a
             :class:`dynagraph.memory.SavedMemory`), when drawn with ``memory=True``;
             else ``None``.
@@ -46,7 +51,8 @@ class Graph(_page.View):
     def __init__(self, nodes: list[Node], edges: list[tuple[int, int]],
                  module_types: dict[str, str] | None = None, title: str | None = None, *,
                  blocks: Iterable[Block] = (), roll: str | bool = "auto",
-                 max_nodes: int | None = _picture.MAX_NODES) -> None:
+                 max_nodes: int | None = _picture.MAX_NODES, overview: bool | None = None) -> None:
+        _picture.check_overview(overview)
         self.nodes = nodes
         self.edges = edges
         self.module_types = module_types or {}
@@ -54,6 +60,7 @@ class Graph(_page.View):
         self.blocks = list(blocks)
         self.roll = roll
         self.max_nodes = max_nodes
+        self.overview = overview
         self.memory: SavedMemory | None = None
 
     def _with(self, nodes: list[Node], edges: list[tuple[int, int]], *, blocks: list[Block] | None = None,
@@ -61,17 +68,21 @@ class Graph(_page.View):
         """A graph like this one with other nodes and edges (and size policy)."""
         return Graph(nodes, edges, self.module_types, self.title,
                      blocks=self.blocks if blocks is None else blocks, roll=self.roll,
-                     max_nodes=self.max_nodes if max_nodes == -1 else max_nodes)
+                     max_nodes=self.max_nodes if max_nodes == -1 else max_nodes, overview=self.overview)
 
     def __len__(self) -> int:
         return len(self.nodes)
 
     def __repr__(self) -> str:
+        """``<dynagraph.Graph: 4 nodes, 3 edges (input 1, op 2, output 1)>``, in the current
+        language (op, module and block names as they are)."""
         kinds = Counter(n.kind for n in self.nodes)
-        parts = ", ".join(f"{k} {kinds[k]}" for k in sorted(kinds))
-        rolled = "".join(f", {b.label} \u00d7{b.repeats}" for b in self.blocks)
-        kept = f"; {self.memory.summary()}" if self.memory is not None else ""
-        return f"<dynagraph.Graph: {len(self.nodes)} nodes, {len(self.edges)} edges ({parts}){rolled}{kept}>"
+        parts = tr(", ").join(f"{kind_word(k)} {kinds[k]}" for k in sorted(kinds))
+        rest = "".join(tr(", {block} \u00d7{n}", block=b.label, n=b.repeats) for b in self.blocks)
+        if self.memory is not None:
+            rest += tr("; {summary}", summary=self.memory.summary())
+        return tr("<dynagraph.Graph: {nodes} nodes, {edges} edges ({kinds}){rest}>",
+                  nodes=len(self.nodes), edges=len(self.edges), kinds=parts, rest=rest)
 
     def counts(self) -> Counter[str]:
         """How many autograd nodes carry each name, e.g. ``{'MulBackward0': 2}``

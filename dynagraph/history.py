@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from . import norms as norms_of  # (``norms`` is the name of GradHistory's own property)
+from ._language import tr
 from .plots import plot_grad_history
 
 if TYPE_CHECKING:
@@ -100,7 +101,10 @@ class GradHistory:
         return {name: [r[name] for r in rows] for name in self.names}
 
     def __repr__(self) -> str:
-        return f"<dynagraph.GradHistory: {len(self.steps)} steps x {len(self.names)} {self.per}s>"
+        steps, n = len(self.steps), len(self.names)
+        if self.per == "module":
+            return tr("<dynagraph.GradHistory: {steps} steps x {n} modules>", steps=steps, n=n)
+        return tr("<dynagraph.GradHistory: {steps} steps x {n} parameters>", steps=steps, n=n)
 
     def plot(self, kind: str = "lines", ax: Axes | None = None) -> Axes:
         """Plot the history; returns the matplotlib ``Axes`` (see :func:`plot_grad_history`)."""

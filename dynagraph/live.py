@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import _guards, _page, _patch, _signals, _source, _tags, _torch, memory, render
+from . import _guards, _page, _patch, _picture, _signals, _source, _tags, _torch, memory, render
 from ._dot import Overlay, StepText
 from ._language import tr
 from ._recorder import Recorder, Step, cut, inside
@@ -53,6 +53,8 @@ class Recording(_page.View):
             :class:`dynagraph.memory.SavedMemory`. The recording keeps no tensor, so
             a later ``backward()`` does not show here: draw the output with
             ``dg.draw(..., memory=True)`` to see ``freed``.
+        overview: Whether its picture draws modules as boxes (``live``'s ``overview``:
+            ``None`` automatic, ``True`` always, ``False`` never); :meth:`graph` draws so.
     """
 
     def __init__(self, steps: list[Step], nodes: list[Node], edges: list[tuple[int, int]],
@@ -73,6 +75,7 @@ class Recording(_page.View):
         self.memory = memory
         self._key = key
         self._recorder = recorder
+        self.overview: bool | None = None
 
     def _ended(self) -> None:
         """The block ended: its recorder is dropped, and the lists are final."""
@@ -101,18 +104,21 @@ class Recording(_page.View):
         return self._edges
 
     def __repr__(self) -> str:
-        lines = [f"<dynagraph.Recording: {len(self.steps)} steps, {len(self.nodes)} nodes>"]
+        lines = [tr("<dynagraph.Recording: {steps} steps, {nodes} nodes>",
+                    steps=len(self.steps), nodes=len(self.nodes))]
         shown = self.steps if len(self.steps) <= REPR_STEPS else self.steps[:REPR_STEPS - 5]
         names = _names(self.nodes, [*shown, *self.steps[-5:]])
         lines += [f"{s.index + 1:>3} {s.text(names, self.module_types)}" for s in shown]  # steps count from 1
         if len(shown) < len(self.steps):
-            lines.append(f"... {len(self.steps) - len(shown) - 5:,} more steps (rec.steps has them all) ...")
+            lines.append(tr("... {n} more steps (rec.steps has them all) ...",
+                            n=f"{len(self.steps) - len(shown) - 5:,}"))
             lines += [f"{s.index + 1:>3} {s.text(names, self.module_types)}" for s in self.steps[-5:]]
         return "\n".join(lines)
 
     def graph(self, *, upto: int | None = None, title: str | None = None) -> Graph:
         """The graph built by steps ``0..upto`` (all steps by default; a negative
-        ``upto`` counts from the end, as in Python: ``-1`` is the last step).
+        ``upto`` counts from the end, as in Python: ``-1`` is the last step), drawn with
+        modules as boxes as :attr:`overview` says (set ``graph.overview`` to change it).
 
         Raises:
             TypeError: ``upto`` is not a whole number.
@@ -126,7 +132,7 @@ class Recording(_page.View):
             keep = {i for s in self.steps[: upto % len(self.steps) + 1] for i in s.nodes} | self._earlier()
         nodes = list(self.nodes) if keep is None else [n for n in self.nodes if n.id in keep]
         edges = list(self.edges) if keep is None else [e for e in self.edges if e[0] in keep and e[1] in keep]
-        graph = Graph(nodes, edges, self.module_types, title=title)
+        graph = Graph(nodes, edges, self.module_types, title=title, overview=self.overview)
         if self.memory is not None:
             graph.memory = self.memory if keep is None else self.memory.subset(keep)
         return graph
@@ -191,9 +197,11 @@ class Recording(_page.View):
         keep = _ancestors({nid}, self.edges)
         steps = [dataclasses.replace(s, index=k, nodes=[i for i in s.nodes if i in keep])
                  for k, s in enumerate(x for x in self.steps if any(i in keep for i in x.nodes))]
-        return Recording(steps, [n for n in self.nodes if n.id in keep],
-                         [e for e in self.edges if e[0] in keep and e[1] in keep], self.module_types,
-                         None if self.memory is None else self.memory.subset(keep), key=self._key)
+        rec = Recording(steps, [n for n in self.nodes if n.id in keep],
+                        [e for e in self.edges if e[0] in keep and e[1] in keep], self.module_types,
+                        None if self.memory is None else self.memory.subset(keep), key=self._key)
+        rec.overview = self.overview
+        return rec
 
     def _overlays(self, faint: set[int] | None = None) -> Overlay:
         """The steps, and each node's source line, for the picture (``faint``: the
@@ -336,7 +344,8 @@ class _View:
 
 @contextlib.contextmanager
 def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] | None = None,
-         view: bool = False, interval: float = 1.0, memory: bool = False) -> Iterator[Recording]:
+         view: bool = False, interval: float = 1.0, memory: bool = False,
+         overview: bool | None = None) -> Iterator[Recording]:
     """Record every tensor operation in the block and the autograd nodes it creates.
 
     Args:
@@ -349,6 +358,9 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
         memory: Measure what each new node saves for backward as its op runs: the
             recording's picture shows it (as ``dg.draw(..., memory=True)`` does) and
             its stepper the running total per step (:meth:`Recording.saved_by_step`).
+        overview: Draw modules as boxes, a click opening a box's ops (needs ``model``):
+            ``None`` (the default) where the picture of every op would fill over three
+            screens at 1:1, ``True`` always, ``False`` never (every op).
 
     Yields:
         A :class:`Recording`, filled as the block runs. While the block runs it holds
@@ -371,6 +383,7 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
         TypeError: ``model`` is not an ``nn.Module``.
         ValueError: ``interval`` is not positive.
         TypeError: ``memory`` is not a bool.
+        ValueError: ``overview`` is not ``None``, ``True`` or ``False``.
         RendererNotFoundError: ``view=True`` in IPython and no Graphviz renderer.
 
     Example:
@@ -388,11 +401,13 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
     names, types = param_names_of(model if model is not None else params, module_names)
     if not isinstance(memory, bool):
         raise TypeError(f"memory must be True or False; got {type(memory).__name__}")
+    _picture.check_overview(overview)
     if model is not None:
         _tags.use()  # capture (dg.draw) reads the module tags this recording writes
     recorder = Recorder(module_names, names, memory=SavedMemory() if memory else None)
     rec = Recording(recorder.steps, recorder.nodes, recorder.edges, types, recorder.memory,
                     key=recorder.key, recorder=recorder)
+    rec.overview = overview
     shown = _View(interval) if view else None
     if shown is not None:
         recorder.on_step = functools.partial(shown.maybe_update, rec)

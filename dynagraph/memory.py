@@ -199,7 +199,7 @@ class SavedMemory:
         notes = {s.note for lst in self.saved.values() for s in lst}  # one pass: 300,000 nodes
         line = self.dtype_line()
         return self._summary(self.bytes_of() if split is None else split, notes, self.freed) + \
-            (f"; {line}" if line else "")
+            (tr("; {summary}", summary=line) if line else "")
 
     def _summary(self, split: tuple[int, int], notes: set[str], freed: bool) -> str:
         """:meth:`summary` from what a scan of every saved tensor found: the split, the

@@ -81,6 +81,7 @@ def _node(d: dict[str, Any]) -> Node:
     d = dict(d)
     d["shape"] = None if d["shape"] is None else tuple(d["shape"])
     d["saved"] = [tuple(s) for s in d["saved"]]
+    d["calls"] = None if d.get("calls") is None else tuple(d["calls"])  # (files saved before it: none)
     return Node(**d)
 
 
@@ -108,23 +109,25 @@ def _encode(view: _View) -> dict[str, Any]:
                            "edges": [list(e) for e in view.edges], "module_types": view.module_types}
     if isinstance(view, Graph):
         out.update(kind="graph", title=view.title, roll=view.roll, max_nodes=view.max_nodes,
-                   blocks=[dataclasses.asdict(b) for b in view.blocks], memory=_memory_out(view.memory))
+                   overview=view.overview, blocks=[dataclasses.asdict(b) for b in view.blocks],
+                   memory=_memory_out(view.memory))
     elif isinstance(view, Recording):
         out.update(kind="recording", steps=[dataclasses.asdict(s) for s in view.steps],
-                   memory=_memory_out(view.memory))
+                   memory=_memory_out(view.memory), overview=view.overview)
     else:
         out.update(kind="backward", order=view.order,
                    edge_norms=[[*e, v] for e, v in view.edge_norms.items()],
                    merged_norms=[[*e, v] for e, v in view.merged_norms.items()],
                    notes=[[*e, v] for e, v in view.notes.items()],
-                   launches=[dataclasses.asdict(b) for b in view.launches])
+                   launches=[dataclasses.asdict(b) for b in view.launches], overview=view.overview)
     return out
 
 
 def _graph(d: dict[str, Any]) -> Graph:
     blocks = [Block(**{**b, "loops": [tuple(e) for e in b["loops"]]}) for b in d["blocks"]]
     graph = Graph([_node(n) for n in d["nodes"]], [tuple(e) for e in d["edges"]], d["module_types"],
-                  d["title"], blocks=blocks, roll=d["roll"], max_nodes=d["max_nodes"])
+                  d["title"], blocks=blocks, roll=d["roll"], max_nodes=d["max_nodes"],
+                  overview=d.get("overview"))  # (files saved before it: automatic)
     graph.memory = _memory_in(d["memory"])
     return graph
 
@@ -132,8 +135,10 @@ def _graph(d: dict[str, Any]) -> Graph:
 def _recording(d: dict[str, Any]) -> Recording:
     steps = [Step(**{**s, "inputs": _shapes(s["inputs"]), "outputs": _shapes(s["outputs"])})
              for s in d["steps"]]
-    return Recording(steps, [_node(n) for n in d["nodes"]], [tuple(e) for e in d["edges"]],
-                     d["module_types"], _memory_in(d["memory"]))
+    rec = Recording(steps, [_node(n) for n in d["nodes"]], [tuple(e) for e in d["edges"]],
+                    d["module_types"], _memory_in(d["memory"]))
+    rec.overview = d.get("overview")  # (files saved before it: automatic)
+    return rec
 
 
 def _backward(d: dict[str, Any]) -> BackwardTrace:
@@ -144,6 +149,7 @@ def _backward(d: dict[str, Any]) -> BackwardTrace:
     trace.merged_norms = {(s, t): v for s, t, v in d["merged_norms"]}
     trace.notes = {(s, t, k): v for s, t, k, v in d["notes"]}
     trace.launches = [Launch(**b) for b in d["launches"]]
+    trace.overview = d.get("overview")
     return trace
 
 

@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from . import _guards, _torch
+from ._language import tr, translated
 from .memory import fmt_bytes
 
 if TYPE_CHECKING:
@@ -155,11 +156,16 @@ class StepMemory:
         return plot_step_memory(self, ax=ax)
 
     def __repr__(self) -> str:
-        parts = ", ".join(f"{k} {fmt_bytes(v)}" for k, v in self.at_peak.items() if v)
-        op = f", in {self.peak_op}" if self.peak_op else ""
-        cuda = "" if self.allocator_peak is None else f"; allocator peak {fmt_bytes(self.allocator_peak)}"
-        return (f"<dynagraph.StepMemory ({self.device}): peak {fmt_bytes(self.peak)} in the "
-                f"{self.peak_phase}{op}, event {self.peak_index} of {len(self.phases) - 1}: {parts}{cuda}>")
+        from .plots import KIND_NAMES, PHASE_NAMES  # the words of the plot's legend and phases
+        parts = tr(", ").join(f"{translated(KIND_NAMES.get(k, k))} {fmt_bytes(v)}"
+                              for k, v in self.at_peak.items() if v)
+        op = tr(", in {op}", op=self.peak_op) if self.peak_op else ""
+        cuda = ("" if self.allocator_peak is None
+                else tr("; allocator peak {bytes}", bytes=fmt_bytes(self.allocator_peak)))
+        phase = translated(PHASE_NAMES.get(self.peak_phase, self.peak_phase))
+        return tr("<dynagraph.StepMemory ({device}): peak {bytes} in the {phase}{op}, "
+                  "event {k} of {n}: {kinds}{cuda}>", device=self.device, bytes=fmt_bytes(self.peak),
+                  phase=phase, op=op, k=self.peak_index, n=len(self.phases) - 1, kinds=parts, cuda=cuda)
 
 
 def step_memory(step: Callable[[], Any], *, device: str | None = None) -> StepMemory:

@@ -6,10 +6,12 @@ import json
 import re
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import strategies as st
 
 from dynagraph import _page
 from dynagraph.capture import named_roots, param_names_of, walk
@@ -176,3 +178,32 @@ def check_edge_norms(bt, sent, rel, abs=1e-12):
         for edge, v in inner.items():
             assert v == pytest.approx(want[edge], rel=rel, abs=abs), (bt.nodes[edge[0]].name, bt.nodes[edge[1]].name)
 
+
+
+def op_programs(unary: Mapping[str, Callable], binary: Mapping[str, Callable], most: int):
+    """A Hypothesis strategy of random op programs: ``(inputs, steps)`` with 1-3 inputs and
+    1 to ``most`` steps, each ``("u", op, i)`` or ``("b", op, i, j)`` over the values so far
+    (the inputs, then each step's result), ops named from ``unary`` and ``binary``."""
+
+    @st.composite
+    def programs(draw):
+        inputs = draw(st.integers(1, 3))
+        steps = []
+        for n in range(draw(st.integers(1, most))):
+            values = inputs + n
+            if draw(st.booleans()):
+                steps.append(("u", draw(st.sampled_from(sorted(unary))), draw(st.integers(0, values - 1))))
+            else:
+                steps.append(("b", draw(st.sampled_from(sorted(binary))),
+                              draw(st.integers(0, values - 1)), draw(st.integers(0, values - 1))))
+        return inputs, steps
+
+    return programs()
+
+
+def run_steps(steps, values: list, unary: Mapping[str, Callable], binary: Mapping[str, Callable]) -> list:
+    """Run an :func:`op_programs` program's ``steps`` on ``values`` (appending each result)."""
+    for step in steps:
+        op = (unary if step[0] == "u" else binary)[step[1]]
+        values.append(op(*(values[i] for i in step[2:])))
+    return values

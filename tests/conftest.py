@@ -76,11 +76,3 @@ def fresh_renderer(monkeypatch):
     render.clear_cache()
     yield monkeypatch
     render.clear_cache()
-
-
-@pytest.fixture
-def op_level(monkeypatch):
-    """Pictures at op level, even where a tall picture with module tags would be drawn as
-    module boxes (dynagraph._overview): for tests of op-level frames and rolled blocks."""
-    from dynagraph import _overview
-    monkeypatch.setattr(_overview, "MAX_SCREENS", float("inf"))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from test_zh_english import code_words, dynagraph_english, english_words
 
 import dynagraph
 
@@ -201,6 +202,109 @@ def test_the_chinese_pages_say_previous_and_next_in_chinese(site):
         assert words and set(words) <= {"上一页", "下一页"}, f"{page}: {words}"
     html = (site / "notebooks" / f"{NOTEBOOKS[1]}.html").read_text()
     assert set(re.findall(r'<p class="prev-next-subtitle">([^<]*)</p>', html)) <= {"previous", "next"}
+
+
+class _Visible(HTMLParser):
+    """What a page shows as text, in three parts: the theme's, each notebook output's (a
+    printed line with no Chinese is a message as it is, unless it is a dynagraph repr), and
+    the pages' own prose (the article, and the titles and headings the theme repeats in
+    its sidebars, breadcrumbs and page title). Scripts, styles and keyboard keys are left
+    out; so are code outside the outputs and a link whose language is English (the
+    language switch). Tracebacks and warnings are PyTorch's, left out as in the notebooks."""
+
+    VOID: ClassVar[set[str]] = {"br", "img", "input", "meta", "link", "hr", "source", "wbr"}
+    BLOCK: ClassVar[set[str]] = {"div", "pre", "p", "tr", "td", "th", "li", "table", "summary", "details", "br"}
+    # where the theme shows the pages' own titles and headings
+    TITLES: ClassVar[set[str]] = {"bd-sidenav", "toc-entry", "breadcrumb-item", "prev-next-title"}
+
+    def __init__(self):
+        super().__init__()
+        self.stack: list[tuple[str, str]] = []  # (tag, what its text is: theme, output, prose, skip)
+        self.theme: list[str] = []
+        self.outputs: list[list[str]] = []
+        self.prose: list[str] = []
+
+    def _part(self) -> str:
+        return self.stack[-1][1] if self.stack else "theme"
+
+    def handle_starttag(self, tag, attrs):
+        part = self._part()
+        if part == "output" and tag in self.BLOCK:
+            self.outputs[-1].append("\n")  # elements are lines; a <pre>'s spans are not
+        attrs = dict(attrs)
+        classes = set((attrs.get("class") or "").split())
+        if (tag in ("script", "style", "kbd", "link", "meta") or (tag == "code" and part != "output")
+                or (tag == "a" and attrs.get("lang") == "en") or {"traceback", "stderr"} & classes):
+            part = "skip"
+        elif "bd-article" in classes or self.TITLES & classes or tag == "title":
+            part = "prose"
+        elif "headerlink" in classes:  # the theme's "#" beside a heading, and its tooltip
+            part = "theme"
+        elif part == "prose" and "cell_output" in classes:
+            part = "output"
+            self.outputs.append([])
+        elif (part == "prose" and tag == "pre") or "cell_input" in classes:
+            part = "skip"
+        if part == "theme":  # a tooltip, a search box's placeholder, a screen reader's label
+            self.theme += [attrs[name] or "" for name in ("title", "placeholder", "aria-label") if name in attrs]
+        if tag not in self.VOID:
+            self.stack.append((tag, part))
+
+    def handle_endtag(self, tag):
+        if any(t == tag for t, _ in self.stack):  # (not a void element's "<br/>")
+            while self.stack.pop()[0] != tag:
+                pass
+            if self._part() == "output" and tag in self.BLOCK:
+                self.outputs[-1].append("\n")
+
+    def handle_data(self, data):
+        part = self._part()
+        if part == "theme":
+            self.theme.append(data)
+        elif part == "output":
+            self.outputs[-1].append(data)
+        elif part == "prose":
+            self.prose.append(data)
+
+
+def chinese_page_english(html: str, allowed: set[str]) -> list[str]:
+    """The English words of a Chinese page's theme text and outputs (see test_zh_english),
+    and any of dynagraph's English messages anywhere on it."""
+    page = _Visible()
+    page.feed(html)
+    found = [f"theme: {w}" for w in english_words(" ".join(page.theme), allowed)]
+    for k, parts in enumerate(page.outputs):
+        lines = "".join(parts).splitlines()
+        text = "\n".join(ln for ln in lines if re.search(r"[\u3400-\u9fff]", ln) or ln.startswith("<dynagraph."))
+        found += [f"output {k}: {w} in {text.strip()[:60]!r}" for w in english_words(text, allowed)]
+    shown = " ".join([*page.theme, *("".join(p) for p in page.outputs), *page.prose])
+    return found + [f"dynagraph's English {s!r}" for s in dynagraph_english() if s in shown]
+
+
+def test_the_chinese_pages_show_no_english_outside_code_and_the_lessons_prose(site):
+    """Every Chinese page's theme text (top bar, sidebars, search box, footer) and notebook
+    outputs, scanned as tests/test_zh_english.py scans the stored outputs: no English word
+    but code, names and PyTorch's messages; nowhere one of dynagraph's English messages."""
+    notebooks = {stem: json.loads((NOTEBOOK_DIR / "zh" / f"{stem}.ipynb").read_text(encoding="utf-8"))
+                 for stem in CHINESE}
+    problems = {}
+    for page in ZH_PAGES:
+        stem = page.rsplit("/", 1)[-1]
+        allowed = {"dynagraph"} | (code_words(notebooks[stem]) if stem in notebooks else set())  # the site's name
+        found = chinese_page_english((site / f"{page}.html").read_text(), allowed)
+        if found:
+            problems[page] = found[:8]
+    assert not problems, f"English on the Chinese pages: {problems}"
+
+
+def test_the_page_scan_finds_the_themes_english():
+    html = ('<html><body><nav>搜索<input placeholder="Search the docs"></nav><a lang="en" title="In English">English</a><kbd>Ctrl</kbd>'
+            '<article class="bd-article"><p>术语（saved tensor）</p><pre>x = 1</pre>'
+            '<div class="cell_output"><pre>计时：batched 更快\nplain English line</pre></div>'
+            '<div class="cell_output"><div class="traceback">RuntimeError: Trying to backward</div></div>'
+            '</article><footer>Created using Sphinx</footer></body></html>')
+    assert [p.split(" in ")[0] for p in chinese_page_english(html, set())] == [
+        "theme: Search", "theme: the", "theme: docs", "theme: Created", "theme: using", "theme: Sphinx", "output 0: batched"]
 
 
 def test_the_chinese_tutorials_list_every_chinese_notebook_in_order(site):

@@ -220,7 +220,7 @@ def tracked_gpt2():
     model = GPT2(layers=4)
     with dg.track_modules(model):
         out = model(torch.randn(1, 5, 16)).sum()
-    return dg.draw(out, params=model)
+    return dg.draw(out, params=model, overview=False)  # op level: its frames and rolled block
 
 
 def test_a_long_parameter_name_breaks_after_a_dot_and_a_short_one_stays():
@@ -254,7 +254,6 @@ def test_a_frame_that_holds_one_frame_and_no_node_is_not_drawn():
     assert 'subgraph "cluster_enc" {' in dot and 'subgraph "cluster_enc.layer" {' in dot
 
 
-@pytest.mark.usefixtures("op_level")
 def test_in_a_tall_recording_frames_list_what_the_pruned_dot_holds():
     """The page lights frames by number: in a compact picture, whose frames holding one
     frame alone are left out, the numbers must still match the DOT's."""
@@ -262,7 +261,7 @@ def test_in_a_tall_recording_frames_list_what_the_pruned_dot_holds():
     widths = range(2, 17)  # each layer its own width: nothing rolls, and the picture is tall
     model = nn.Sequential(*(nn.Sequential(nn.Sequential(nn.Sequential(nn.Linear(a, a + 1))), nn.Tanh())
                             for a in widths))
-    with dg.live(model) as rec:
+    with dg.live(model, overview=False) as rec:  # op level: its frames
         model(torch.randn(2, 2)).sum()
     graph = rec.graph()
     pic = _picture.picture(graph)
@@ -272,7 +271,6 @@ def test_in_a_tall_recording_frames_list_what_the_pruned_dot_holds():
     assert len(listed) < len(_dot.frames(pic.graph.nodes, pic.graph.edges, pic.graph.blocks))
 
 
-@pytest.mark.usefixtures("op_level")
 def test_frames_lists_what_each_numbered_frame_of_the_dot_holds():
     graph = tracked_gpt2()
     pic = graph.picture()
@@ -280,7 +278,6 @@ def test_frames_lists_what_each_numbered_frame_of_the_dot_holds():
     assert {k: set(ids) for k, ids in enumerate(listed)} == frames_in_dot(graph.to_dot())
 
 
-@pytest.mark.usefixtures("op_level")
 def test_a_rolled_block_sits_inside_the_frame_of_its_module_list():
     """One 'transformer' frame holds the block and the final LayerNorm alike: a second
     copy of it inside the block made Graphviz draw the two side by side."""
@@ -294,7 +291,6 @@ def test_a_rolled_block_sits_inside_the_frame_of_its_module_list():
     assert members[titles["transformer.ln_f: LayerNorm"]] < members[titles["transformer: Module"]]
 
 
-@pytest.mark.usefixtures("op_level")
 def test_an_edge_into_a_frame_leaves_a_rank_for_its_leaves_and_ops_keep_a_straight_chain():
     dot = tracked_gpt2().to_dot()
     entering = re.findall(r"(n\d+) -> (n\d+) \[[^\]]*minlen=2", dot)

@@ -10,10 +10,11 @@ import pytest
 import torch
 import torch.autograd.forward_ad as fwAD
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import dynagraph as dg
 from dynagraph import _page
+
+from _helpers import op_programs, run_steps
 
 EXAMPLES = int(os.environ.get("DYNAGRAPH_PROPERTY_EXAMPLES", "20"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
@@ -26,27 +27,14 @@ UNARY = {"tanh": torch.tanh, "sigmoid": torch.sigmoid, "sin": torch.sin, "neg": 
 BINARY = {"add": torch.add, "mul": torch.mul, "sub": torch.sub, "maximum": torch.maximum}
 
 
-@st.composite
-def programs(draw):
+def programs():
     """(number of inputs, [("u", op, i) or ("b", op, i, j)]) over values 0..n-1."""
-    inputs = draw(st.integers(1, 3))
-    steps = []
-    for n in range(draw(st.integers(1, 10))):
-        values = inputs + n
-        if draw(st.booleans()):
-            steps.append(("u", draw(st.sampled_from(sorted(UNARY))), draw(st.integers(0, values - 1))))
-        else:
-            steps.append(("b", draw(st.sampled_from(sorted(BINARY))), draw(st.integers(0, values - 1)),
-                          draw(st.integers(0, values - 1))))
-    return inputs, steps
+    return op_programs(UNARY, BINARY, most=10)
 
 
 def run(steps, values):
     """Run ``steps`` on ``values`` (appending each result); returns ``values``."""
-    for step in steps:
-        args = [values[i] for i in step[2:]]
-        values.append((UNARY if step[0] == "u" else BINARY)[step[1]](*args))
-    return values
+    return run_steps(steps, values, UNARY, BINARY)
 
 
 def norm(t):
@@ -148,3 +136,14 @@ def test_bad_params_raise():
         pass
     with pytest.raises(TypeError, match=r"params\['x'\] is a int"), dg.trace_forward(params={"x": 1}):
         pass
+
+
+def test_a_one_node_trace_says_1_node_run():
+    with fwAD.dual_level():
+        with dg.trace_forward() as one:
+            fwAD.make_dual(torch.ones(3), torch.ones(3))  # an input, and no op reads it
+        with dg.trace_forward() as many:
+            fwAD.make_dual(torch.ones(3), torch.ones(3)).sin()
+    assert len(one.order) == 1 and len(many.order) > 1
+    assert one._caption().startswith("forward mode: 1 node run. The arrows")
+    assert many._caption().startswith(f"forward mode: {len(many.order)} node runs. The arrows")

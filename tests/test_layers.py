@@ -22,7 +22,7 @@ PLAIN_DATA = {"_records", "memory", "_language", "_zh"}  # records and their tex
 PLATFORM = {"_torch", "_signals", "_guards", "render", "_fonts", "_device"}  # torch's internals, interrupts, renderer, fonts
 TORCH_SIDE = {"_walk", "_measure", "_tags", "_source", "capture", "passes", "_patch", "_recorder"}
 DRAWING_SIDE = {"_dot", "_roll", "_transform", "_overview", "_match", "_picture", "_page"}  # no torch
-VIEWS = {"__init__", "graph", "draw", "live", "backward", "diff", "forward", "saving", "ddp", "ddp_worker"}
+VIEWS = {"__init__", "graph", "draw", "live", "_replay", "backward", "diff", "forward", "saving", "ddp", "ddp_worker"}
 BESIDE_VIEWS = {"norms", "history", "plots", "timing", "course", "exercises", "step_memory", "digits"}
 LEVEL = {**dict.fromkeys(PLAIN_DATA, 0), **dict.fromkeys(PLATFORM, 1), **dict.fromkeys(TORCH_SIDE, 2),
          **dict.fromkeys(DRAWING_SIDE, 2), **dict.fromkeys(VIEWS | BESIDE_VIEWS, 3)}

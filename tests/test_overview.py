@@ -15,7 +15,7 @@ from torch import nn
 
 import dynagraph as dg
 from dynagraph import _overview, _page, _picture, memory, render
-from dynagraph._records import Node
+from dynagraph._records import Node, owner
 
 from _helpers import html_of, load_benchmark, outputs_of, page_data, svg_texts
 
@@ -218,7 +218,7 @@ def test_in_chinese_the_overview_says_it_in_chinese(resnet):
     finally:
         dg.set_language("en")
     assert "模块画成方框" in outs["steps"]["text/plain"] and "点击方框" in outs["steps"]["text/plain"]
-    assert words["label"]["open"] == "点击模块方框即可打开其中的运算" and words["title"]["close"] == "关闭"
+    assert words["label"]["open"] == "点击模块方框即可打开其中的操作" and words["title"]["close"] == "关闭"
 
 
 @pytest.mark.browser
@@ -261,3 +261,261 @@ def test_a_tagged_view_that_stays_op_level_lays_out_once(monkeypatch):
     render.clear_cache()
     resnet = recorded("resnet")._outputs()  # an overview: the op level, then the boxes
     assert "inside" in page_data(_page.fragment(resnet)) and len(runs) == 2
+
+
+def test_overview_false_draws_every_op_of_a_tall_tagged_recording(monkeypatch):
+    case = zoo.MODELS["resnet"]()
+    with dg.live(case.model, overview=False) as rec:
+        case.forward()
+    graph = rec.graph()
+    assert rec.overview is False and graph.overview is False
+    pic, dot, _ = _picture.drawing(graph)
+    assert pic.detail is None and not any(n.kind == "module" for n in pic.graph.nodes)
+    monkeypatch.setattr(_overview, "MAX_SCREENS", float("inf"))  # the op level as the rule would draw it
+    graph.overview = None
+    assert dot == _picture.drawing(graph)[1]
+    assert "inside" not in page_data(html_of(rec))
+    assert "modules drawn as boxes" not in outputs_of(rec)["steps"]["text/plain"]
+
+
+def test_overview_false_and_true_in_draw_and_trace_backward():
+    case = zoo.resnet()
+    with dg.track_modules(case.model):
+        loss = case.forward()
+    assert _picture.drawing(dg.draw(loss, params=case.model))[0].detail is not None  # automatic: boxes
+    assert _picture.drawing(dg.draw(loss, params=case.model, overview=False))[0].detail is None
+    with dg.trace_backward(loss, params=case.model, overview=False) as bt:
+        loss.backward()
+    assert bt.graph().overview is False and _picture.drawing(bt.graph())[0].detail is None
+    assert "inside" not in page_data(html_of(bt))
+
+
+def test_overview_true_draws_boxes_for_a_short_tagged_recording():
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+    with dg.live(model, overview=True) as rec:
+        model(torch.ones(2, 3)).sum()
+    pic, _, _ = _picture.drawing(rec.graph())
+    assert pic.detail is not None and sorted(boxes_of(pic)) == ["0", "1", "2"]
+    assert "modules drawn as boxes" in outputs_of(rec)["steps"]["text/plain"]
+    untagged = dg.draw(model(torch.ones(2, 3)).sum(), overview=True)  # no tags: every op, as it is
+    assert _picture.drawing(untagged)[0].detail is None
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, 0, "auto"])
+def test_a_bad_overview_is_refused_naming_it(bad):
+    x = torch.ones(2, requires_grad=True)
+    with pytest.raises(ValueError, match=rf"overview must be None .* got {re.escape(repr(bad))}"):
+        dg.draw(x * 2, overview=bad)
+    with pytest.raises(ValueError, match=rf"got {re.escape(repr(bad))}"):
+        with dg.live(overview=bad):
+            pass
+    with pytest.raises(ValueError, match=rf"got {re.escape(repr(bad))}"):
+        with dg.trace_backward(x * 2, overview=bad):
+            pass
+    with pytest.raises(ValueError, match=rf"got {re.escape(repr(bad))}"):
+        dg.Graph([], [], overview=bad)
+
+
+def test_overview_survives_saving(tmp_path):
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh())
+    with dg.live(model, overview=True) as rec:
+        model(torch.ones(2, 3)).sum()
+    for view in (rec, rec.graph()):
+        path = dg.save_view(view, tmp_path / "v.json")
+        assert dg.load_view(path).overview is True
+
+
+class _Tied(nn.Module):
+    """T5's tying: ``shared`` runs no op; its weight is the encoder's embedding and the head's."""
+
+    def __init__(self):
+        super().__init__()
+        self.shared = nn.Embedding(10, 4)
+        self.embed = nn.Embedding(10, 4)
+        self.body = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+        self.head = nn.Linear(4, 10, bias=False)
+        self.embed.weight = self.head.weight = self.shared.weight
+
+    def forward(self, ids):
+        return self.head(self.body(self.embed(ids))).sum()
+
+
+def test_a_shared_weight_whose_module_runs_no_op_is_no_box_of_0_ops():
+    torch.manual_seed(0)
+    model = _Tied()
+    with dg.live(model, overview=True) as rec:
+        model(torch.tensor([[1, 2, 3]]))
+    graph = rec.graph()
+    pic, _, _ = _picture.drawing(graph)
+    counts = _overview.op_counts(graph.nodes)
+    boxes = boxes_of(pic)
+    assert "shared" not in boxes and {"embed", "head"} <= set(boxes)  # ("shared" ran no op)
+    assert all(box.module == owner(path) for path, box in boxes.items())  # each in its module's frame
+    for path, box in boxes.items():  # each box's op count is the op-level graph's, never 0
+        assert counts[path] > 0 and box.label.endswith(f"\n{counts[path]} op" + "s" * (counts[path] > 1))
+    weight = next(n for n in pic.graph.nodes if n.label == "shared.weight")
+    assert weight.kind == "parameter" and weight.module is None  # drawn as it is, in no frame
+    users = {boxes[p].id for p in ("embed", "head")}
+    drawn_users = {dst for src, dst in pic.graph.edges if src == weight.id}
+    original = next(n.id for n in graph.nodes if n.label == "shared.weight")
+    assert drawn_users == users == {pic.mapping[dst] for src, dst in graph.edges if src == original}
+
+
+class _Twice(nn.Module):
+    """A shared block applied twice: ``self.block(self.block(x))``."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(4, 4)
+        self.block = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+        self.out = nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.out(self.block(self.block(self.inp(x)))).sum()
+
+
+def _calls_said(label: str) -> tuple[str, int | None, int | None]:
+    """A box's module path, and its call's number and how many calls (``None``: one call)."""
+    found = re.match(r"([^:]+): \w+(?:, call (\d+) of (\d+))?\n", label)
+    assert found is not None, label
+    return found[1], *(None if v is None else int(v) for v in found.groups()[1:])
+
+
+def _check_boxes_per_call(graph, pic):
+    """Each box stands for the op-level nodes of its module's call: its op count, its
+    nodes, and as many boxes as the module had calls (oracle: the op-level records)."""
+    boxes = [n for n in pic.graph.nodes if n.kind == "module"]
+    per_path: dict[str, list[int]] = {}
+    for box in boxes:
+        path, k, n = _calls_said(box.label)
+        per_path.setdefault(path, []).append(k or 1)
+        inside = [m for m in graph.nodes if m.module and (m.module + ".").startswith(path + ".") and m.seq]
+        numbers = sorted({m.calls[path.count(".")] for m in inside})
+        assert len(numbers) == (n or 1)
+        mine = [m for m in inside if n is None or m.calls[path.count(".")] == numbers[k - 1]]
+        ops = sum(m.count for m in mine)
+        assert box.label.endswith(f"\n{ops} op" + "s" * (ops > 1)), box.label
+        stands = {old for old, new in pic.mapping.items() if new == box.id}
+        assert {m.id for m in mine} <= stands and all(
+            m.seq is None for m in graph.nodes if m.id in stands - {m.id for m in mine})  # (and its leaves)
+    return per_path
+
+
+def test_a_module_called_twice_is_a_box_per_call_with_its_own_ops():
+    torch.manual_seed(0)
+    model = _Twice()
+    with dg.live(model, overview=True) as rec:
+        model(torch.ones(2, 4))
+    graph = rec.graph()
+    pic, _, _ = _picture.drawing(graph)
+    per_path = _check_boxes_per_call(graph, pic)
+    assert per_path == {"inp": [1], "block.0": [1, 2], "block.1": [1, 2], "out": [1]}
+    assert "a module called more than once is one box per call" in outputs_of(rec)["steps"]["text/plain"]
+    # the same boxes from dg.draw's capture under track_modules
+    with dg.track_modules(model):
+        loss = model(torch.ones(2, 4))
+    drawn = dg.draw(loss, params=model, overview=True)
+    assert sorted(n.label for n in _picture.drawing(drawn)[0].graph.nodes if n.kind == "module") == sorted(
+        n.label for n in pic.graph.nodes if n.kind == "module")
+    # a closed box of the block (few boxes allowed): a box per call of the block itself
+    nodes, _, mapping = _overview.boxes(graph.nodes, graph.edges, graph.module_types, most=3)
+    labels = sorted(n.label for n in nodes if n.kind == "module")
+    assert labels == ["block: Sequential, call 1 of 2\n3 ops", "block: Sequential, call 2 of 2\n3 ops",
+                      "inp: Linear\n2 ops", "out: Linear\n2 ops"]
+    first = {mapping[n.id] for n in graph.nodes if n.module and n.module.startswith("block.") and n.calls
+             and n.calls[0] == 1}
+    assert len(first) == 1  # call 1's ops are one box, and its ops only
+
+
+def test_calls_of_reads_each_part_of_a_module_path():
+    from dynagraph import _tags
+    assert _tags.calls_of({"block": 2, "block.0": 3}, "block.0") == (2, 3)
+    assert _tags.calls_of({"layers.0": 1}, "layers.0") == (None, 1)  # ("layers" is a list: not called)
+    assert _tags.calls_of({}, "block") is None and _tags.calls_of({"a": 1}, None) is None
+
+
+@pytest.mark.browser
+def test_a_click_on_a_calls_box_lights_that_calls_ops_only(tmp_path):
+    from _chromium import Watch, chromium
+    torch.manual_seed(0)
+    model = _Twice()
+    with dg.live(model, overview=True) as rec:
+        model(torch.ones(2, 4))
+    html = html_of(rec)
+    data = page_data(html)
+    pic, _, _ = _picture.drawing(rec.graph(), own_title=True)
+    second = next(n for n in pic.graph.nodes if n.label.startswith("block.0: Linear, call 2 of 2"))
+    first = next(n for n in pic.graph.nodes if n.label.startswith("block.0: Linear, call 1 of 2"))
+    ids = data["inside"]["boxes"]
+    assert not set(ids[str(first.id)]) & set(ids[str(second.id)])  # each call its own op-level nodes
+    path = tmp_path / "calls.html"
+    path.write_text(f"<!doctype html><html><head><meta charset='utf-8'></head><body>{html}</body></html>")
+    with chromium() as browser:
+        watch = Watch(browser)
+        page = watch.new_page()
+        page.goto(path.as_uri())
+        page.locator(f"svg g.node.dg-n{second.id}").first.click()
+        name = page.locator(".dg-inside-name").text_content()
+        lit = page.evaluate("() => [...document.querySelectorAll('.dg-inside g.node.dg-lit')]"
+                            ".map(g => +g.getAttribute('class').match(/dg-n(\\d+)/)[1])")
+        watch.close()
+    assert name == "block.0: Linear, call 2 of 2"
+    assert sorted(lit) == sorted(ids[str(second.id)])
+    assert watch.errors == [] and watch.blocked == []
+
+
+class _Loop(nn.Module):
+    """A cell called at every step of a loop."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp, self.cell, self.head = nn.Linear(8, 16), nn.GRUCell(16, 16), nn.Linear(16, 1)
+
+    def forward(self, x):
+        h = torch.zeros(2, 16)
+        for t in range(x.shape[0]):
+            h = self.cell(torch.tanh(self.inp(x[t])), h)
+        return self.head(h).sum()
+
+
+def test_a_loop_of_calls_rolls_its_boxes_and_says_which_calls():
+    torch.manual_seed(0)
+    model = _Loop()
+    with dg.live(model, overview=True) as rec:
+        model(torch.randn(30, 2, 8))  # (over 40 boxes: they roll)
+    graph = rec.graph()
+    pic, _, _ = _picture.drawing(graph)
+    repeats = {i: b.repeats for b in pic.graph.blocks for i in b.nodes}
+    said: dict[str, int] = {}  # ops per module path: each box's ops times the calls it is drawn for
+    calls_of = {}
+    for box in (n for n in pic.graph.nodes if n.kind == "module"):
+        found = re.match(r"(\w+): \w+(?:, calls? (\d+)(?:\u2013(\d+))? of (\d+))?\n(\d+) ops?$", box.label)
+        assert found is not None, box.label
+        path, first, last, _, ops = found.groups()
+        drawn_for = 1 if first is None else int(last or first) - int(first) + 1
+        assert drawn_for == repeats.get(box.id, 1), box.label  # the range is the calls the frame rolls
+        said[path] = said.get(path, 0) + int(ops) * drawn_for
+        calls_of.setdefault(path, []).append((first, last))
+    counts = _overview.op_counts(graph.nodes)
+    assert said == {p: counts[p] for p in ("inp", "cell", "head")}
+    assert calls_of["cell"] == [("1", None), ("2", "30")]
+    assert _overview.per_call("cell: GRUCell, calls 2\u201312 of 12\n16 ops")
+    assert not _overview.per_call("head: Linear\n2 ops")
+
+
+def test_each_calls_box_says_the_bytes_its_own_ops_saved():
+    torch.manual_seed(0)
+    model = _Twice()
+    with dg.live(model, overview=True, memory=True) as rec:
+        model(torch.ones(2, 4))
+    graph = rec.graph()
+    pic, dot, _ = _picture.drawing(graph)
+    tanh = [n for n in pic.graph.nodes if n.label.startswith("block.1: Tanh, call ")]
+    assert len(tanh) == 2
+    for box in tanh:
+        mine = [old for old, new in pic.mapping.items() if new == box.id]
+        act, leaf = graph.memory.bytes_of(mine)
+        assert act > 0
+        line = re.search(rf'\bn{box.id} \[[^\n]*? label="([^"]*)"', dot)
+        said = f"saves {memory.fmt_bytes(act)}"
+        assert line is not None and said in line[1], (box.label, said)

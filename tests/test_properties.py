@@ -32,7 +32,7 @@ import dynagraph as dg
 from dynagraph._roll import roll
 from dynagraph.capture import capture
 
-from _helpers import check_edge_norms, replayed
+from _helpers import check_edge_norms, op_programs, replayed, run_steps
 
 EXAMPLES = int(os.environ.get("DYNAGRAPH_PROPERTY_EXAMPLES", "20"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
@@ -84,29 +84,14 @@ BINARY = {
 SHAPE = (3, 3)
 
 
-@st.composite
-def programs(draw):
+def programs():
     """A list of instructions over leaves 0..k-1: ("u", op, i) or ("b", op, i, j)."""
-    leaves = draw(st.integers(1, 3))
-    steps = []
-    for n in range(draw(st.integers(1, 12))):
-        values = leaves + n
-        if draw(st.booleans()):
-            steps.append(("u", draw(st.sampled_from(sorted(UNARY))), draw(st.integers(0, values - 1))))
-        else:
-            steps.append(("b", draw(st.sampled_from(sorted(BINARY))),
-                          draw(st.integers(0, values - 1)), draw(st.integers(0, values - 1))))
-    return leaves, steps
+    return op_programs(UNARY, BINARY, most=12)
 
 
 def run(program, leaves):
     """Run ``program`` on ``leaves``; returns the scalar result (every value feeds it)."""
-    values = list(leaves)
-    for step in program[1]:
-        if step[0] == "u":
-            values.append(UNARY[step[1]](values[step[2]]))
-        else:
-            values.append(BINARY[step[1]](values[step[2]], values[step[3]]))
+    values = run_steps(program[1], list(leaves), UNARY, BINARY)
     return sum(v.sum() for v in values[len(leaves):]) if len(values) > len(leaves) else values[0].sum()
 
 

@@ -271,7 +271,6 @@ def test_roll_gpt2_like_layers_name_their_range_and_class(tagged):
     assert {n.label for n in nodes if n.kind == "parameter"} == {name for name, _ in model.named_parameters()}
 
 
-@pytest.mark.usefixtures("op_level")
 def test_modules_inside_a_rolled_block_are_named_for_every_layer():
     """The frames drawn inside the block say h.{0…11}, as its parameters do; the
     representative's own names (h.0, h.0.attn) would read as layer 0 only."""
@@ -291,7 +290,7 @@ def test_modules_inside_a_rolled_block_are_named_for_every_layer():
     assert "transformer.h.0:" not in dot
     with dg.track_modules(model):
         out = model(torch.randn(1, 5, 16)).sum()
-    dot = dg.draw(out, params=model).to_dot()
+    dot = dg.draw(out, params=model, overview=False).to_dot()  # op level: its frames
     assert 'label="transformer.h.{0\u202611}.attn: ' in dot and "transformer.h.0." not in dot
 
 

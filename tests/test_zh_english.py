@@ -11,7 +11,9 @@ Latin letters and it is none of these:
 - a quoted PyTorch message: error outputs, warnings, text in quotes or backticks, and a
   printed line with no Chinese in it (a PyTorch, Dynamo or IPython message, a graph dump,
   a tensor) — but no output may hold the English of one of dynagraph's own messages (the
-  keys of its Chinese catalogs), so dynagraph's English is found on such lines too;
+  keys of its Chinese catalogs), so dynagraph's English is found on such lines too, and
+  a dynagraph object's repr (``<dynagraph.Graph: …>``, printed or stored as the plain text
+  beside a picture) is read as text;
 - a name from :data:`NAMES` (units, devices, library and op names, what Graphviz draws in
   nodes: it has no Chinese glyphs, so node labels are code names).
 """
@@ -47,12 +49,13 @@ _QUOTED = re.compile(r"`[^`]*`|\"[^\"\n]*\"|'[^'\n]*'|“[^”]*”|‘[^’]*�
                      r"|(?:(?<=Error)|(?<=Warning)|(?<=报错)|(?<=警告))[：: ].*")  # after an error's name: PyTorch's
 _SVG_TEXT = re.compile(r"<text[^>]*>([^<]*)</text>")
 _CJK = re.compile(r"[\u3400-\u9fff]")
-_CODE = re.compile(r"\w+(?:[._]\w+)+|\{\w*\}")  # dotted or snake_case names, {fields}
+_CODE = re.compile(r"\w+(?:[._]\w+)+|\w+::\w+|(?<![\w.])\.\w+|\{\w*\}")  # dotted, snake_case, aten::ops, .attributes, {fields}
+_REPR = "<dynagraph."  # how the repr of each of dynagraph's objects starts
 # The settings in a picture's data that are not text (a stepper's mode, a theme)
 _NOT_TEXT = ("svg", "png", "hint", "frames", "norms", "css", "mode", "theme", "kind", "style")
 
 
-def _code_words(nb: dict) -> set[str]:
+def code_words(nb: dict) -> set[str]:
     """Every word the notebook's code cells spell: names, and the words of their strings."""
     words: set[str] = set()
     for cell in nb["cells"]:
@@ -99,7 +102,7 @@ def _output_texts(out: dict, every_line: bool = False) -> list[str]:
             return []
         # a line with no Chinese is printed as it is: a message, a graph, a tensor
         lines = "".join(out["text"]).splitlines()
-        return ["\n".join(line for line in lines if every_line or _CJK.search(line))]
+        return ["\n".join(line for line in lines if every_line or _CJK.search(line) or line.startswith(_REPR))]
     data = out.get("data", {})
     texts = []
     if data.get("text/plain", [""])[0].startswith("Exception reporting mode:"):  # IPython's %xmode
@@ -108,9 +111,9 @@ def _output_texts(out: dict, every_line: bool = False) -> list[str]:
         texts += _script_texts("".join(data["application/javascript"]))
     if "text/html" in data:
         texts.append(html.unescape(re.sub(r"<[^>]+>", " ", "".join(data["text/html"]))))
-    elif "text/plain" in data and not {"image/png", "image/svg+xml"} & data.keys():
+    elif "text/plain" in data:
         plain = "".join(data["text/plain"])
-        if not plain.startswith("<dynagraph."):  # a repr is code
+        if plain.startswith(_REPR) or not {"image/png", "image/svg+xml"} & data.keys():  # a picture's repr too
             texts.append(plain)
     return texts
 
@@ -129,7 +132,7 @@ def english_words(text: str, allowed: set[str]) -> list[str]:
     return found
 
 
-def _dynagraph_english() -> list[str]:
+def dynagraph_english() -> list[str]:
     """The start (up to its first field) of each of dynagraph's English messages that has
     three words or more: none may appear in a Chinese output."""
     from dynagraph import _language
@@ -142,8 +145,8 @@ def leftovers(path: Path) -> list[str]:
     nb = json.loads(path.read_text(encoding="utf-8"))
     shown = "\n".join(text for cell in nb["cells"] for out in cell.get("outputs", [])
                       for text in _output_texts(out, every_line=True))
-    problems = [f"dynagraph's English message {s!r}" for s in _dynagraph_english() if s in shown]
-    allowed = _code_words(nb)
+    problems = [f"dynagraph's English message {s!r}" for s in dynagraph_english() if s in shown]
+    allowed = code_words(nb)
     for i, cell in enumerate(nb["cells"]):
         for out in cell.get("outputs", []):
             for text in _output_texts(out):
@@ -201,3 +204,91 @@ def test_graphviz_draws_no_chinese(path):
     nb = json.loads(path.read_text(encoding="utf-8"))
     drawn = [t for cell in nb["cells"] for out in cell.get("outputs", []) for t in _drawn_texts(out)]
     assert not [t for t in drawn if _CJK.search(t)], f"{path.name}: Graphviz draws Chinese as boxes"
+
+
+# -- The reprs a learner reads as text --------------------------------------------------
+
+
+def _reprs() -> dict[str, str]:
+    """The repr (or str) of each of dynagraph's objects that a notebook shows as text,
+    made in the current language: a graph (with its memory summary and a rolled block),
+    a recording longer than its repr lists, backward and forward replays (one with edges
+    that have no norm), gradient histories, a step's memory, a diff's title, a timing."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    import torch
+    import torch.autograd.forward_ad as fwAD
+    from torch import nn
+
+    import dynagraph as dg
+    from dynagraph.live import REPR_STEPS
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+    x = torch.randn(2, 3)
+    out: dict[str, str] = {"graph": repr(dg.draw(model(x).sum(), params=model, memory=True))}
+    h = x.requires_grad_()
+    with dg.live() as rec:
+        for _ in range(REPR_STEPS + 1):
+            h = torch.tanh(h)
+    out["recording"] = repr(rec)
+    rolled = dg.draw(h.sum())
+    rolled.blocks = [SimpleNamespace(label="tanh", repeats=REPR_STEPS + 1)]  # what the repr reads of a block
+    out["rolled"] = repr(rolled)
+    with dg.trace_backward(h.sum()) as bt:
+        h.sum().backward()
+    out["backward"] = repr(bt)
+    meta = nn.Linear(3, 2, device="meta")
+    loss = meta(torch.ones(1, 3, device="meta")).sum()
+    with dg.trace_backward(loss, params=meta) as bt:
+        loss.backward()
+    out["backward without norms"] = repr(bt)
+    with dg.trace_forward() as ft, fwAD.dual_level():
+        torch.tanh(fwAD.make_dual(torch.ones(2), torch.ones(2))).sum()
+    out["forward"] = repr(ft)
+    for per in ("parameter", "module"):
+        hist = dg.GradHistory(model, per=per)
+        model(x).sum().backward()
+        hist.record()
+        out[f"history per {per}"] = repr(hist)
+
+    def step() -> None:
+        model.zero_grad(set_to_none=True)
+        model(x).pow(2).sum().backward()
+
+    memory = dg.step_memory(step, device="cpu")
+    out["step memory"] = repr(memory)
+    out["step memory on a GPU"] = repr(dataclasses.replace(memory, allocator_peak=4096))  # (its allocator's peak)
+    y = torch.tensor([1.0, 2.0], requires_grad=True)
+    diff = dg.diff(dg.draw(y.sin().sum()), dg.draw((y.exp().sin() + y.tanh().sin()).sum()))
+    out["diff"] = f"{diff!r}\n{diff._graph().title}"
+    out["timing"] = str(dg.compare(lambda: None, lambda: None, names=("plain", "batched"), rounds=3,
+                                min_run_time=0.01))
+    return out
+
+
+def test_the_reprs_a_notebook_prints_are_in_chinese():
+    import inspect
+
+    import dynagraph as dg
+
+    code = inspect.getsource(_reprs).replace(_reprs.__doc__ or "", "")
+    allowed = {w.lower() for w in re.findall(r"[A-Za-z]+", code)}  # the names its code spells
+    dg.set_language("zh")
+    try:
+        reprs = _reprs()
+    finally:
+        dg.set_language("en")
+    english = {what: english_words(text, allowed) for what, text in reprs.items()}
+    assert not any(english.values()), {what: (words, reprs[what]) for what, words in english.items() if words}
+    assert all(_CJK.search(text) for text in reprs.values() if text), reprs
+    starts = [s for s in dynagraph_english() if any(s in text for text in reprs.values())]
+    assert not starts, f"dynagraph's English in a Chinese repr: {starts}"
+
+
+def test_the_reprs_stay_english_in_english():
+    reprs = _reprs()
+    assert reprs["graph"].startswith("<dynagraph.Graph: 11 nodes, 10 edges (op 6, output 1, parameter 4); keeps ")
+    assert reprs["recording"].startswith("<dynagraph.Recording: 31 steps, ")
+    assert not any(_CJK.search(text) for text in reprs.values()), reprs

@@ -56,7 +56,7 @@ import torch
 from .._language import N_, tr, translated
 from ._state import as_found
 
-__all__ = ["Result", "Wrong", "check", "exercise", "expect", "grade", "keys"]
+__all__ = ["Result", "Wrong", "check", "exercise", "expect", "filled", "grade", "keys"]
 
 TODO, WRONG, SOLVED = "todo", "wrong", "solved"
 
@@ -148,6 +148,13 @@ def expect(condition: object, hint: str, code: str | None = None, further: str |
     is shown on the second)."""
     if not condition:
         raise Wrong(hint, code, further)
+
+
+def filled(grad: torch.Tensor | None, hint: str) -> torch.Tensor:
+    """``grad`` when backward filled it; otherwise the check fails with ``hint``."""
+    if grad is None:
+        raise Wrong(hint)
+    return grad
 
 
 def _module_for(key: str) -> str:

@@ -631,7 +631,7 @@ MESSAGES: dict[str, str] = {
     "what all-reduce leaves on every rank, simulated in one process":
         "在一个进程中模拟全归约在每个进程（rank）上留下的结果",
     "count the op nodes backward ran while each bucket's all-reduce was under way":
-        "数一数每个桶的全归约进行期间，反向传播运行了多少个运算节点",
+        "数一数每个桶的全归约进行期间，反向传播运行了多少个操作节点",
     "gradient accumulation under DDP: one all-reduce for several micro-batches":
         "DDP 下的梯度累积：几个微批次只做一次全归约",
     "return a dict from each parameter's name (as model.named_parameters() names it) to its gradient.":
@@ -643,7 +643,7 @@ MESSAGES: dict[str, str] = {
     "return a dict from each launch's bucket index (launch.bucket) to a count; got {type}.":
         "请返回一个字典：键是每次启动的桶编号（`launch.bucket`），值是一个计数；你返回的是 {type}。",
     "for launches at positions {afters} of {n} node runs the counts are {want}; you gave {got}. Count only the node runs after position launch.after, and only op nodes: an AccumulateGrad (kind 'parameter') computes nothing.":
-        "在 {n} 次节点运行中，启动位置为 {afters} 时，计数应为 {want}；你给出的是 {got}。只数位置 `launch.after` 之后的节点运行，并且只数运算节点：`AccumulateGrad`（`kind == 'parameter'`）不做计算。",
+        "在 {n} 次节点运行中，启动位置为 {afters} 时，计数应为 {want}；你给出的是 {got}。只数位置 `launch.after` 之后的节点运行，并且只数操作节点：`AccumulateGrad`（`kind == 'parameter'`）不做计算。",
     "run the model once per micro-batch: {n} forwards, not {got}.":
         "每个微批次运行一次模型：应有 {n} 次前向计算，而不是 {got} 次。",
     "call backward() once per micro-batch: {n} backward passes, not {got}. A summed loss with one backward keeps every micro-batch's graph in memory at once.":

@@ -17,7 +17,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .._language import N_, tr, translated
-from . import CLASS, Wrong, exercise, expect
+from . import CLASS, exercise, expect, filled
 from ._backward import counting_backward
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
@@ -25,13 +25,6 @@ SETUP = """
 import torch
 import dynagraph as dg
 """
-
-
-def _filled(grad: torch.Tensor | None, hint: str) -> torch.Tensor:
-    """``grad`` when backward filled it; otherwise the check fails with ``hint``."""
-    if grad is None:
-        raise Wrong(hint)
-    return grad
 
 
 # -- 01.1 -------------------------------------------------------------------------------
@@ -348,7 +341,7 @@ def _h_grad(h_grad: Any) -> None:
         want = 2 * xs ** 2                                       # y = sum(h^2): dy/dh = 2h = 2x^2
         expect(isinstance(got, torch.Tensor) and got.shape == x.shape,
                tr("Return dy/dh, a tensor of shape {shape}.", shape=tuple(x.shape)))
-        x_grad = _filled(x.grad, tr("`x.grad` was not filled. `y.backward()` fills the leaves' `.grad` "
+        x_grad = filled(x.grad, tr("`x.grad` was not filled. `y.backward()` fills the leaves' `.grad` "
                                     "(`torch.autograd.grad` does not), and only when `h` is computed "
                                     "from `x` itself, not from a detached copy."))
         expect(not torch.allclose(got, 2 * want),

@@ -14,7 +14,7 @@ from torch.autograd import gradcheck
 
 from .._language import N_, tr
 from .._walk import reach
-from . import STRING, Wrong, exercise, expect
+from . import STRING, Wrong, exercise, expect, filled
 from ._pdb_forward import forward
 from ._state import debugger_as_found
 
@@ -23,13 +23,6 @@ SETUP = """
 import torch
 import dynagraph as dg
 """
-
-
-def _filled(grad: torch.Tensor | None, hint: str) -> torch.Tensor:
-    """``grad`` when backward filled it; otherwise the check fails with ``hint``."""
-    if grad is None:
-        raise Wrong(hint)
-    return grad
 
 
 def _noting_a(debugger: pdb.Pdb, made: list[Any]) -> None:
@@ -169,7 +162,7 @@ def _commands2(commands2: Any) -> None:
                   "stopped at: your commands computed a new `a` from `x` again. The question asks you "
                   "to double the `a` that is already there (section 5).", x=value))
         b.backward()
-        x_grad = _filled(x.grad, tr("the result is not connected to x: compute the new `a` from `a`."))
+        x_grad = filled(x.grad, tr("the result is not connected to x: compute the new `a` from `a`."))
         expect(x_grad.item() == 6.0,
                tr("the result is right, but x.grad = {grad} instead of 6: the doubled `a` must be "
                   "computed from `a` (a recorded op), so the gradient follows.", grad=x_grad.item()))
@@ -201,7 +194,7 @@ def _watch(watch: Any) -> None:
                tr("record the gradient itself, shaped like h {shape}.", shape=tuple(h.shape)))
         expect(torch.allclose(seen[0], want_h),
                tr("you recorded {got}, but dL/dh is {want}.", got=seen[0].tolist(), want=want_h.tolist()))
-        x_grad = _filled(x.grad, tr("x.grad was not filled: leave the graph from x to h as it is."))
+        x_grad = filled(x.grad, tr("x.grad was not filled: leave the graph from x to h as it is."))
         expect(torch.allclose(x_grad, want_x),
                tr("x.grad is {got} instead of {want}: your hook changed the gradient. A hook that "
                   "returns a tensor replaces it; a watching hook returns None.",
@@ -232,7 +225,7 @@ def _safe_log(safe_log: Any) -> None:
         expect(y.requires_grad, tr("the result does not require grad: keep it a function of x "
                                    "(no `.detach()`, `.data` or `.item()`)."))
         y.sum().backward()
-        x_grad = _filled(x.grad, tr("the result is not connected to x: keep it a function of x."))
+        x_grad = filled(x.grad, tr("the result is not connected to x: keep it a function of x."))
         expect(not torch.isnan(x_grad).any(),
                tr("at x = {x} the gradient has NaN ({grad}): `torch.where` sends 0 to the branch it "
                   "discards, and log's backward makes 0 · (1/0) = NaN there. Make the discarded branch "

@@ -9,7 +9,7 @@ import torch
 from torch.autograd import gradcheck, gradgradcheck
 
 from .._language import N_, tr
-from . import AUTOGRAD_FUNCTION, Wrong, exercise, expect
+from . import AUTOGRAD_FUNCTION, exercise, expect, filled
 
 # What an answer may use: the notebook's imports (tests run stubs and solutions after this).
 SETUP = """
@@ -17,13 +17,6 @@ import torch
 from torch.autograd import Function, gradcheck
 import dynagraph as dg
 """
-
-
-def _filled(grad: torch.Tensor | None, hint: str) -> torch.Tensor:
-    """``grad`` when backward filled it; otherwise the check fails with ``hint``."""
-    if grad is None:
-        raise Wrong(hint)
-    return grad
 
 
 def _points(seed: int, n: int, threshold: float = 0.0) -> torch.Tensor:
@@ -42,7 +35,7 @@ def _grad(fn: Callable[..., torch.Tensor], x: torch.Tensor, w: torch.Tensor, *ar
     """d/dx of sum(fn(x, *args) * w), through the answer's backward."""
     x = x.clone().requires_grad_()
     (fn(x, *args) * w).sum().backward()
-    return _filled(x.grad, tr("x.grad was not filled: `backward` must return a gradient for x."))
+    return filled(x.grad, tr("x.grad was not filled: `backward` must return a gradient for x."))
 
 
 def _first(t: torch.Tensor) -> str:
