@@ -250,9 +250,9 @@ def _drawn(graph: Graph, overlay: Overlay, still: bool = False) -> _Drawn:
     :func:`_with_png` rasterizes only what the budget can keep."""
     # A title with Chinese (and a Chinese memory line) is drawn by the script and by Pillow
     # instead: see _picture.drawing
-    # (a tagged picture is laid out to measure it for the module overview: as this view lays it out)
-    layout = (lambda dot: _laid_out(dot)[0]) if still else None
-    pic, dot, series = _picture.drawing(graph, overlay, own_title=True, layout=layout)
+    # (a tagged picture is laid out to measure it for the module overview: its SVG alone, since
+    # its PNG is wasted where the overview replaces it; where it stays, its PNG is made below)
+    pic, dot, series = _picture.drawing(graph, overlay, own_title=True)
     title = pic.own_title
     drawn = pic.graph
     data: dict[str, Any] = {"frames": _dot.frames(drawn.nodes, drawn.edges, drawn.blocks, prune=pic.compact),
@@ -280,8 +280,7 @@ _NODE_LINE = re.compile(r"^\s*(?!(?:graph|node|edge|subgraph)\b)[^\s\[{}=>-]+ *\
 def _laid_out(dot: str) -> tuple[bytes, bytes]:
     """A view's SVG of ``dot``, with its whole PNG from the same renderer run where the
     picture is small (:data:`ONE_RUN_NODES`); else no PNG yet (:func:`_with_png` makes the
-    part kept). Decided from the text alone, so that a module overview's measuring layout
-    of the same DOT is this one (cached)."""
+    part kept). Decided from the text alone."""
     one_run = len(dot) <= ONE_RUN_DOT and len(_NODE_LINE.findall(dot)) <= ONE_RUN_NODES
     return render.svg_and_png(dot, PNG_DPI) if one_run else (render.pipe(dot, "svg"), b"")
 
