@@ -397,6 +397,7 @@ def zoo_rows(repeats: int, timeout: float, only: tuple[str, ...] = ()) -> tuple[
               "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     print("\n".join(lines), flush=True)
     passed = True
+    ratios: list[tuple[float, float]] = []  # (seconds, CPU seconds) ratio per view where torchviz finishes
     for name, factory in models.items():
         for view in ("draw", "live", "backward"):
             ours, our_cpu, theirs, kb = [], [], [], 0.0
@@ -418,6 +419,7 @@ def zoo_rows(repeats: int, timeout: float, only: tuple[str, ...] = ()) -> tuple[
                 ok = ratio <= ZOO_RATIO and s <= TIME_TARGET and kb <= SIZE_TARGET
                 ratio_text = f"{ratio:.2f}x"
                 cpu_text = (f"{tv_cpu:.2f} | {cpu_s / tv_cpu:.2f}x" if tv_cpu > 0 else f"{tv_cpu:.2f} | -")
+                ratios.append((ratio, cpu_s / tv_cpu if tv_cpu > 0 else math.inf))
             else:
                 tv_text, ratio_text = str(next(t for t in theirs if not isinstance(t, tuple))), "-"
                 ok = s <= TIME_TARGET and kb <= SIZE_TARGET
@@ -427,7 +429,22 @@ def zoo_rows(repeats: int, timeout: float, only: tuple[str, ...] = ()) -> tuple[
                     f"{cpu_s:.2f} | {cpu_text} | {'PASS' if ok else 'MISS'} |")
             lines.append(line)
             print(line, flush=True)
+    lines.append(ratio_summary(ratios))
+    print(lines[-1], flush=True)
     return lines, passed
+
+
+def ratio_summary(ratios: list[tuple[float, float]]) -> str:
+    """How many zoo views meet :data:`ZOO_RATIO` where torchviz finishes, in seconds and in
+    CPU seconds (what other work on the machine changes less), with the range of each."""
+    if not ratios:
+        return "no view to compare: torchviz finished on none"
+    def part(values: list[float], what: str) -> str:
+        met = sum(v <= ZOO_RATIO for v in values)
+        return f"{what} {met} of {len(values)} ({min(values):.2f}-{max(values):.2f}x)"
+    seconds, cpu = zip(*ratios)
+    return (f"at most {ZOO_RATIO:g}x torchviz where it finishes: "
+            f"{part(list(seconds), 'in seconds')}, {part(list(cpu), 'in CPU seconds')}")
 
 
 # -- running children ----------------------------------------------------------------------

@@ -67,6 +67,11 @@ LISTED_STEPS = 20
 # shrunk: it shows the picture's top (and left), and says so in a strip at its foot.
 PNG_DPI = 96
 PNG_COLOURS = 64
+# The palette is made from every this-many-th row of the picture (a quarter of the time of
+# all rows; every mark of a picture spans rows, and its pixels each take the nearest
+# palette colour: on the zoo's pictures no farther from the renderer's than a palette of
+# all rows, whose octree maps each pixel to its bucket's colour).
+PALETTE_STRIDE = 4
 PNG_PIXELS = 4_000_000  # a bigger PNG is cropped to this many pixels first (packing it takes time)
 # The share of MAX_BYTES the rest of a view's outputs leave for the PNG at least (more
 # folding or fewer steps first): about a screen of the picture's top.
@@ -239,15 +244,15 @@ class _Drawn(NamedTuple):
 
 def _drawn(graph: Graph, overlay: Overlay, still: bool = False) -> _Drawn:
     """``graph`` drawn with ``overlay``: its SVG, hover texts and frames, and with
-    ``still`` what its PNG is made from (no PNG yet: see :func:`_with_png`). A DOT of at
-    most :data:`ONE_RUN_DOT` characters is rasterized whole in the SVG's renderer run (one
+    ``still`` what its PNG is made from (no PNG yet: see :func:`_with_png`). A picture of
+    at most :data:`ONE_RUN_NODES` nodes is rasterized whole in the SVG's renderer run (one
     layout); a bigger one, whose picture may not fit the budget, is laid out alone, and
     :func:`_with_png` rasterizes only what the budget can keep."""
     # A title with Chinese (and a Chinese memory line) is drawn by the script and by Pillow
     # instead: see _picture.drawing
-    # (a tagged picture is laid out to measure it for the module overview: as this view lays it out)
-    layout = (lambda dot: _laid_out(dot)[0]) if still else None
-    pic, dot, series = _picture.drawing(graph, overlay, own_title=True, layout=layout)
+    # (a tagged picture is laid out to measure it for the module overview: its SVG alone, since
+    # its PNG is wasted where the overview replaces it; where it stays, its PNG is made below)
+    pic, dot, series = _picture.drawing(graph, overlay, own_title=True)
     title = pic.own_title
     drawn = pic.graph
     data: dict[str, Any] = {"frames": _dot.frames(drawn.nodes, drawn.edges, drawn.blocks, prune=pic.compact),
@@ -261,17 +266,23 @@ def _drawn(graph: Graph, overlay: Overlay, still: bool = False) -> _Drawn:
                   raster=raster)
 
 
-# A DOT of at most this many characters gets its SVG and its whole PNG from one renderer run:
-# a second run costs a start and a layout (5-20 % of such a view), and its picture fits the
-# budget whole (on the zoo, every picture cropped to fit had a DOT of over 20,000 characters,
-# and none below 16,000 was cropped).
-ONE_RUN_DOT = 20_000
+# A picture of at most this many nodes, whose DOT is at most ONE_RUN_DOT characters, gets its
+# SVG and its whole PNG from one renderer run: a second run costs a start and a layout (5-20 %
+# of such a view), and such a picture fits the budget whole. Counted from the DOT, not its
+# length (a replay's DOT carries each step's ids, twice a drawing's): on the zoo every picture
+# cropped to fit draws 85 nodes or more, and none of 54 or fewer is cropped, while a DOT of
+# 21,000-23,000 characters is either (a 2-layer Llama's replay fits, a T5 drawing does not).
+ONE_RUN_NODES = 64
+ONE_RUN_DOT = 40_000
+_NODE_LINE = re.compile(r"^\s*(?!(?:graph|node|edge|subgraph)\b)[^\s\[{}=>-]+ *\[", re.M)  # `name [attrs]`
 
 
 def _laid_out(dot: str) -> tuple[bytes, bytes]:
-    """A view's SVG of ``dot``, with its whole PNG from the same renderer run where the DOT
-    is small (:data:`ONE_RUN_DOT`); else no PNG yet (:func:`_with_png` makes the part kept)."""
-    return render.svg_and_png(dot, PNG_DPI) if len(dot) <= ONE_RUN_DOT else (render.pipe(dot, "svg"), b"")
+    """A view's SVG of ``dot``, with its whole PNG from the same renderer run where the
+    picture is small (:data:`ONE_RUN_NODES`); else no PNG yet (:func:`_with_png` makes the
+    part kept). Decided from the text alone."""
+    one_run = len(dot) <= ONE_RUN_DOT and len(_NODE_LINE.findall(dot)) <= ONE_RUN_NODES
+    return render.svg_and_png(dot, PNG_DPI) if one_run else (render.pipe(dot, "svg"), b"")
 
 
 def _inside(pic: _picture.Picture) -> dict[str, Any]:
@@ -340,7 +351,7 @@ def _fitted(drawn: _Drawn, room: int, rows: int | None, whole: tuple[int, int]) 
         w = min(w, PNG_PIXELS // h)
     while True:
         shown = im if (w, h) == full else _cropped(im.crop((0, 0, w, h)), full)
-        b64 = _encoded(shown)
+        b64 = _encoded(shown, shown.height - h)
         if len(b64) <= room:
             return b64, shown.size, h - strip
         if w * h <= 64 * 64:
@@ -407,13 +418,24 @@ def _titled(im: Any, title: str, dpi: int) -> Any:
     return out
 
 
-def _encoded(im: Any) -> str:
-    """``im`` as a PNG of :data:`PNG_COLOURS` colours (Pillow's fast octree palette:
-    ~0.1 s for 600x5,000 px), base64."""
+def _encoded(im: Any, foot: int = 0) -> str:
+    """``im`` as a PNG of :data:`PNG_COLOURS` colours, base64: its palette is Pillow's fast
+    octree of every :data:`PALETTE_STRIDE`-th row (and every row of its ``foot``, a
+    crop strip whose 2-px line may fall between them), and every pixel takes the
+    palette's nearest colour (no dithering)."""
     from PIL import Image
 
+    w, h = im.size
+    sample = im.resize((w, max(1, (h - foot) // PALETTE_STRIDE)), Image.Resampling.NEAREST,
+                       box=(0, 0, w, h - foot))
+    if foot:
+        rows = Image.new(im.mode, (w, sample.height + foot))
+        rows.paste(sample, (0, 0))
+        rows.paste(im.crop((0, h - foot, w, h)), (0, sample.height))
+        sample = rows
+    palette = sample.quantize(PNG_COLOURS, method=Image.Quantize.FASTOCTREE)
     buf = io.BytesIO()
-    im.quantize(PNG_COLOURS, method=Image.Quantize.FASTOCTREE).save(buf, "PNG")
+    im.quantize(palette=palette, dither=Image.Dither.NONE).save(buf, "PNG")
     return base64.b64encode(buf.getvalue()).decode()
 
 

@@ -181,7 +181,8 @@ def drawing(graph: Graph, overlay: Overlay | None = None, *, full: bool = False,
     boxes, are left out of the DOT and kept in the picture's ``own_title`` for the caller
     to draw (a view: ``_page``), when the font that draws them is installed.
     ``layout``: DOT -> SVG, to measure a tagged picture for the module overview (by default
-    :func:`dynagraph.render.pipe`; a view passes its own, whose layout it then reuses).
+    :func:`dynagraph.render.pipe`, the SVG alone: where the overview replaces the picture,
+    a PNG made with it would be wasted).
     """
     return _guards.paused_gc(_drawing, graph, overlay, full, own_title, layout)  # (a record per node)
 

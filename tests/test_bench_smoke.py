@@ -111,6 +111,12 @@ def test_views_quick_run_prints_both_tables(views, capsys):
     assert isinstance(result["zoo"], bool) and "zoo beside torchviz: " in out.splitlines()[-1]
 
 
+def test_the_zoo_summary_counts_the_views_within_the_ratio_in_seconds_and_cpu(views):
+    line = views.ratio_summary([(1.2, 2.0), (3.0, 1.4), (0.5, 0.4), (1.5, float("inf"))])
+    assert "in seconds 3 of 4 (0.50-3.00x)" in line and "in CPU seconds 2 of 4 (0.40-infx)" in line
+    assert "torchviz finished on none" in views.ratio_summary([])
+
+
 def test_long_lines_fail_a_recording_over_either_target(views):
     lines, passed = views.long_lines({80_000: {"s": 1.0, "kb": 200.0}})
     assert passed and "PASS" in lines[-1]

@@ -1105,7 +1105,7 @@ def test_a_view_runs_the_renderer_once_for_its_svg_and_png(monkeypatch):
 
 
 def test_a_big_dot_lays_out_its_svg_alone_then_rasterizes_its_png_from_the_same_text(monkeypatch):
-    monkeypatch.setattr(_page, "ONE_RUN_DOT", 100)  # (as a DOT of more than 20,000 characters)
+    monkeypatch.setattr(_page, "ONE_RUN_DOT", 100)  # (as a picture too big for one run)
     runs = []
     real = render._communicate
     monkeypatch.setattr(render, "_communicate", lambda args, text, *rest: runs.append((args, text)) or
@@ -1123,10 +1123,52 @@ def test_a_big_dot_lays_out_its_svg_alone_then_rasterizes_its_png_from_the_same_
     assert _png(dg.draw((2 * x + 1).sum(), params={"x": x})._outputs()).tobytes() == one_run.tobytes()
 
 
+def test_one_run_or_two_is_decided_by_the_pictures_nodes_not_its_dots_length(monkeypatch):
+    runs = []
+    real = render._communicate
+    monkeypatch.setattr(render, "_communicate", lambda args, *rest: runs.append(args[1:]) or real(args, *rest))
+    render.clear_cache()
+    few = "digraph {\n  a [label=a]\n  b [label=b]\n  a -> b\n  // " + "x" * 25_000 + "\n}\n"
+    svg, png = _page._laid_out(few)  # a long DOT (a replay's carries each step's ids) of two nodes
+    assert len(runs) == 1 and "-Tpng" in runs[0] and png.startswith(b"\x89PNG")
+    runs.clear()
+    many = "digraph {\n" + "".join(f"  n{i} [label={i}]\n" for i in range(_page.ONE_RUN_NODES + 1)) + "}\n"
+    svg, png = _page._laid_out(many)  # a short DOT of many nodes: its PNG may be cropped, made later
+    assert runs == [["-Tsvg"]] and png == b"" and svg.rstrip().endswith(b"</svg>")
+
+
+def test_the_pngs_palette_keeps_a_thin_strip_at_its_foot():
+    from PIL import Image
+    im = Image.new("RGB", (40, 100), "white")
+    im.paste((217, 72, 15), (0, 43, 40, 45))  # a 2-px line between the rows the palette samples
+    im.paste((30, 60, 200), (0, 0, 40, 20))
+    shown = Image.open(io.BytesIO(base64.b64decode(_page._encoded(im, foot=100 - 43)))).convert("RGB")
+    assert shown.getpixel((5, 43)) == (217, 72, 15) and shown.getpixel((5, 44)) == (217, 72, 15)
+    assert shown.getpixel((5, 5)) == (30, 60, 200) and shown.getpixel((5, 80)) == (255, 255, 255)
+
+
+def test_the_png_is_the_renderers_picture_in_its_palette():
+    from PIL import Image, ImageChops
+    x = torch.ones(3, requires_grad=True)
+    y = x
+    for k in range(6):
+        y = (y.sin() if k % 2 else y.exp()) * (k + 1)
+    g = dg.draw(y.sum(), params={"x": x}, roll=False)
+    outs = g._outputs()
+    png = _png(outs)
+    (pic,) = [o for o in outs if o.metadata["dynagraph"] == "picture"]
+    stored = Image.open(io.BytesIO(base64.b64decode(pic.data["image/png"])))
+    assert stored.mode == "P" and len(stored.getcolors(256)) <= _page.PNG_COLOURS
+    raw = Image.open(io.BytesIO(render.svg_and_png(_page._drawn(g, _dot.Overlay(), True).dot, _page.PNG_DPI)[1]))
+    diff = ImageChops.difference(png, raw.convert("RGB")).convert("L")
+    assert png.size == raw.size
+    assert sum(1 for v in diff.get_flattened_data() if v > 24) <= 0.001 * png.width * png.height  # (64 colours)
+
+
 def test_a_cropped_picture_rasterizes_about_the_rows_it_keeps_and_they_are_the_whole_pictures(monkeypatch):
     from PIL import Image, ImageChops
     monkeypatch.setattr(_page, "MAX_BYTES", 80_000)
-    monkeypatch.setattr(_page, "ONE_RUN_DOT", 100)  # (as a DOT of more than 20,000 characters)
+    monkeypatch.setattr(_page, "ONE_RUN_DOT", 100)  # (as a picture too big for one run)
     x = torch.ones(3, requires_grad=True)
     y = x
     for k in range(40):  # a chain of 80 ops, one node wide
