@@ -248,6 +248,30 @@ html_sidebars = {name: [] for name in ("index", "api", "genindex", "search")}
 
 exclude_patterns = ["_build", "_vendor", "README.md", "**.ipynb_checkpoints", "jupyter_execute"]
 html_sidebars["zh/index"] = []
+# The Chinese pages search on a search page of their own (the one index of the site, the
+# theme's words in Chinese); its script's words (results, "searching") are Sphinx's own
+# Chinese catalogue, which ensure_search_words copies into the vendored static files and
+# which takes effect only on a page whose <html lang> is zh-CN.
+html_additional_pages = {"search-zh": "search.html"}  # at the root: the results link from there
+html_sidebars["search-zh"] = []
+html_js_files = ["search_words_zh.js"]
+
+
+def ensure_search_words(vendor: Path) -> None:
+    """``search_words_zh.js``: Sphinx's Chinese catalogue for its scripts, added on the
+    Chinese pages only (the English pages keep the scripts' own English)."""
+    import sphinx
+
+    catalogue = Path(sphinx.__file__).parent / "locale" / "zh_CN" / "LC_MESSAGES" / "sphinx.js"
+    text = ('if (document.documentElement.lang === "zh-CN") {\n'
+            + catalogue.read_text(encoding="utf-8") + "}\n")
+    vendor.mkdir(parents=True, exist_ok=True)
+    target = vendor / "search_words_zh.js"
+    if not target.exists() or target.read_text(encoding="utf-8") != text:
+        target.write_text(text, encoding="utf-8")
+
+
+ensure_search_words(VENDOR)
 
 
 @functools.cache
@@ -278,9 +302,16 @@ def chinese_pages_say_so(app, pagename, templatename, context, doctree):
     """On the Chinese pages: ``<html lang="zh-CN">`` (browsers pick Chinese glyph forms,
     screen readers the Chinese voice), and the theme's words in Chinese (THEME_ZH); the
     site's language stays English elsewhere."""
-    if not pagename.startswith(("zh/", "notebooks/zh/")):
+    if not pagename.startswith(("zh/", "notebooks/zh/")) and pagename != "search-zh":
         return
     context["language"] = "zh-CN"
+    context["dg_chinese"] = True  # what _templates/ ask: this page is Chinese
+    pathto = context["pathto"]  # the search box sends a Chinese page's reader to the Chinese search page
+    context["pathto"] = lambda name, *args, **kwargs: pathto("search-zh" if name == "search" else name,
+                                                             *args, **kwargs)
+    if pagename == "search-zh":  # the theme loads the search scripts once, and the page searches on submit,
+        context["pagename"] = "search"  # where its pagename is "search" (as on the English search page)
+        app.add_js_file(None, body="DOCUMENTATION_OPTIONS.search_as_you_type = false;")
     catalog = _theme_catalog()
     # what the templates' _() and {% trans %} call
     context["gettext"], context["ngettext"] = catalog.gettext, catalog.ngettext

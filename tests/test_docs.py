@@ -37,7 +37,7 @@ NOTEBOOKS = sorted(p.stem for p in NOTEBOOK_DIR.glob("*.ipynb"))
 CHINESE = sorted(p.stem for p in (NOTEBOOK_DIR / "zh").glob("*.ipynb"))  # the Chinese edition, under zh/
 PAGES = (["index", "tutorials", "api", "genindex", "search", "notebooks/glossary"]
          + [f"notebooks/{stem}" for stem in NOTEBOOKS])
-ZH_PAGES = ["zh/index", "zh/tutorials", "notebooks/zh/glossary"] + [f"notebooks/zh/{stem}" for stem in CHINESE]
+ZH_PAGES = ["zh/index", "zh/tutorials", "search-zh", "notebooks/zh/glossary"] + [f"notebooks/zh/{stem}" for stem in CHINESE]
 
 
 # -- The build ---------------------------------------------------------------------
@@ -177,9 +177,10 @@ def _stored_views(stem: str) -> dict[str, int]:
 
 
 def test_every_page_links_its_twin_in_the_other_language(site):
-    """English pages link their Chinese twin and back; a page with no twin (the API
-    reference, Sphinx's own pages) links the other language's home page."""
+    """English pages link their Chinese twin and back (the search page too); a page with no
+    twin (the API reference, Sphinx's index) links the other language's home page."""
     twins = {"index": "zh/index", "tutorials": "zh/tutorials", "notebooks/glossary": "notebooks/zh/glossary",
+             "search": "search-zh",
              **{f"notebooks/{stem}": f"notebooks/zh/{stem}" for stem in CHINESE}}
     twins |= {zh: en for en, zh in twins.items()}
     for page in PAGES + ZH_PAGES:
@@ -187,10 +188,11 @@ def test_every_page_links_its_twin_in_the_other_language(site):
         (href,) = set(re.findall(r'<a class="nav-link dg-language" href="([^"]+)"', html))  # (wide and narrow)
         target = (site / page).parent / href
         assert target.resolve().exists(), f"{page}: its language link {href} leads nowhere"
-        want = twins.get(page, "index" if page.startswith(("zh/", "notebooks/zh/")) else "zh/index")
+        chinese = page.startswith(("zh/", "notebooks/zh/")) or page == "search-zh"
+        want = twins.get(page, "index" if chinese else "zh/index")
         assert target.resolve() == (site / f"{want}.html").resolve(), f"{page} links {href}, not {want}"
         lang = re.search(r'<html lang="([^"]+)"', html)[1]
-        assert lang == ("zh-CN" if page.startswith(("zh/", "notebooks/zh/")) else "en"), page
+        assert lang == ("zh-CN" if chinese else "en"), page
 
 
 def test_the_chinese_pages_say_previous_and_next_in_chinese(site):
@@ -367,6 +369,33 @@ def test_the_language_switch_leads_to_the_twin_and_back(browser, site, http_root
         assert "动态深度" in page.locator("h1").first.inner_text()
         page.locator("a.dg-language").first.click()
         page.wait_for_url(f"{base}/notebooks/05_dynamic_depth.html")
+        assert not watch.errors and not watch.blocked
+    finally:
+        watch.close()
+
+
+@pytest.mark.browser
+def test_a_chinese_page_searches_on_the_chinese_search_page(browser, site, http_root):
+    """The search box of a Chinese page leads to search-zh.html, whose results and their
+    words are Chinese and whose links open the pages found; the English search stays English."""
+    base, port = http_root
+    watch = Watch(browser, port=port)
+    try:
+        page = watch.new_page()
+        page.goto(f"{base}/notebooks/zh/05_dynamic_depth.html", wait_until="load")
+        assert page.locator("form.bd-search").first.get_attribute("action") == "../../search-zh.html"
+        page.goto(f"{base}/search-zh.html?q=梯度", wait_until="load")
+        page.wait_for_function("() => /搜索完成/.test(document.querySelector('#search-results').innerText)")
+        results = page.locator("#search-results")
+        assert "搜索结果" in results.inner_text() and "Search" not in results.inner_text()
+        first = results.locator("a").first
+        href = first.get_attribute("href")
+        assert href.startswith("notebooks/zh/"), href
+        first.click()
+        page.wait_for_url(f"{base}/{href.split('?')[0]}*")
+        assert page.evaluate("document.documentElement.lang") == "zh-CN"
+        page.goto(f"{base}/search.html?q=gradient", wait_until="load")
+        page.wait_for_function("() => /Search finished/.test(document.querySelector('#search-results').innerText)")
         assert not watch.errors and not watch.blocked
     finally:
         watch.close()
