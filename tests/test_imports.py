@@ -81,7 +81,7 @@ def test_every_module_imports_and_adds_no_gc_hook():
 
 def test_class_attribute_cache_is_bounded():
     _torch = importlib.import_module("dynagraph._torch")
-    assert _torch._class_attrs.cache_info().maxsize is not None
+    assert _torch.saved._class_attrs.cache_info().maxsize is not None
 
 
 def _is_private(name: str) -> bool:

@@ -167,7 +167,7 @@ class _NotAClassmethod:
 
 
 def test_without_patchable_apply_a_custom_function_shows_its_inner_ops(monkeypatch):
-    monkeypatch.setattr(importlib.import_module("dynagraph._torch"), "MISSING", set())
+    monkeypatch.setattr(importlib.import_module("dynagraph._torch.features"), "MISSING", set())
     unpatchable = _NotAClassmethod(Function.__dict__["apply"])
     monkeypatch.setattr(Function, "apply", unpatchable)
     x = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -843,7 +843,7 @@ def test_deep_forward_only_recordings_are_freed_when_dropped():
         del h, c, rec
         gc.collect()
     assert sum(ref() is not None for ref in states) == 0, "hidden states kept alive by a held graph"
-    assert _torch._holds == {} and _torch._pending == [] and _torch._owned == []
+    assert _torch.deep._holds == {} and _torch.deep._pending == [] and _torch.deep._owned == []
 
 
 def test_a_long_source_line_is_cut_in_step_texts_saying_how_long_it_is(tmp_path, monkeypatch):

@@ -256,7 +256,7 @@ def test_live_counts_in_place_ops_on_views_as_draw_does():
 
 def test_without_compiled_autograd_a_view_op_is_not_counted(monkeypatch):
     monkeypatch.setattr(torch._C, "_dynamo", None, raising=False)
-    monkeypatch.setattr(_torch, "MISSING", set())
+    monkeypatch.setattr(_torch.features, "MISSING", set())
     with pytest.warns(RuntimeWarning, match="has no compiled_autograd"):
         mem = dg.draw(CASES["view_mul_noise"]()(), memory=True).memory
     assert mem.total == 8 and any(s.note == memory.UNREAD for lst in mem.saved.values() for s in lst)
@@ -475,17 +475,17 @@ def test_fmt_bytes_and_fills():
 
 
 def test_without_raw_saved_tensors_nothing_is_counted(monkeypatch):
-    monkeypatch.setattr(_torch, "_RAW_SAVED", "_no_such_prefix_")
-    _torch._class_attrs.cache_clear()
-    _torch._exposes_saved.cache_clear()
-    monkeypatch.setattr(_torch, "MISSING", set())
+    monkeypatch.setattr(_torch.features, "RAW_SAVED", "_no_such_prefix_")
+    _torch.saved._class_attrs.cache_clear()
+    _torch.saved._exposes_saved.cache_clear()
+    monkeypatch.setattr(_torch.features, "MISSING", set())
     try:
         with pytest.warns(RuntimeWarning, match="memory=True counts nothing"):
             mem = dg.draw(mlp()(), memory=True).memory
         assert mem.total == 0
     finally:
-        _torch._class_attrs.cache_clear()
-        _torch._exposes_saved.cache_clear()
+        _torch.saved._class_attrs.cache_clear()
+        _torch.saved._exposes_saved.cache_clear()
 
 
 @pytest.mark.gpu
@@ -506,8 +506,8 @@ def test_cuda_activations_are_what_backward_frees():
 
 
 def test_without_the_checkpoint_frame_region_inputs_are_not_counted(monkeypatch):
-    monkeypatch.setattr(_torch, "_CHECKPOINT_ARGS", "_no_such_attribute_")
-    monkeypatch.setattr(_torch, "MISSING", set())
+    monkeypatch.setattr(_torch.features, "CHECKPOINT_ARGS", "_no_such_attribute_")
+    monkeypatch.setattr(_torch.features, "MISSING", set())
     with pytest.warns(RuntimeWarning, match="checkpoint region's inputs"):
         mem = dg.draw(checkpointed(False)(), memory=True).memory
     assert not any(s.note == "checkpoint input" for lst in mem.saved.values() for s in lst)

@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parent.parent
 def fresh_missing(monkeypatch):
     """Each test starts with no feature noted missing (so warnings fire again) and no
     node class's name and kind remembered (so a fallback taken here is really taken)."""
-    monkeypatch.setattr(_torch, "MISSING", set())
+    monkeypatch.setattr(_torch.features, "MISSING", set())
     monkeypatch.setattr(capture, "_KINDS", {})
 
 
@@ -150,7 +150,7 @@ def test_internal_memory_profiler_sorts_a_steps_tensors_into_categories():  # st
 
 def test_nothing_is_missing_on_this_torch():
     dg.draw(Square.apply(_x() * 2).sum(), show_saved=True)
-    assert _torch.MISSING == set()
+    assert _torch.features.MISSING == set()
 
 
 # Each fallback: the internal taken away, capture and draw still work and say so.
@@ -166,11 +166,11 @@ def test_without_backward_cfunction_custom_nodes_are_still_found(monkeypatch):
     with _warns("BackwardCFunction"):
         graph = dg.draw(Square.apply(_x()).sum())
     assert [n.label for n in graph.nodes if n.kind == "custom"] == ["Square"]
-    assert _torch.MISSING == {"BackwardCFunction"}
+    assert _torch.features.MISSING == {"BackwardCFunction"}
 
 
 def test_without_forward_cls_custom_nodes_are_labelled_by_node_name(monkeypatch):
-    monkeypatch.setattr(_torch, "_FORWARD_CLS", "_no_forward_cls")
+    monkeypatch.setattr(_torch.features, "FORWARD_CLS", "_no_forward_cls")
     with _warns("_forward_cls"):
         graph = dg.draw(Square.apply(_x()).sum())
     [node] = [n for n in graph.nodes if n.name == "SquareBackward"]
@@ -178,7 +178,7 @@ def test_without_forward_cls_custom_nodes_are_labelled_by_node_name(monkeypatch)
 
 
 def test_without_input_metadata_shapes_are_unknown(monkeypatch):
-    monkeypatch.setattr(_torch, "_INPUT_METADATA", "_no_input_metadata")
+    monkeypatch.setattr(_torch.features, "INPUT_METADATA", "_no_input_metadata")
     with _warns("_input_metadata"):
         graph = dg.draw((_x() * 2).sum())
     ops = [n for n in graph.nodes if n.kind == "op"]
@@ -187,7 +187,7 @@ def test_without_input_metadata_shapes_are_unknown(monkeypatch):
 
 
 def test_without_sequence_nr_ops_are_ordered_by_discovery_and_untagged(monkeypatch):
-    monkeypatch.setattr(_torch, "_SEQUENCE_NR", "_no_sequence_nr")
+    monkeypatch.setattr(_torch.features, "SEQUENCE_NR", "_no_sequence_nr")
     model = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
     with _warns("_sequence_nr"):
         with dg.track_modules(model):
@@ -200,7 +200,7 @@ def test_without_sequence_nr_ops_are_ordered_by_discovery_and_untagged(monkeypat
 
 
 def test_without_metadata_there_are_no_module_tags(monkeypatch):
-    monkeypatch.setattr(_torch, "_METADATA", "_no_metadata")
+    monkeypatch.setattr(_torch.features, "METADATA", "_no_metadata")
     model = nn.Sequential(nn.Linear(3, 3))
     with _warns("metadata"):
         with dg.track_modules(model):
@@ -212,7 +212,7 @@ def test_without_metadata_there_are_no_module_tags(monkeypatch):
 
 
 def test_without_saved_attributes_show_saved_lists_nothing(monkeypatch):
-    monkeypatch.setattr(_torch, "_SAVED", "_no_saved_")
+    monkeypatch.setattr(_torch.features, "SAVED", "_no_saved_")
     with _warns("_saved_"):
         graph = dg.draw((_x() * torch.ones(2, 3)).sum(), show_saved=True)
     assert all(n.saved == [] for n in graph.nodes)
@@ -254,11 +254,11 @@ def test_without_patchable_apply_the_check_says_so(monkeypatch):
 
 
 def test_each_missing_feature_warns_once(monkeypatch, recwarn):
-    monkeypatch.setattr(_torch, "_INPUT_METADATA", "_no_input_metadata")
+    monkeypatch.setattr(_torch.features, "INPUT_METADATA", "_no_input_metadata")
     dg.draw((_x() * 2 + 1).sum())
     dg.draw((_x() * 3).sum())
     assert len([w for w in recwarn if "_input_metadata" in str(w.message)]) == 1
-    assert _torch.MISSING == {"_input_metadata"}
+    assert _torch.features.MISSING == {"_input_metadata"}
 
 
 # Deep graphs: torch 2.13 frees a chain of wrapped nodes recursively.
@@ -290,7 +290,7 @@ def test_deep_graph_is_freed_once_its_root_dies():
     dg.draw([y, y.sum()])  # drawn twice: held twice, freed in one go
     del y
     gc.collect()  # the held graph waits for the next collection (or capture)
-    assert saved() is None and _torch._pending == [] and _torch._owned == []
+    assert saved() is None and _torch.deep._pending == [] and _torch.deep._owned == []
 
 
 def test_deep_graph_part_owned_by_a_kept_tensor_is_freed_after_it():
@@ -303,7 +303,7 @@ def test_deep_graph_part_owned_by_a_kept_tensor_is_freed_after_it():
     assert above() is None and below() is not None  # still in use: kept needs it
     del kept
     gc.collect()  # a full collection tries held nodes again
-    assert below() is None and _torch._owned == []
+    assert below() is None and _torch.deep._owned == []
 
 
 DEEP = """
@@ -424,7 +424,7 @@ def test_foreach_norm_falls_back_to_one_norm_each(monkeypatch):
     expected = [torch.linalg.vector_norm(t) for t in tensors]
     assert torch.allclose(torch.stack(_torch.foreach_norm(tensors)), torch.stack(expected))
     monkeypatch.delattr(torch, "_foreach_norm")
-    monkeypatch.setattr(_torch, "MISSING", set())
+    monkeypatch.setattr(_torch.features, "MISSING", set())
     with pytest.warns(RuntimeWarning, match="_foreach_norm"):
         got = _torch.foreach_norm(tensors)
     assert torch.allclose(torch.stack(got), torch.stack(expected))
@@ -461,11 +461,11 @@ def test_held_orders_of_two_roots_merge_into_one_release_order():
     y, _ = _chain(5)
     s = y.sum()
     fns = [y.grad_fn, y.grad_fn.next_functions[0][0]]
-    first = _torch._InOrder(reversed(fns))  # producers first
-    second = _torch._InOrder([*reversed(fns), s.grad_fn])
-    merged = _torch._merged_order([first, second])
+    first = _torch.deep._InOrder(reversed(fns))  # producers first
+    second = _torch.deep._InOrder([*reversed(fns), s.grad_fn])
+    merged = _torch.deep._merged_order([first, second])
     assert merged == [fns[1], fns[0], s.grad_fn]
-    assert _torch._merged_order([first]) is first
+    assert _torch.deep._merged_order([first]) is first
 
 
 def test_internal_hook_dicts_let_a_hook_be_removed_by_identity():
@@ -518,7 +518,7 @@ def test_an_interrupt_during_a_release_is_delivered_after_it(monkeypatch, where)
             signal.raise_signal(signal.SIGINT)
         return real(obj) - 1  # (one more for this frame's name)
 
-    monkeypatch.setattr(_torch.sys, "getrefcount", count)
+    monkeypatch.setattr(_torch.deep.sys, "getrefcount", count)
     del y
     with pytest.raises(KeyboardInterrupt) as caught:
         if where.startswith("gc callback"):
@@ -533,7 +533,7 @@ def test_an_interrupt_during_a_release_is_delivered_after_it(monkeypatch, where)
     assert frames[-2:] == [test_an_interrupt_during_a_release_is_delivered_after_it.__name__, "_handler"]
     del caught
     gc.collect()
-    assert saved() is None and _torch._pending == [] and _torch._owned == [] and _torch._holds == {}
+    assert saved() is None and _torch.deep._pending == [] and _torch.deep._owned == [] and _torch.deep._holds == {}
 
 
 CTRL_C = """
