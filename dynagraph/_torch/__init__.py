@@ -8,8 +8,9 @@ The only module of dynagraph that reads torch's private attributes, in six rooms
 hooks, ``torch.compile``'s modules and frames) and :mod:`.training` (DDP's buckets, the
 fused norm, the memory profiler). The rest of dynagraph reads them as ``_torch.name``.
 
-State lives in its room, where tests reset it: ``features.MISSING`` (features found
-missing so far) and the attribute names tests rename to play a torch without one.
+State lives in its room and is not re-exported: ``features.MISSING`` (the features
+found missing so far), the attribute names (which tests rename there to play a torch
+without one), and :mod:`.deep`'s held graphs.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from .deep import SAFE_DEPTH, hold_deep_graph, keep_wrappers, release_pending
 from .features import FEATURES
 from .hooks import (
     DYNAMO_DIR,
-    FX_CODE,
     compiled_graph_frame,
     engine_entry,
     has_patchable_apply,
@@ -55,7 +55,6 @@ from .saved import (
     storage_of,
 )
 from .training import (
-    MemoryChange,
     ddp_buckets,
     ddp_logging_data,
     foreach_norm,
@@ -68,10 +67,8 @@ __all__ = [
     "DYNAMO_DIR",
     "FEATURES",
     "FREED",
-    "FX_CODE",
     "SAFE_DEPTH",
     "GradFn",
-    "MemoryChange",
     "checkpoint_inputs",
     "compiled_graph_frame",
     "custom_name",

@@ -11,8 +11,9 @@ __all__ = ["BACKWARD_CLASS", "CHECKPOINT_ARGS", "CHECKPOINT_HOLDER", "ENGINE_ENT
            "FORWARD_CLS", "INPUT_METADATA", "METADATA", "MISSING", "ORIG_MOD", "RAW_SAVED",
            "RAW_SAVED_CUSTOM", "SAVED", "SEQUENCE_NR", "missing"]
 
-# Private attribute names, each written once here (tests rename them to play a torch
-# release that dropped one).
+# Private attribute names, each written once here. The other rooms read them as
+# ``features.NAME`` when called, so a test that renames one here plays a torch release
+# that dropped it.
 BACKWARD_CLASS = "BackwardCFunction"  # torch.autograd.function: custom Functions' node class
 FORWARD_CLS = "_forward_cls"  # on that class: the user's Function subclass
 INPUT_METADATA = "_input_metadata"  # shape/dtype/device of the forward outputs

@@ -48,6 +48,7 @@ def queue_engine_callback(callback: Callable[[], None]) -> None:
     """Have the autograd engine call ``callback`` when the backward now running ends."""
     torch.autograd.Variable._execution_engine.queue_callback(callback)
 
+
 def original_module(module: Any) -> Any:
     """The model that ``torch.compile(model)`` wraps (the module itself otherwise): its
     forward hooks see the wrapper, which has no name in the model."""
@@ -59,6 +60,7 @@ def compiled_graph_frame(frame: FrameType | None) -> TypeGuard[FrameType]:
     to no file; the name starts with :data:`FX_CODE`). Where torch names that code
     otherwise, each op of a compiled call is a step of its own, as in eager code."""
     return frame is not None and frame.f_code.co_filename.startswith(FX_CODE)
+
 
 # TorchFunctionMode stacks (per thread) and turning them off: live() keeps its mode on
 # the calling thread's stack and runs its own bookkeeping with every mode off.

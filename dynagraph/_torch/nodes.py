@@ -87,6 +87,7 @@ def metadata(fn: GradFn) -> dict[str, Any]:
         features.missing("metadata")
         return {}
 
+
 def gradient_edge_node(tensor: torch.Tensor) -> GradFn:
     """The node ``tensor``'s gradient flows into: its ``grad_fn``, or a leaf's ``AccumulateGrad``."""
     get = getattr(torch.autograd.graph, "get_gradient_edge", None)

@@ -41,6 +41,7 @@ def _exposes_saved(prefix: str) -> bool:
 
 # -- saved tensors as autograd holds them (_measure.py): sizes read without unpacking --
 
+
 def raw_saved_values(fn: Any) -> list[tuple[str, object]]:
     """``(name, raw)`` of each tensor ``fn`` saved for backward, where ``raw`` is a
     ``SavedTensor`` (or a list of them), :data:`FREED` once backward released it.

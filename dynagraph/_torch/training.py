@@ -12,6 +12,7 @@ from . import features
 __all__ = ["MemoryChange", "ddp_buckets", "ddp_logging_data", "foreach_norm", "has_foreach_norm",
            "memory_events", "profiler_running"]
 
+
 def ddp_buckets(model: Any) -> list[Any]:
     """The gradient buckets of a ``DistributedDataParallel`` model, from its reducer."""
     return list(model.reducer._get_zeros_like_grad_buckets())
@@ -20,6 +21,7 @@ def ddp_buckets(model: Any) -> list[Any]:
 def ddp_logging_data(model: Any) -> dict[str, Any]:
     """What a ``DistributedDataParallel`` model logs about itself (``has_rebuilt_buckets``...)."""
     return dict(model._get_ddp_logging_data())
+
 
 def has_foreach_norm() -> bool:
     """Whether ``torch._foreach_norm`` (one kernel for many norms) exists (used by norms.py)."""
@@ -40,6 +42,7 @@ def foreach_norm(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     return [torch.linalg.vector_norm(t) for t in tensors]
 
 # -- the memory profiler's timeline (step_memory.py): torch.profiler._memory_profiler --
+
 
 def profiler_running() -> bool:
     """Whether a torch profiler is running in this process (a second one cannot start)."""
