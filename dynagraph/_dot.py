@@ -98,7 +98,7 @@ def _escape(m: re.Match) -> str:
 
 
 # A step's text: a string, or ``(template, fill)`` where the page puts ``fill`` (a
-# module's name) at the template's mark (:data:`dynagraph._page.FILL`), so that the
+# module's name) at the template's mark (:data:`dynagraph._steps.FILL`), so that the
 # steps of a loop over many modules of one class share one text.
 StepText = str | tuple[str, str]
 

@@ -2,7 +2,7 @@
 
 Graphviz's renderer (graphviz-pure) measures and draws ASCII and Latin text only: it
 draws Chinese as empty boxes. So a title with Chinese in it is drawn outside Graphviz
-(:mod:`dynagraph._page`), with Noto Sans SC from the ``pylopdf-fonts-zh-cn`` wheel (SIL
+(:mod:`dynagraph._png`), with Noto Sans SC from the ``pylopdf-fonts-zh-cn`` wheel (SIL
 OFL 1.1), which :func:`dynagraph.set_language` also hands to matplotlib for ``"zh"``::
 
     pip install pylopdf-fonts-zh-cn

@@ -18,10 +18,13 @@ A view displays as up to four outputs (:class:`Output`), in this order:
   every sanitizer keeps: a caption and, for the reader where no script runs, a line
   that says where the picture steps (in Jupyter, once the cell has run or the
   notebook is trusted: it asks for nothing that cannot be done where it shows) and
-  the first :data:`LISTED_STEPS` steps. Where the script runs, it hides that part,
+  the first :data:`dynagraph._steps.LISTED_STEPS` steps. Where the script runs, it hides that part,
   so that the steps do not show twice beside the live stepper.
 
 No output needs a tag, style or image that a sanitizer drops, so none shows junk.
+This module composes the outputs and keeps them within :data:`MAX_BYTES`; the PNG is
+made in :mod:`dynagraph._png`, the step list, the stepper's data and a diff's table in
+:mod:`dynagraph._steps`.
 
 What a learner reads here (the step list, hover details, the stepper's words) follows
 :func:`dynagraph.set_language`; ``view.js`` holds the English and gets other languages'
@@ -32,63 +35,34 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import json
 import re
 from collections.abc import Mapping, Sequence
 from functools import cache
-from html import escape, unescape
 from importlib import resources
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from . import _dot, _fonts, _guards, _overview, _picture, memory, render
-from ._dot import Overlay, StepText
+from . import _dot, _guards, _overview, _picture, _png, _steps, render
+from ._dot import Overlay
 from ._language import language, tr
 from ._records import Node, kind_word, shape_text
 
 if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle at run time)
     from .graph import Graph
 
-__all__ = ["FILL", "LISTED_STEPS", "MAX_BYTES", "PLACEHOLDER", "Output", "View", "diff_table", "fragment",
-           "largest_output", "outputs", "played", "stored_bytes"]
+__all__ = ["MAX_BYTES", "PLACEHOLDER", "Output", "View", "fragment", "largest_output", "outputs",
+           "stored_bytes"]
 
 # A view's outputs together (its picture's PNG, its script with the SVG, its steps) over
 # this many bytes are made again smaller (see _outputs): notebooks stay small and quick to open.
 MAX_BYTES = 300_000
 # A picture of at most this many nodes is never folded to fit MAX_BYTES.
 FOLD_ABOVE = 10
-# Steps listed in the plain step list under a stepper (no sanitizer keeps a
-# collapsible list, so it is short).
-LISTED_STEPS = 20
-# The picture for viewers without scripts: a PNG at 96 dpi, the size the script's SVG
-# draws at 1:1 (1 pt = 4/3 CSS px), so that its text is as readable; in a palette of
-# this many colours (about half the bytes of a full-colour PNG; 16 colours lose text on
-# coloured nodes). A PNG that would take the view over MAX_BYTES is cropped, never
-# shrunk: it shows the picture's top (and left), and says so in a strip at its foot.
-PNG_DPI = 96
-PNG_COLOURS = 64
-# The palette is made from every this-many-th row of the picture (a quarter of the time of
-# all rows; every mark of a picture spans rows, and its pixels each take the nearest
-# palette colour: on the zoo's pictures no farther from the renderer's than a palette of
-# all rows, whose octree maps each pixel to its bucket's colour).
-PALETTE_STRIDE = 4
-PNG_PIXELS = 4_000_000  # a bigger PNG is cropped to this many pixels first (packing it takes time)
 # The share of MAX_BYTES the rest of a view's outputs leave for the PNG at least (more
 # folding or fewer steps first): about a screen of the picture's top.
 PNG_SHARE = 0.15
 # The text of an output a view cannot make smaller otherwise is cut to this many characters.
 MAX_TEXT = 2_000
-# A title drawn outside Graphviz (see _picture.drawing's own_title) as Graphviz draws one: _dot's graph
-# font size in points, centred above the picture with this margin in points.
-TITLE_PT = 10
-TITLE_MARGIN_PT = 4
-# Steps a stepper plays, at most: the first and last halves of a longer recording
-# (80,000 steps would be ~650 KB of step data); the page says what it left out. An
-# output still over MAX_BYTES, with its step data the bigger part, plays fewer.
-MAX_STEPS = 20_000
-# Where a step text's varying part (its module's name) goes: loops over many
-# modules of one class then share one text (see _dot.StepText).
-FILL = "\x00"
 # What a live view shows before its first picture.
 PLACEHOLDER = {"text/plain": "dynagraph: recording..."}
 
@@ -131,7 +105,7 @@ def outputs(graph: Graph, text: str, overlay: Overlay | None = None, *, caption:
 
 def _outputs(graph: Graph, text: str, overlay: Overlay, caption: str, table: str,
              still: bool) -> list[Output]:
-    steps = min(len(overlay.steps), MAX_STEPS)
+    steps = min(len(overlay.steps), _steps.MAX_STEPS)
     drawn = _drawn(graph, overlay, still)
     made: list = []  # the stepper's data, made once per picture and number of steps
     room = int(MAX_BYTES * (1 - PNG_SHARE)) if still else MAX_BYTES  # for all but the PNG
@@ -193,7 +167,7 @@ def _bare(text: str, table: str) -> list[Output]:
     characters; the PNG is added to these where it fits."""
     outs = []
     if table:
-        plain = _cut(_plain_table(table))
+        plain = _cut(_steps.plain_table(table))
         outs.append(Output({"text/plain": plain, **({"text/html": table} if len(table) <= MAX_TEXT else {})},
                            {"dynagraph": "table"}))
     outs.append(Output({"text/plain": _cut(text)}, {"dynagraph": "picture"}))
@@ -245,7 +219,7 @@ class _Drawn(NamedTuple):
 def _drawn(graph: Graph, overlay: Overlay, still: bool = False) -> _Drawn:
     """``graph`` drawn with ``overlay``: its SVG, hover texts and frames, and with
     ``still`` what its PNG is made from (no PNG yet: see :func:`_with_png`). A picture of
-    at most :data:`ONE_RUN_NODES` nodes is rasterized whole in the SVG's renderer run (one
+    at most :data:`dynagraph._png.ONE_RUN_NODES` nodes is rasterized whole in the SVG's renderer run (one
     layout); a bigger one, whose picture may not fit the budget, is laid out alone, and
     :func:`_with_png` rasterizes only what the budget can keep."""
     # A title with Chinese (and a Chinese memory line) is drawn by the script and by Pillow
@@ -261,28 +235,9 @@ def _drawn(graph: Graph, overlay: Overlay, still: bool = False) -> _Drawn:
         data["title"] = title
     if pic.detail is not None:  # a module overview: its op-level picture, opened a box at a time
         data["inside"] = _inside(pic)
-    svg, raster = _laid_out(dot) if still else (render.pipe(dot, "svg"), b"")
+    svg, raster = _png.laid_out(dot) if still else (render.pipe(dot, "svg"), b"")
     return _Drawn(pic, render.compact_svg(svg), data, series, dot, title=title, laid=svg if still else b"",
                   raster=raster)
-
-
-# A picture of at most this many nodes, whose DOT is at most ONE_RUN_DOT characters, gets its
-# SVG and its whole PNG from one renderer run: a second run costs a start and a layout (5-20 %
-# of such a view), and such a picture fits the budget whole. Counted from the DOT, not its
-# length (a replay's DOT carries each step's ids, twice a drawing's): on the zoo every picture
-# cropped to fit draws 85 nodes or more, and none of 54 or fewer is cropped, while a DOT of
-# 21,000-23,000 characters is either (a 2-layer Llama's replay fits, a T5 drawing does not).
-ONE_RUN_NODES = 64
-ONE_RUN_DOT = 40_000
-_NODE_LINE = re.compile(r"^\s*(?!(?:graph|node|edge|subgraph)\b)[^\s\[{}=>-]+ *\[", re.M)  # `name [attrs]`
-
-
-def _laid_out(dot: str) -> tuple[bytes, bytes]:
-    """A view's SVG of ``dot``, with its whole PNG from the same renderer run where the
-    picture is small (:data:`ONE_RUN_NODES`); else no PNG yet (:func:`_with_png` makes the
-    part kept). Decided from the text alone."""
-    one_run = len(dot) <= ONE_RUN_DOT and len(_NODE_LINE.findall(dot)) <= ONE_RUN_NODES
-    return render.svg_and_png(dot, PNG_DPI) if one_run else (render.pipe(dot, "svg"), b"")
 
 
 def _inside(pic: _picture.Picture) -> dict[str, Any]:
@@ -294,149 +249,10 @@ def _inside(pic: _picture.Picture) -> dict[str, Any]:
 
 
 def _with_png(drawn: _Drawn, room: int) -> _Drawn:
-    """``drawn`` with its PNG, its output at most ``room`` bytes: cropped to the
-    picture's top (and left, when still too big), with a strip at its foot that says so
-    and where the whole picture shows; no PNG where not even a strip of it fits.
-
-    A PNG made whole with the SVG (``drawn.raster``: a small DOT) is cut from that.
-    Otherwise only about the rows that can fit are rasterized (``render.png_top``;
-    rasterizing and packing cost about as the area): as many as ``room`` holds at
-    :data:`PNG_DENSITY` and a quarter more, then, if all of those fit with room to spare,
-    once more as many as the bytes they took say fit."""
-    page = render.svg_page(drawn.laid)
-    width, height = ((round(page[0] * PNG_DPI / 72), round(page[1] * PNG_DPI / 72)) if page else (0, 0))
-    rows = None
-    if width and height and not drawn.raster:
-        rows = min(height, max(1, PNG_PIXELS // width))  # (packing a huge PNG to crop it after takes seconds)
-        if width * rows * PNG_DENSITY > room:  # it will be cropped: rasterize about what fits
-            rows = min(rows, max(64, int(room / (width * PNG_DENSITY) * 1.25)))
-    for again in (True, False):
-        fitted = _fitted(drawn, room, rows, (width, height))
-        if fitted is None:
-            return drawn
-        b64, size, kept = fitted
-        if not (again and rows is not None and kept >= rows and rows < min(height, PNG_PIXELS // width)
-                and len(b64) < 0.9 * room):
-            return drawn._replace(png=b64, png_size=size)
-        rows = min(height, PNG_PIXELS // width, int(rows * 0.95 * room / len(b64)))  # (bytes grow as rows)
-    return drawn._replace(png=b64, png_size=size)
-
-
-# What a view's PNG takes, base64, per pixel of its picture: 0.045-0.08 on the zoo's models
-# (white space packs to almost nothing); its rows too many for the budget are not rasterized.
-PNG_DENSITY = 0.06
-
-
-def _fitted(drawn: _Drawn, room: int, rows: int | None, whole: tuple[int, int]) -> tuple[str, tuple[int, int],
-                                                                                       int] | None:
-    """The PNG of ``drawn``'s top ``rows`` rows (all: ``None``) of a picture ``whole``
-    pixels in size, cut to at most ``room`` bytes: ``(base64, size, rows it shows of the
-    picture)``, or ``None`` where it cannot be made."""
-    from PIL import Image
-
-    try:
-        png = drawn.raster or render.png_top(drawn.dot, drawn.laid, PNG_DPI, rows)
-        with Image.open(io.BytesIO(png)) as raw:
-            im = raw.convert("RGB")
-    except Image.DecompressionBombError:  # (over ~180 million pixels: no PNG, its text shows)
-        return None
-    strip = 0
-    if drawn.title:
-        titled = _titled(im, drawn.title, PNG_DPI)
-        strip, im = titled.height - im.height, titled
-    full = im.size if rows is None or rows >= whole[1] else (im.width, whole[1] + strip)
-    w, h = im.size
-    if w * h > PNG_PIXELS:
-        h = max(1, PNG_PIXELS // w)
-        w = min(w, PNG_PIXELS // h)
-    while True:
-        shown = im if (w, h) == full else _cropped(im.crop((0, 0, w, h)), full)
-        b64 = _encoded(shown, shown.height - h)
-        if len(b64) <= room:
-            return b64, shown.size, h - strip
-        if w * h <= 64 * 64:
-            return None
-        scale = 0.9 * room / len(b64)  # (bytes grow about as the area)
-        if h * scale >= min(h, 3 * w, 400):  # a tall picture: its top
-            h = max(1, int(h * scale))
-        else:
-            h, w = min(h, max(32, int(h * scale ** 0.5))), max(32, int(w * scale ** 0.5))
-
-
-# The strip under a cropped PNG: text this many points (the picture's node text's size).
-CROP_NOTE_PT = 10
-
-
-def _cropped(im: Any, full: tuple[int, int]) -> Any:
-    """``im``, the top-left of a picture ``full`` pixels in size, with a strip at its
-    foot saying that it is cropped and where the whole picture shows."""
-    from PIL import Image, ImageDraw, ImageFont
-
-    shown = (f"{im.width:,} x {im.height:,}" if im.width < full[0] else f"{im.height:,}")
-    note = tr("Cropped: the top {shown} px of a {w} x {h} px picture. The whole picture shows in Jupyter "
-              "once this cell has run or the notebook is trusted.",
-              shown=shown, w=f"{full[0]:,}", h=f"{full[1]:,}")
-    size, cjk = round(CROP_NOTE_PT * PNG_DPI / 72), _fonts.needs_cjk_font(note)
-    font = _fonts.pillow_font(size) if cjk else None
-    if font is None:
-        font = ImageFont.load_default(size)
-    draw = ImageDraw.Draw(im)
-    lines: list[str] = []
-    for word in re.findall(r"[\x00-\x7f]+|." if cjk else r"\S+\s*", note):  # (Chinese: wrap at any character)
-        if lines and draw.textlength((lines[-1] + word).rstrip(), font=font) <= im.width - 8:
-            lines[-1] += word
-        else:
-            lines.append(word)
-    lines = [line.strip() for line in lines]
-    pad, step = 4, round(size * 1.3)
-    out = Image.new("RGB", (im.width, im.height + 2 * pad + step * len(lines)), "#fff3bf")
-    out.paste(im, (0, 0))
-    draw = ImageDraw.Draw(out)
-    draw.line([(0, im.height), (im.width, im.height)], fill="#d9480f", width=2)
-    for i, line in enumerate(lines):
-        draw.text((4, im.height + pad + i * step), line, fill="black", font=font)
-    return out
-
-
-def _titled(im: Any, title: str, dpi: int) -> Any:
-    """``im`` (a picture drawn at ``dpi``) with ``title`` above it, drawn by Pillow in
-    Noto Sans SC as Graphviz draws a title: :data:`TITLE_PT`, black, centred, each line
-    of ``title`` on its own line."""
-    from PIL import Image, ImageDraw
-
-    font = _fonts.pillow_font(max(1, round(TITLE_PT * dpi / 72)))
-    margin = round(TITLE_MARGIN_PT * dpi / 72)
-    spacing = round(0.2 * TITLE_PT * dpi / 72)
-    box = ImageDraw.Draw(im).multiline_textbbox((0, 0), title, font=font, spacing=spacing, align="center")
-    left, top, right, bottom = map(int, box)
-    width, strip = max(im.width, right - left + 2 * margin), bottom - top + 2 * margin
-    out = Image.new("RGB", (width, im.height + strip), im.getpixel((0, 0)))  # Graphviz's background
-    out.paste(im, ((width - im.width) // 2, strip))
-    # (at the strip's foot: the picture's own margin is under it, as under Graphviz's title)
-    ImageDraw.Draw(out).multiline_text(((width - (right - left)) // 2 - left, strip - bottom), title,
-                                       fill="black", font=font, spacing=spacing, align="center")
-    return out
-
-
-def _encoded(im: Any, foot: int = 0) -> str:
-    """``im`` as a PNG of :data:`PNG_COLOURS` colours, base64: its palette is Pillow's fast
-    octree of every :data:`PALETTE_STRIDE`-th row (and every row of its ``foot``, a
-    crop strip whose 2-px line may fall between them), and every pixel takes the
-    palette's nearest colour (no dithering)."""
-    from PIL import Image
-
-    w, h = im.size
-    sample = im.resize((w, max(1, (h - foot) // PALETTE_STRIDE)), Image.Resampling.NEAREST,
-                       box=(0, 0, w, h - foot))
-    if foot:
-        rows = Image.new(im.mode, (w, sample.height + foot))
-        rows.paste(sample, (0, 0))
-        rows.paste(im.crop((0, h - foot, w, h)), (0, sample.height))
-        sample = rows
-    palette = sample.quantize(PNG_COLOURS, method=Image.Quantize.FASTOCTREE)
-    buf = io.BytesIO()
-    im.quantize(palette=palette, dither=Image.Dither.NONE).save(buf, "PNG")
-    return base64.b64encode(buf.getvalue()).decode()
+    """``drawn`` with its PNG, its output at most ``room`` bytes (:func:`dynagraph._png.fit`:
+    cropped to the picture's top where it must be); as it was where not even a strip fits."""
+    made = _png.fit(_png.Laid(drawn.dot, drawn.laid, drawn.raster, drawn.title), room)
+    return drawn if made is None else drawn._replace(png=made[0], png_size=made[1])
 
 
 def _compose(drawn: _Drawn, overlay: Overlay, text: str, caption: str, table: str,
@@ -449,7 +265,7 @@ def _compose(drawn: _Drawn, overlay: Overlay, text: str, caption: str, table: st
     if overlay.steps and made and made[0] is drawn.pic and made[1] == max_steps:
         steps = made[2]
     elif overlay.steps:
-        steps = _steps(drawn.pic, overlay, max_steps)
+        steps = _steps.stepper(drawn.pic, overlay, max_steps)
         if made is not None:
             made[:] = [drawn.pic, max_steps, steps]
     # base64: the SVG's many < and " would each be 6-7 bytes as escaped JSON in a notebook
@@ -464,14 +280,15 @@ def _compose(drawn: _Drawn, overlay: Overlay, text: str, caption: str, table: st
         data["words"] = _words(bool(steps), "inside" in data)
     outs = []
     if table:
-        outs.append(Output({"text/plain": _plain_table(table), "text/html": table}, {"dynagraph": "table"}))
+        outs.append(Output({"text/plain": _steps.plain_table(table), "text/html": table},
+                           {"dynagraph": "table"}))
     outs.append(_picture_output(text, drawn))
     # The script on its own: a viewer that picks one mime type per output and shows a
     # script as an empty <div> when it sanitizes (nbconvert) still shows the PNG above.
     outs.append(Output({"application/javascript": _script(data)}, {"dynagraph": "script"}))
     if steps:
         caption += _overview_note(drawn)
-        html, plain = _listing(overlay.steps, overlay.totals, steps.get("gap"), caption, data["hint"])
+        html, plain = _steps.listing(overlay.steps, overlay.totals, steps.get("gap"), caption, data["hint"])
         outs.append(Output({"text/plain": plain, "text/html": html}, {"dynagraph": "steps"}))
     return outs, {"picture": max(len(drawn.svg), len(drawn.png)), "nodes": len(drawn.pic.graph.nodes),
                   "steps": len(_json_for_script(steps)) if steps else 0}
@@ -572,60 +389,6 @@ def _words(stepper: bool, overview: bool = False) -> dict[str, Any]:
             "iteration": tr("iteration {k} of {n}"), "keeps": tr("the graph keeps {bytes} for backward")}
 
 
-def _steps(pic: _picture.Picture, overlay: Overlay, max_steps: int) -> dict[str, Any]:
-    """The stepper's data in drawn ids (keys ``mode texts kinds s k blocks``, and
-    ``fills f`` and ``mem`` when used), for at most ``max_steps`` steps (the first and
-    last halves, and a ``gap`` key saying what is left out): the format is ``assets/DATA.md``."""
-    texts: dict[str, int] = {}
-    fills: dict[str, int] = {}
-    kinds: dict[tuple[int, tuple[int, ...], int], int] = {}
-    s: list[int] = []
-    k: list[int] = []
-    f: list[int] = []
-    kept, gap = _kept(len(overlay.steps), max_steps)
-    mapping, iteration = pic.mapping, pic.iteration
-    for i in kept:
-        text, ids = overlay.steps[i]
-        template, fill = text if isinstance(text, tuple) else (text, None)
-        drawn: tuple[int, ...]
-        if len(ids) == 1:  # (most steps make one node)
-            drawn = (mapping[ids[0]],) if ids[0] in mapping else ()
-            block, it = iteration.get(ids[0], (-1, -1))
-        else:
-            drawn = tuple(dict.fromkeys(mapping[i] for i in ids if i in mapping))
-            block, it = next((iteration[i] for i in ids if i in iteration), (-1, -1))
-        kind = (texts.setdefault(template, len(texts)), drawn, block)
-        s.append(kinds.setdefault(kind, len(kinds)))
-        k.append(it)
-        f.append(-1 if fill is None else fills.setdefault(fill, len(fills)))
-    data: dict[str, Any]
-    data = {"mode": overlay.mode, "texts": list(texts), "kinds": [[t, list(n), b] for t, n, b in kinds],
-            "s": s, "k": k, "blocks": [block.repeats for block in pic.graph.blocks]}
-    if fills:
-        data.update(fills=list(fills), f=f)
-    if overlay.totals:  # the running total of saved bytes, shown beside the step number
-        data["mem"] = [overlay.totals[i] for i in kept]
-    if gap:
-        data["gap"] = gap
-    return data
-
-
-def played(n: int) -> set[int] | range:
-    """The indices of the steps of ``n`` that an output may play or list: views need
-    step texts only for these (a 300,000-step recording plays 20,000)."""
-    kept = _kept(n, MAX_STEPS)[0]
-    return kept if isinstance(kept, range) else set(kept)
-
-
-def _kept(n: int, most: int) -> tuple[range | list[int], list[int]]:
-    """The indices of the steps the stepper plays (all, or the first and last halves of
-    ``most``), and ``[where, how many]`` were left out (empty: none)."""
-    if n <= most:
-        return range(n), []
-    head = most // 2
-    return [*range(head), *range(n - (most - head), n)], [head, n - most]
-
-
 def _script(data: dict[str, Any]) -> str:
     """The picture's ``application/javascript``: ``assets/view.js`` and its call on ``data``.
     JupyterLab and nbconvert's HTML give the output's element as ``element``."""
@@ -663,71 +426,6 @@ def fragment(outs: Sequence[Output]) -> str:
                          f'width="{size.get("width", "")}" height="{size.get("height", "")}" alt=""></div>')
     return "".join(parts)
 
-
-# The step list's own colours: a light card like the picture's, readable in dark themes
-# (kept by JupyterLab's sanitizer and the docs; allowlist sanitizers drop it, and their
-# viewers' own colours apply).
-_CARD = ("color:#212529;background:#ffffff;padding:2px 6px;font:12px/1.4 system-ui,sans-serif;"
-         "border-radius:3px")
-
-
-def _listing(steps: Sequence[tuple[StepText, list[int]]], totals: Sequence[int], gap: list[int] | None,
-             caption: str, hint: str) -> tuple[str, str]:
-    """The step list that needs no script, as HTML of tags every sanitizer keeps and as
-    plain text: ``caption``; with a ``gap``, a line that says which steps the output
-    holds; then what only a reader without the live stepper needs, which the script
-    hides (the element with id ``hint`` and all after it): a line that says where the
-    picture steps (this one cannot: no request to run or trust what cannot be run or
-    trusted here), the first :data:`LISTED_STEPS` steps, each with the bytes the graph
-    keeps after it when ``totals`` are given, and how many more there are."""
-    kept = [" \u00b7 " + tr("the graph keeps {bytes} for backward", bytes=memory.fmt_bytes(t))
-            for t in totals[:LISTED_STEPS]]
-    lines = [_filled(text) + (kept[i] if kept else "") for i, (text, _) in enumerate(steps[:LISTED_STEPS])]
-    n, more = f"{len(steps):,}", len(steps) - LISTED_STEPS
-    tail = ("" if more <= 0 else tr("\u2026 and 1 more step") if more == 1 else
-            tr("\u2026 and {more} more steps", more=f"{more:,}"))
-    held = "" if not gap else tr(
-        "The output holds the first {first} and the last {last} of the {n} steps, so that it stays small.",
-        first=f"{gap[0]:,}", last=f"{len(steps) - gap[0] - gap[1]:,}", n=n)
-    where = (tr("The picture cannot step here. In Jupyter, once this cell has run or the notebook is "
-                "trusted, it plays its 1 step.") if len(steps) == 1 else
-             tr("The picture cannot step here. In Jupyter, once this cell has run or the notebook is "
-                "trusted, it plays its {n} steps.", n=n))
-    html = (f'<div class="dg-steps" style="{_CARD}">' + (f"<b>{escape(caption)}</b>" if caption else "")
-            + (f"<div>{escape(held)}</div>" if held else "")
-            + f'<div id="{hint}"><i>{escape(where)}</i></div>'
-            + "<ol>" + "".join(f"<li>{escape(t)}</li>" for t in lines) + "</ol>"
-            + (f"<div>{escape(tail)}</div>" if tail else "") + "</div>")
-    plain = "\n".join([*([caption] if caption else []), *([held] if held else []),
-                        *(f"{i}. {t}" for i, t in enumerate(lines, 1)), *([tail] if tail else [])])
-    return html, plain
-
-
-def _filled(text: StepText) -> str:
-    """A step text: a plain string, or ``(template, fill)`` with one :data:`FILL` mark."""
-    return text[0].replace(FILL, text[1]) if isinstance(text, tuple) else text
-
-
-def diff_table(rows: Sequence[tuple[str, int, int]], labels: Sequence[str], total: tuple[int, int],
-               notes: Sequence[str] = ()) -> str:
-    """A diff's node counts as an HTML table: ``(name, count in a, count in b)`` per row,
-    then a row for each of ``notes`` (what it could not place)."""
-    la, lb = map(escape, labels)
-    head = "".join(f"<td><b>{c}</b></td>" for c in (escape(tr("node")), la, lb, escape(tr("change"))))
-    head = f"<tr>{head}</tr>"
-    body = "".join(f"<tr><td>{escape(n)}</td><td>{x}</td><td>{y}</td><td>{y - x:+d}</td></tr>"
-                   for n, x, y in rows)
-    ta, tb = total
-    foot = "".join(f"<td><b>{c}</b></td>" for c in (escape(tr("total")), ta, tb, f"{tb - ta:+d}"))
-    foot = f"<tr>{foot}</tr>" + "".join(f'<tr><td colspan="4">{escape(n)}</td></tr>' for n in notes)
-    return f'<table class="dg-diff" style="{_CARD}">{head}{body}{foot}</table>'
-
-
-def _plain_table(html: str) -> str:
-    """A table of :func:`diff_table` as text: one row per line, cells split by two spaces."""
-    rows = re.findall(r"<tr>(.*?)</tr>", html)
-    cells = (re.findall(r"<td[^>]*>(.*?)</td>", r) for r in rows)  # (a note's cell spans the row)
-    return "\n".join("  ".join(unescape(re.sub(r"<[^>]+>", "", c)) for c in row) for row in cells)
 
 
 @cache

@@ -11,7 +11,7 @@ Chinese around them.
 # ruff: noqa: E501 - one message per line, so that grep on a message's English text finds its entry
 
 MESSAGES: dict[str, str] = {
-    # _page.py: the step list that needs no script
+    # _steps.py: the step list that needs no script
     "The picture cannot step here. In Jupyter, once this cell has run or the notebook is trusted, it plays its {n} steps.":
         "这里的图不能逐步播放。在 Jupyter 中，运行本单元格或信任此笔记本之后，图会逐步播放这 {n} 步。",
     "The picture cannot step here. In Jupyter, once this cell has run or the notebook is trusted, it plays its 1 step.":
@@ -148,7 +148,7 @@ MESSAGES: dict[str, str] = {
         "第 {k} / {n} 步",
     "iteration {k} of {n}":
         "第 {k} 次迭代（共 {n} 次）",
-    # _page.py and diff.py: a diff's table
+    # _steps.py and diff.py: a diff's table
     "node":
         "节点",
     "change":
@@ -364,7 +364,7 @@ MESSAGES: dict[str, str] = {
     # diff.py: the title of a diff's picture, when some new nodes could not be placed
     "; {n} more new, not placed, among those marked ?":
         "；标有 ? 的节点中另有 {n} 个是新增的，无法定位",
-    # _page.py: a view that had to be made smaller
+    # _png.py and _page.py: a view that had to be made smaller
     "Cropped: the top {shown} px of a {w} x {h} px picture. The whole picture shows in Jupyter once this cell has run or the notebook is trusted.":
         "已裁剪：显示 {w} x {h} 像素中最上面的 {shown} 像素。在 Jupyter 中运行此单元格或信任此笔记本后即可看到完整图片。",
     "\u2026 (cut to {n} characters of {total})":

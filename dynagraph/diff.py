@@ -6,7 +6,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Protocol
 
-from . import _match, _page, _picture
+from . import _match, _page, _picture, _steps
 from ._dot import Overlay
 from ._language import tr
 from ._match import Unplaced
@@ -93,7 +93,7 @@ class GraphDiff(_page.View):
         return _picture.drawing(self._graph(), self._overlay())[1]
 
     def _outputs(self) -> list[_page.Output]:
-        table = _page.diff_table(self.rows, self.labels, self.total, notes=self._notes())
+        table = _steps.diff_table(self.rows, self.labels, self.total, notes=self._notes())
         return _page.outputs(self._graph(), repr(self), self._overlay(), table=table)
 
 

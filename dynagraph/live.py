@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import _guards, _page, _patch, _picture, _signals, _source, _tags, _torch, memory, render
+from . import _guards, _page, _patch, _picture, _signals, _source, _steps, _tags, _torch, memory, render
 from ._dot import Overlay, StepText
 from ._language import tr
 from ._recorder import Recorder, Step, cut, inside
@@ -206,7 +206,7 @@ class Recording(_page.View):
     def _overlays(self, faint: set[int] | None = None) -> Overlay:
         """The steps, and each node's source line, for the picture (``faint``: the
         nodes drawn faint, :meth:`unused`'s unless given)."""
-        played = _page.played(len(self.steps))  # the middle of a long recording is never shown: no text
+        played = _steps.played(len(self.steps))  # the middle of a long recording is never shown: no text
         names = _names(self.nodes, (self.steps[i] for i in played))
         steps: list[tuple[StepText, list[int]]] = [("", s.nodes) for s in self.steps]
         for i in played:
@@ -283,7 +283,7 @@ def _template(step: Step, text: str) -> StepText:
     class (an MLP's 1,000 layers) shares one text in the page."""
     if not step.module:
         return text
-    template = text.replace(inside(step.module), inside(_page.FILL), 1)
+    template = text.replace(inside(step.module), inside(_steps.FILL), 1)
     return (template, step.module) if template != text else text
 
 

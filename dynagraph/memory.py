@@ -390,7 +390,7 @@ def decorate(memory: SavedMemory, mapping: Mapping[int, int],
     line = memory._summary(split, notes, freed)
     if language() == "en":
         line = line.replace(" (", "\n(", 1)  # the split on a second line
-    else:  # drawn outside Graphviz (_page): the split on a second line, and what the nodes' numbers are
+    else:  # drawn outside Graphviz (_page, _png): the split on a second line, and what the nodes' numbers are
         legend = ("" if freed else tr("In a node: the bytes it saved for backward (after +: parameters "
                                       "and inputs; 0 B (checkpoint): recomputed in backward)")
                   if RECOMPUTED in notes else

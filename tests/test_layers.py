@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dynagraph"
 PLAIN_DATA = {"_records", "memory", "_language", "_zh"}  # records and their text: no torch
 PLATFORM = {"_torch", "_signals", "_guards", "render", "_fonts", "_device"}  # torch's internals, interrupts, renderer, fonts
 TORCH_SIDE = {"_walk", "_measure", "_tags", "_source", "capture", "passes", "_patch", "_recorder"}
-DRAWING_SIDE = {"_dot", "_roll", "_transform", "_overview", "_match", "_picture", "_page"}  # no torch
+DRAWING_SIDE = {"_dot", "_roll", "_transform", "_overview", "_match", "_picture", "_page", "_png", "_steps"}  # no torch
 VIEWS = {"__init__", "graph", "draw", "live", "_replay", "backward", "diff", "forward", "saving", "ddp", "ddp_worker"}
 BESIDE_VIEWS = {"norms", "history", "plots", "timing", "course", "exercises", "step_memory", "digits"}
 LEVEL = {**dict.fromkeys(PLAIN_DATA, 0), **dict.fromkeys(PLATFORM, 1), **dict.fromkeys(TORCH_SIDE, 2),
@@ -52,7 +52,6 @@ PRIVATE_PREFIXES = ("_saved_", "_raw_saved_", "_sequence_nr")
 MAX_LINES = 600
 # Files over MAX_LINES today -> why. Must shrink.
 LONG_FILES = {
-    "_page.py": "the HTML of every output, the step list and the diff table (to split: page, step list)",
     "exercises/_zh.py": "the Chinese text of every exercise: a catalogue, one entry per message",
 }
 

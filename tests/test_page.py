@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 import dynagraph as dg
-from dynagraph import _dot, _page, _picture, render
+from dynagraph import _dot, _page, _picture, _png, _steps, render
 from dynagraph._page import stored_bytes
 
 from _helpers import (
@@ -217,8 +217,8 @@ def test_the_checker_catches_bad_nesting():
 def test_the_checker_catches_a_tag_a_sanitizer_escapes(monkeypatch):
     rec, _ = recording()
     check(rec)
-    listing = _page._listing
-    monkeypatch.setattr(_page, "_listing", lambda *a: (listing(*a)[0].replace("<ol>", "<details><ol>")
+    listing = _steps.listing
+    monkeypatch.setattr(_steps, "listing", lambda *a: (listing(*a)[0].replace("<ol>", "<details><ol>")
                                                        .replace("</ol>", "</ol></details>"), ""))
     with pytest.raises(AssertionError, match="details"):
         check(rec)
@@ -499,7 +499,7 @@ def test_the_static_step_list_says_where_it_steps_and_counts_the_rest(n, tail):
     where = ("The picture cannot step here. In Jupyter, once this cell has run or the notebook is trusted, "
              + ("it plays its 1 step." if n == 1 else f"it plays its {n:,} steps."))
     page = Page(out["text/html"])
-    assert len(page.li) == min(n, _page.LISTED_STEPS)
+    assert len(page.li) == min(n, _steps.LISTED_STEPS)
     assert where in out["text/html"] and not ASKS.search(out["text/html"] + out["text/plain"])
     lines = out["text/plain"].splitlines()  # the caption, then each step (two lines: op and shapes)
     assert [int(line.split(".")[0]) for line in lines if re.match(r"\d+\. ", line)] == list(range(1, len(page.li) + 1))
@@ -530,8 +530,8 @@ def _long_recording(n):
 
 
 def test_a_recording_over_the_step_budget_keeps_its_first_and_last_steps_and_says_so(monkeypatch):
-    monkeypatch.setattr(_page, "MAX_STEPS", 10)
-    monkeypatch.setattr(_page, "LISTED_STEPS", 4)
+    monkeypatch.setattr(_steps, "MAX_STEPS", 10)
+    monkeypatch.setattr(_steps, "LISTED_STEPS", 4)
     rec = _long_recording(50)
     html = html_of(rec)
     data = page_data(html)
@@ -579,7 +579,7 @@ def test_an_80k_step_recording_stays_under_the_output_budget():
     assert stored(rec) < _page.MAX_BYTES
     data = page_data(html)
     played = len(data["s"])
-    assert 10_000 <= played <= _page.MAX_STEPS and data["gap"] == [played // 2, 80_000 - played]
+    assert 10_000 <= played <= _steps.MAX_STEPS and data["gap"] == [played // 2, 80_000 - played]
 
 
 # What of a step list shows: its caption, the line on what the output holds, the line on
@@ -598,7 +598,7 @@ def test_the_script_builds_the_controls_removes_the_hint_and_numbers_steps_acros
     list (and the line on where the picture steps, and the count of the rest), not the
     caption nor what the output holds; with JavaScript off, the page shows them all."""
     from _chromium import VIEWPORT, Watch, chromium
-    monkeypatch.setattr(_page, "MAX_STEPS", 10)
+    monkeypatch.setattr(_steps, "MAX_STEPS", 10)
     rec = _long_recording(50)
     path = page_file(tmp_path / "gap.html", html_of(rec))
     with chromium() as browser:
@@ -620,7 +620,7 @@ def test_the_script_builds_the_controls_removes_the_hint_and_numbers_steps_acros
         context.close()
     assert hints == 0
     assert live == [{"caption": True, "held": True, "where": False, "steps": 0, "rest": False}]
-    assert without == [{"caption": True, "held": True, "where": True, "steps": _page.LISTED_STEPS, "rest": True}]
+    assert without == [{"caption": True, "held": True, "where": True, "steps": _steps.LISTED_STEPS, "rest": True}]
     assert acts == ["first", "prev", "play", "next", "last", "zout", "fit", "one", "zin"]
     assert [i.split(" \u00b7 ")[0] for i in infos] == ["step 5 / 50", "step 46 / 50", "step 50 / 50"]
     assert watch.errors == []
@@ -696,7 +696,7 @@ def test_an_english_output_carries_no_words_and_draws_its_title_in_graphviz():
 
 
 def test_in_chinese_the_stepper_data_carries_the_words_and_the_step_list_reads_in_chinese(monkeypatch, chinese):
-    monkeypatch.setattr(_page, "LISTED_STEPS", 4)
+    monkeypatch.setattr(_steps, "LISTED_STEPS", 4)
     rec = _long_recording(6)
     words = page_data(html_of(rec))["words"]
     assert words["label"] == {"prev": "\u2039 上一步", "play": "播放", "next": "下一步 \u203a", "fit": "适应宽度"}
@@ -774,7 +774,7 @@ def test_a_chinese_title_is_drawn_above_the_png_by_pillow_and_above_the_svg_by_t
     strip = png.height - plain.height
     assert strip > 8 and data["png"] == list(png.size)
     drawn = _ink(png, (0, 0, png.width, strip))
-    size = round(_page.TITLE_PT * _page.PNG_DPI / 72)
+    size = round(_png.TITLE_PT * _png.PNG_DPI / 72)
     noto = _ink(_font_render(title, ImageFont.truetype(str(fonts.sans_path()), size)))
     dejavu = _ink(_font_render(title, ImageFont.truetype(
         str(Path(matplotlib.get_data_path()) / "fonts/ttf/DejaVuSans.ttf"), size)))  # no Chinese: boxes
@@ -796,7 +796,7 @@ def test_an_english_title_drawn_by_pillow_reads_as_graphviz_draws_it():
     title = "compute graph, batch 64"
     by_graphviz = _raster(_page._drawn(dg.draw(2 * x + 1, title=title), _dot.Overlay()).dot, 72)
     untitled = _raster(_page._drawn(dg.draw(2 * x + 1), _dot.Overlay()).dot, 72)
-    by_pillow = _page._titled(untitled, title, 72)
+    by_pillow = _png._titled(untitled, title, 72)
     assert by_pillow.height == by_graphviz.height  # the same room above the picture
     rows = by_graphviz.height - untitled.height
     a, b = (im.convert("L").point(lambda v: 255 if v < 128 else 0).crop((0, 0, im.width, rows)).getbbox()
@@ -1012,7 +1012,7 @@ def test_a_tall_stepper_keeps_what_it_lights_in_view(tmp_path, layout):
 
 # -- a view's budget is all it publishes; the PNG is as readable as the SVG at 1:1 ---------
 
-def _png(outs):
+def _png_image(outs):
     from PIL import Image
     (pic,) = [o for o in outs if o.metadata["dynagraph"] == "picture"]
     return Image.open(io.BytesIO(base64.b64decode(pic.data["image/png"]))).convert("RGB")
@@ -1029,7 +1029,7 @@ def test_the_png_draws_the_picture_at_the_size_the_svg_shows_at_1_to_1():
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     g = dg.draw((2 * x + 1).sum(), params={"x": x})
     outs = g._outputs()
-    png, (w, h) = _png(outs), _svg_size_px(outs)
+    png, (w, h) = _png_image(outs), _svg_size_px(outs)
     assert abs(png.width - w) <= 1 and abs(png.height - h) <= 1  # (72 dpi drew it at 3/4 of this)
 
 
@@ -1042,7 +1042,7 @@ def test_a_tall_picture_is_cropped_not_shrunk_and_says_so(monkeypatch):
     g = dg.draw(y.sum(), params={"x": x}, roll=False, max_nodes=None)
     outs = g._outputs()
     assert stored_bytes(outs) <= 80_000
-    png, (w, h) = _png(outs), _svg_size_px(outs)
+    png, (w, h) = _png_image(outs), _svg_size_px(outs)
     assert abs(png.width - w) <= 1 and png.height < 0.8 * h  # as wide as at 1:1: its top only
     strip = [png.getpixel((x, png.height - 3)) for x in range(png.width)]
     note = [c for c in strip if max(abs(a - b) for a, b in zip(c, (255, 243, 191))) <= 4]  # (its palette's)
@@ -1056,17 +1056,17 @@ def test_a_tall_picture_is_cropped_not_shrunk_and_says_so(monkeypatch):
 def test_the_crop_note_is_a_strip_under_the_shown_part_that_wraps_to_its_width(monkeypatch):
     from PIL import Image
     notes = []
-    real = _page.tr
-    monkeypatch.setattr(_page, "tr", lambda text, **kw: notes.append(real(text, **kw)) or notes[-1])
+    real = _png.tr
+    monkeypatch.setattr(_png, "tr", lambda text, **kw: notes.append(real(text, **kw)) or notes[-1])
     top = Image.new("RGB", (300, 200), "white")
-    tall = _page._cropped(top.copy(), (300, 900))
-    wide = _page._cropped(top.copy(), (900, 900))
+    tall = _png._cropped(top.copy(), (300, 900))
+    wide = _png._cropped(top.copy(), (900, 900))
     assert notes == ["Cropped: the top 200 px of a 300 x 900 px picture. The whole picture shows in Jupyter once this "
                      "cell has run or the notebook is trusted.",
                      "Cropped: the top 300 x 200 px of a 900 x 900 px picture. The whole picture shows in Jupyter "
                      "once this cell has run or the notebook is trusted."]
     assert tall.width == wide.width == 300 and tall.crop((0, 0, 300, 200)).getcolors() == [(60_000, (255, 255, 255))]
-    assert tall.height - 200 > 3 * round(_page.CROP_NOTE_PT * _page.PNG_DPI / 72)  # wrapped: several lines
+    assert tall.height - 200 > 3 * round(_png.CROP_NOTE_PT * _png.PNG_DPI / 72)  # wrapped: several lines
 
 
 @pytest.mark.parametrize("budget", [6_000, 20_000, 60_000])
@@ -1101,11 +1101,11 @@ def test_a_view_runs_the_renderer_once_for_its_svg_and_png(monkeypatch):
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     outs = dg.draw((2 * x + 1).sum(), params={"x": x})._outputs()
     assert len(runs) == 1 and "-Tsvg" in runs[0] and "-Tpng" in runs[0]
-    assert data_of(outs)["svg"] and _png(outs).width > 0
+    assert data_of(outs)["svg"] and _png_image(outs).width > 0
 
 
 def test_a_big_dot_lays_out_its_svg_alone_then_rasterizes_its_png_from_the_same_text(monkeypatch):
-    monkeypatch.setattr(_page, "ONE_RUN_DOT", 100)  # (as a picture too big for one run)
+    monkeypatch.setattr(_png, "ONE_RUN_DOT", 100)  # (as a picture too big for one run)
     runs = []
     real = render._communicate
     monkeypatch.setattr(render, "_communicate", lambda args, text, *rest: runs.append((args, text)) or
@@ -1116,11 +1116,11 @@ def test_a_big_dot_lays_out_its_svg_alone_then_rasterizes_its_png_from_the_same_
     assert [args[1:] for args, _ in runs] == [["-Tsvg"], ["-Tpng"]]
     (_, svg_text), (_, png_text) = runs
     assert png_text.replace("\n  dpi=96;", "", 1) == svg_text  # (the whole picture: no viewport)
-    assert data_of(outs)["svg"] and _png(outs).width > 0
-    one_run = _png(outs)
+    assert data_of(outs)["svg"] and _png_image(outs).width > 0
+    one_run = _png_image(outs)
     monkeypatch.undo()
     render.clear_cache()
-    assert _png(dg.draw((2 * x + 1).sum(), params={"x": x})._outputs()).tobytes() == one_run.tobytes()
+    assert _png_image(dg.draw((2 * x + 1).sum(), params={"x": x})._outputs()).tobytes() == one_run.tobytes()
 
 
 def test_one_run_or_two_is_decided_by_the_pictures_nodes_not_its_dots_length(monkeypatch):
@@ -1129,11 +1129,11 @@ def test_one_run_or_two_is_decided_by_the_pictures_nodes_not_its_dots_length(mon
     monkeypatch.setattr(render, "_communicate", lambda args, *rest: runs.append(args[1:]) or real(args, *rest))
     render.clear_cache()
     few = "digraph {\n  a [label=a]\n  b [label=b]\n  a -> b\n  // " + "x" * 25_000 + "\n}\n"
-    svg, png = _page._laid_out(few)  # a long DOT (a replay's carries each step's ids) of two nodes
+    svg, png = _png.laid_out(few)  # a long DOT (a replay's carries each step's ids) of two nodes
     assert len(runs) == 1 and "-Tpng" in runs[0] and png.startswith(b"\x89PNG")
     runs.clear()
-    many = "digraph {\n" + "".join(f"  n{i} [label={i}]\n" for i in range(_page.ONE_RUN_NODES + 1)) + "}\n"
-    svg, png = _page._laid_out(many)  # a short DOT of many nodes: its PNG may be cropped, made later
+    many = "digraph {\n" + "".join(f"  n{i} [label={i}]\n" for i in range(_png.ONE_RUN_NODES + 1)) + "}\n"
+    svg, png = _png.laid_out(many)  # a short DOT of many nodes: its PNG may be cropped, made later
     assert runs == [["-Tsvg"]] and png == b"" and svg.rstrip().endswith(b"</svg>")
 
 
@@ -1142,7 +1142,7 @@ def test_the_pngs_palette_keeps_a_thin_strip_at_its_foot():
     im = Image.new("RGB", (40, 100), "white")
     im.paste((217, 72, 15), (0, 43, 40, 45))  # a 2-px line between the rows the palette samples
     im.paste((30, 60, 200), (0, 0, 40, 20))
-    shown = Image.open(io.BytesIO(base64.b64decode(_page._encoded(im, foot=100 - 43)))).convert("RGB")
+    shown = Image.open(io.BytesIO(base64.b64decode(_png._encoded(im, foot=100 - 43)))).convert("RGB")
     assert shown.getpixel((5, 43)) == (217, 72, 15) and shown.getpixel((5, 44)) == (217, 72, 15)
     assert shown.getpixel((5, 5)) == (30, 60, 200) and shown.getpixel((5, 80)) == (255, 255, 255)
 
@@ -1155,11 +1155,11 @@ def test_the_png_is_the_renderers_picture_in_its_palette():
         y = (y.sin() if k % 2 else y.exp()) * (k + 1)
     g = dg.draw(y.sum(), params={"x": x}, roll=False)
     outs = g._outputs()
-    png = _png(outs)
+    png = _png_image(outs)
     (pic,) = [o for o in outs if o.metadata["dynagraph"] == "picture"]
     stored = Image.open(io.BytesIO(base64.b64decode(pic.data["image/png"])))
-    assert stored.mode == "P" and len(stored.getcolors(256)) <= _page.PNG_COLOURS
-    raw = Image.open(io.BytesIO(render.svg_and_png(_page._drawn(g, _dot.Overlay(), True).dot, _page.PNG_DPI)[1]))
+    assert stored.mode == "P" and len(stored.getcolors(256)) <= _png.PNG_COLOURS
+    raw = Image.open(io.BytesIO(render.svg_and_png(_page._drawn(g, _dot.Overlay(), True).dot, _png.PNG_DPI)[1]))
     diff = ImageChops.difference(png, raw.convert("RGB")).convert("L")
     assert png.size == raw.size
     assert sum(1 for v in diff.get_flattened_data() if v > 24) <= 0.001 * png.width * png.height  # (64 colours)
@@ -1168,7 +1168,7 @@ def test_the_png_is_the_renderers_picture_in_its_palette():
 def test_a_cropped_picture_rasterizes_about_the_rows_it_keeps_and_they_are_the_whole_pictures(monkeypatch):
     from PIL import Image, ImageChops
     monkeypatch.setattr(_page, "MAX_BYTES", 80_000)
-    monkeypatch.setattr(_page, "ONE_RUN_DOT", 100)  # (as a picture too big for one run)
+    monkeypatch.setattr(_png, "ONE_RUN_DOT", 100)  # (as a picture too big for one run)
     x = torch.ones(3, requires_grad=True)
     y = x
     for k in range(40):  # a chain of 80 ops, one node wide
@@ -1179,7 +1179,7 @@ def test_a_cropped_picture_rasterizes_about_the_rows_it_keeps_and_they_are_the_w
     monkeypatch.setattr(render, "png_top", lambda *a, **k: rasters.append(a) or real(*a, **k))
     render.clear_cache()
     outs = g._outputs()
-    png, (w, h) = _png(outs), _svg_size_px(outs)
+    png, (w, h) = _png_image(outs), _svg_size_px(outs)
     rows = [a[3] for a in rasters]
     assert rows and all(r is not None and r < 0.6 * h for r in rows), (rows, h)
     kept = png.height - 60  # (at most the note's strip under it)

@@ -52,7 +52,7 @@ NOTEBOOK_DIR = Path(os.environ.get("DYNAGRAPH_DOCS_NOTEBOOKS", ROOT / "notebooks
 NOTEBOOKS = sorted(p.name for p in NOTEBOOK_DIR.glob("*.ipynb"))
 MAX_OUTPUT_BYTES = 300_000  # json.dumps of one stored output's data
 PICTURE_MIMES = {"image/png", "text/plain"}
-PNG_COLOURS = 64  # the picture's PNG is a palette PNG of at most this many colours (as _page.PNG_COLOURS)
+PNG_COLOURS = 64  # the picture's PNG is a palette PNG of at most this many colours (as _png.PNG_COLOURS)
 # Tags that every allowlist sanitizer keeps (the step list and the diff's table use only these).
 PLAIN_TAGS = {"b", "div", "i", "li", "ol", "span", "table", "td", "tr"}
 # The root classes of the older formats (a text/html picture with an <img> or inline
