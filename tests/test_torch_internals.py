@@ -496,7 +496,7 @@ def test_internal_hook_dicts_let_a_hook_be_removed_by_identity():
 
 
 @pytest.mark.parametrize("where", ["gc callback", "capture", "gc callback, handler put back"])
-def test_an_interrupt_during_a_release_is_delivered_after_it(monkeypatch, where):
+def test_an_interrupt_during_a_release_is_delivered_after_it(monkeypatch, request, where):
     """A Ctrl-C that lands while a deep graph is freed node by node is held back until the
     release ends, then raised in the code that ran (the garbage collector's caller): it
     was lost in the collector's callback ("Exception ignored"), the release cut short.
@@ -504,6 +504,10 @@ def test_an_interrupt_during_a_release_is_delivered_after_it(monkeypatch, where)
     dynagraph's again."""
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("only the main thread gets signals")
+    # Python's own handler, as in a script or a kernel's cell: in the full suite something
+    # before this test leaves SIG_IGN, under which a Ctrl-C raises nothing to deliver
+    found = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, found))
     y, _ = _chain(_torch.SAFE_DEPTH + 500)
     saved = weakref.ref(y.grad_fn._saved_self)
     dg.draw(y)
