@@ -83,6 +83,29 @@ class Watch:
         self.context.close()
 
 
+def html_page(body: str = "", *, body_style: str = "") -> str:
+    """``body`` as a whole HTML page in UTF-8, the page every browser test writes."""
+    style = f" style='{body_style}'" if body_style else ""
+    return f"<!doctype html><html><head><meta charset='utf-8'></head><body{style}>{body}</body></html>"
+
+
+def open_file(browser, path: Path) -> tuple[Watch, object]:
+    """A :class:`Watch` of ``browser`` and its page, at ``path`` loaded (images included)."""
+    watch = Watch(browser)
+    page = watch.new_page()
+    page.goto(path.as_uri(), wait_until="load")
+    return watch, page
+
+
+def open_html(browser, body: str, tmp_path: Path, *, name: str = "page.html",
+              body_style: str = "") -> tuple[Watch, object]:
+    """``body`` written as a page (:func:`html_page`) to ``tmp_path / name`` and opened
+    in ``browser``: the :class:`Watch` (close it; it lists errors) and the page."""
+    path = tmp_path / name
+    path.write_text(html_page(body, body_style=body_style), encoding="utf-8")
+    return open_file(browser, path)
+
+
 # -- Steppers (dynagraph.stepper): step and check what changes -----------------------
 
 # A step shows its text and lights its nodes: two steps may share a text (a backward

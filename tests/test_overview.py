@@ -170,7 +170,7 @@ def test_over_the_budget_the_op_level_picture_goes_first(resnet, monkeypatch):
 
 @pytest.mark.browser
 def test_a_click_on_a_box_opens_its_ops_in_the_browser(resnet, tmp_path):
-    from _chromium import Watch, chromium
+    from _chromium import chromium, open_html
     html = html_of(resnet)
     data = page_data(html)
     pic, _, _ = _picture.drawing(resnet.graph(), own_title=True)
@@ -178,12 +178,8 @@ def test_a_click_on_a_box_opens_its_ops_in_the_browser(resnet, tmp_path):
     detail = base64.b64decode(data["inside"]["svg"]).decode()
     names = {int(m[1]): m[0] for m in re.finditer(r'class="node[^"]*\bdg-n(\d+)', detail)}
     assert set(data["inside"]["boxes"][str(box.id)]) <= set(names)
-    path = tmp_path / "overview.html"
-    path.write_text(f"<!doctype html><html><head><meta charset='utf-8'></head><body>{html}</body></html>")
     with chromium() as browser:
-        watch = Watch(browser)
-        page = watch.new_page()
-        page.goto(path.as_uri())
+        watch, page = open_html(browser, html, tmp_path, name="overview.html")
         assert page.locator(".dg-inside").is_hidden()
         page.locator(f"svg g.node.dg-n{box.id}").first.click()
         panel = page.locator(".dg-inside")
@@ -225,17 +221,13 @@ def test_in_chinese_the_overview_says_it_in_chinese(resnet):
 def test_a_click_opens_a_box_where_the_script_gets_its_element_as_in_jupyterlab(resnet, tmp_path):
     """JupyterLab runs the script with the output's element as ``element`` (no
     ``document.currentScript``), and may attach that element to the page later."""
-    from _chromium import Watch, chromium
+    from _chromium import chromium, open_html
     outs = resnet._outputs()
     script = next(o for o in outs if o.metadata["dynagraph"] == "script").data["application/javascript"]
     data = page_data(_page.fragment(outs))
     box = next(iter(data["inside"]["boxes"]))
-    path = tmp_path / "lab.html"
-    path.write_text("<!doctype html><html><head><meta charset='utf-8'></head><body></body></html>")
     with chromium() as browser:
-        watch = Watch(browser)
-        page = watch.new_page()
-        page.goto(path.as_uri())
+        watch, page = open_html(browser, "", tmp_path, name="lab.html")
         page.evaluate("js => { const out = document.createElement('div');"
                       " new Function('element', js)(out); document.body.append(out); }", script)
         page.locator(f"svg g.node.dg-n{box}").first.click()
@@ -441,7 +433,7 @@ def test_calls_of_reads_each_part_of_a_module_path():
 
 @pytest.mark.browser
 def test_a_click_on_a_calls_box_lights_that_calls_ops_only(tmp_path):
-    from _chromium import Watch, chromium
+    from _chromium import chromium, open_html
     torch.manual_seed(0)
     model = _Twice()
     with dg.live(model, overview=True) as rec:
@@ -453,12 +445,8 @@ def test_a_click_on_a_calls_box_lights_that_calls_ops_only(tmp_path):
     first = next(n for n in pic.graph.nodes if n.label.startswith("block.0: Linear, call 1 of 2"))
     ids = data["inside"]["boxes"]
     assert not set(ids[str(first.id)]) & set(ids[str(second.id)])  # each call its own op-level nodes
-    path = tmp_path / "calls.html"
-    path.write_text(f"<!doctype html><html><head><meta charset='utf-8'></head><body>{html}</body></html>")
     with chromium() as browser:
-        watch = Watch(browser)
-        page = watch.new_page()
-        page.goto(path.as_uri())
+        watch, page = open_html(browser, html, tmp_path, name="calls.html")
         page.locator(f"svg g.node.dg-n{second.id}").first.click()
         name = page.locator(".dg-inside-name").text_content()
         lit = page.evaluate("() => [...document.querySelectorAll('.dg-inside g.node.dg-lit')]"

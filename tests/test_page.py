@@ -402,13 +402,6 @@ def test_failing_renderer_message_is_bounded(fresh_renderer, tmp_path):
     assert len(str(info.value)) < 2100
 
 
-def page_file(path, *outputs: str):
-    """``path`` written as an HTML page holding ``outputs``, one after the other."""
-    path.write_text("<!doctype html><html><head><meta charset='utf-8'></head><body>"
-                    + "".join(outputs) + "</body></html>")
-    return path
-
-
 def step_to(page, k: int) -> None:
     """Move the page's (first) stepper slider to step index ``k``, as a drag would."""
     page.evaluate("k => { const s = document.querySelector('input[type=range]'); s.value = k;"
@@ -417,18 +410,15 @@ def step_to(page, k: int) -> None:
 
 @pytest.mark.browser
 def test_outputs_sharing_a_page_each_step_on_their_own(tmp_path):
-    from _chromium import Watch, check_stepper, chromium
+    from _chromium import check_stepper, chromium, open_html
     rec, _ = recording()
     x = torch.ones(3, requires_grad=True)
     with dg.live() as other:
         torch.tanh(x * 2).sum()
     html = html_of(rec)
-    path = page_file(tmp_path / "page.html", html, html, html_of(other),
-                     html_of(dg.draw((x * 3).sum())))
+    body = html + html + html_of(other) + html_of(dg.draw((x * 3).sum()))
     with chromium() as browser:
-        watch = Watch(browser)
-        page = watch.new_page()
-        page.goto(path.as_uri())
+        watch, page = open_html(browser, body, tmp_path)
         steppers = page.locator("div.dg-stepper")
         assert steppers.count() == 3
         for k in range(3):  # each starts at its last step, whatever the others did
@@ -456,15 +446,12 @@ def test_a_loop_over_many_layers_shares_step_texts_and_stays_small():
 
 @pytest.mark.browser
 def test_rolled_stepper_counts_iterations_in_the_page(lstm200, tmp_path):
-    from _chromium import Watch, chromium
+    from _chromium import chromium, open_html
     rec = lstm200["live"]
     data = page_data(html_of(rec))
     middle = next(i for i, k in enumerate(data["k"]) if k == 137)  # a step of iteration 138
-    path = page_file(tmp_path / "rolled.html", html_of(rec))
     with chromium() as browser:
-        watch = Watch(browser)
-        page = watch.new_page()
-        page.goto(path.as_uri())
+        watch, page = open_html(browser, html_of(rec), tmp_path, name="rolled.html")
         step_to(page, middle)
         info = page.locator(".dg-info").text_content()
         lit = page.locator("g.node.dg-lit").count()
@@ -597,14 +584,11 @@ def test_the_script_builds_the_controls_removes_the_hint_and_numbers_steps_acros
     """Where the script runs, the steps show once: in the stepper. It hides the plain
     list (and the line on where the picture steps, and the count of the rest), not the
     caption nor what the output holds; with JavaScript off, the page shows them all."""
-    from _chromium import VIEWPORT, Watch, chromium
+    from _chromium import VIEWPORT, chromium, open_html
     monkeypatch.setattr(_steps, "MAX_STEPS", 10)
     rec = _long_recording(50)
-    path = page_file(tmp_path / "gap.html", html_of(rec))
     with chromium() as browser:
-        watch = Watch(browser)
-        page = watch.new_page()
-        page.goto(path.as_uri())
+        watch, page = open_html(browser, html_of(rec), tmp_path, name="gap.html")
         hints = page.locator("[id^=dg-hint-]:visible").count()
         live = page.evaluate(_LIST_SHOWN_JS)
         acts = page.evaluate("() => [...document.querySelectorAll('button[data-act]')].map(b => b.dataset.act)")
@@ -615,7 +599,7 @@ def test_the_script_builds_the_controls_removes_the_hint_and_numbers_steps_acros
         watch.close()
         context = browser.new_context(viewport=VIEWPORT, java_script_enabled=False)
         still = context.new_page()
-        still.goto(path.as_uri())
+        still.goto((tmp_path / "gap.html").as_uri())
         without = still.evaluate(_LIST_SHOWN_JS)
         context.close()
     assert hints == 0
@@ -646,10 +630,11 @@ def test_a_rolled_parameter_lists_every_iteration_by_name_and_shape_on_hover():
 @pytest.mark.browser
 @pytest.mark.parametrize("touch", [False, True])
 def test_node_details_show_at_once_on_hover_and_on_a_tap(tmp_path, touch):
-    from _chromium import VIEWPORT, chromium
+    from _chromium import VIEWPORT, chromium, html_page
     rec, _ = recording()
     info = page_data(html_of(rec))["info"]
-    path = page_file(tmp_path / "tip.html", html_of(rec))
+    path = tmp_path / "tip.html"
+    path.write_text(html_page(html_of(rec)), encoding="utf-8")
     with chromium() as browser:
         context = browser.new_context(viewport=VIEWPORT, has_touch=touch)
         page = context.new_page()
@@ -816,7 +801,7 @@ def test_without_the_font_a_chinese_title_stays_in_graphviz(monkeypatch):
 @pytest.mark.browser
 def test_a_chinese_stepper_shows_its_words_and_title_in_the_page(tmp_path, chinese):
     pytest.importorskip("pylopdf_fonts_zh_cn")
-    from _chromium import Watch, chromium
+    from _chromium import chromium, open_html
     torch.manual_seed(0)
     cell = nn.RNNCell(2, 2)
     with dg.live(cell, memory=True) as rec:
@@ -824,13 +809,11 @@ def test_a_chinese_stepper_shows_its_words_and_title_in_the_page(tmp_path, chine
         for _ in range(40):
             h = cell(torch.ones(1, 2), h)
     data = page_data(html_of(rec.graph(title="循环")))
-    path = page_file(tmp_path / "zh.html", html_of(rec), html_of(rec.graph(title="循环")))
+    body = html_of(rec) + html_of(rec.graph(title="循环"))
     steps = expand_steps(page_data(html_of(rec)))
     k = next(i for i, (_, _, b, it) in enumerate(steps) if b >= 0 and it == 9)
     with chromium() as browser:
-        watch = Watch(browser)
-        page = watch.new_page()
-        page.goto(path.as_uri())
+        watch, page = open_html(browser, body, tmp_path, name="zh.html")
         step_to(page, k)
         info = page.locator(".dg-info").first.text_content()
         now = page.locator(".dg-now").first.text_content()
@@ -915,10 +898,11 @@ _LAYOUTS = {
 
 def _tall_page(tmp_path, layout: str, view) -> Path:
     """A page holding ``view``'s outputs in ``layout`` (see _LAYOUTS)."""
+    from _chromium import html_page
     if layout != "nbconvert":
         path = tmp_path / "tall.html"
-        path.write_text("<!doctype html><html><head><meta charset='utf-8'></head><body style='margin:0'>"
-                        + _LAYOUTS[layout].format(outputs=html_of(view)) + "</body></html>")
+        path.write_text(html_page(_LAYOUTS[layout].format(outputs=html_of(view)), body_style="margin:0"),
+                        encoding="utf-8")
         return path
     import subprocess
     import sys
@@ -942,15 +926,13 @@ def test_a_tall_stepper_keeps_what_it_lights_in_view(tmp_path, layout):
     at every step, going forward from the first and back from the last, every lit node
     is all in view, on load too; a drag still pans and a zoom still zooms, and a step
     whose node is in view does not move the picture."""
-    from _chromium import ARTIFACTS, Watch, chromium
+    from _chromium import ARTIFACTS, chromium, open_file
     bt = lesson07_replay()
     assert len(bt.order) == 21
     path = _tall_page(tmp_path, layout, bt)
     problems = []
     with chromium() as browser:
-        watch = Watch(browser)
-        page = watch.new_page()
-        page.goto(path.as_uri(), wait_until="load")
+        watch, page = open_file(browser, path)
         stepper = page.locator("div.dg-stepper")
         canvas = stepper.locator(".dg-canvas")
         _check_taller_than_canvas(stepper)

@@ -27,7 +27,7 @@ from PIL import Image
 
 import dynagraph as dg
 
-from _chromium import ARTIFACTS, ROOT, Watch, chromium
+from _chromium import ARTIFACTS, ROOT, Watch, chromium, html_page, open_file, open_html
 from _helpers import html_of, pictures
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -150,14 +150,6 @@ def browser():
         yield b
 
 
-def _open(browser, path: Path):
-    """A Watch and its page, at ``path`` loaded (images included)."""
-    watch = Watch(browser)
-    page = watch.new_page()
-    page.goto(path.as_uri(), wait_until="load")
-    return watch, page
-
-
 # -- An nh3 viewer ---------------------------------------------------------------------
 # nh3 is ammonia, the allowlist sanitizer GitHub-like viewers use. Such a viewer shows
 # one mime type per output, as nbconvert picks them but among the types a static
@@ -195,14 +187,14 @@ def viewer_page(nb: dict) -> str:
         outs = "".join(f'<div class="out">{viewer_output(o)}</div>' for o in cell.get("outputs", []))
         cells.append(f'<div id="cell-id={html.escape(cell["id"])}"><pre>{html.escape(_joined(cell["source"]))}'
                      f"</pre>{outs}</div>")
-    return "<!doctype html><html><head><meta charset='utf-8'></head><body>" + "".join(cells) + "</body></html>"
+    return html_page("".join(cells))
 
 
 def viewed_problems(browser, page_path: Path, path: Path, nb: dict, output: str, shot: Path) -> list[str]:
     """Open ``page_path`` (a viewer's page of notebook ``path``, whose outputs match the CSS
     selector ``output``) and return :func:`shown_problems`; the first notebook with pictures
     also leaves a screenshot of its first one at ``shot``."""
-    watch, page = _open(browser, page_path)
+    watch, page = open_file(browser, page_path)
     try:
         if path == _first_with_pictures():
             _screenshot_first_picture(page, nb, output, shot)
@@ -249,7 +241,7 @@ def test_nh3_viewer_check_fails_on_the_old_format(browser, tmp_path):
     nb = {"cells": [{"cell_type": "code", "id": "old", "source": "dg.draw(y)", "outputs": [old_format_output()]}]}
     page_path = tmp_path / "old.html"
     page_path.write_text(viewer_page(nb))
-    watch, page = _open(browser, page_path)
+    watch, page = open_file(browser, page_path)
     try:
         problems = shown_problems(page, nb, "div.out")
     finally:
@@ -309,7 +301,7 @@ def test_a_step_list_without_scripts_asks_for_nothing_it_cannot_do_and_counts_ri
                            "fresh.ipynb"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     for page_name, out_sel in (("nh3.html", "div.out"), ("fresh.html", ".jp-OutputArea-child")):
-        watch, page = _open(browser, tmp_path / page_name)
+        watch, page = open_file(browser, tmp_path / page_name)
         try:
             problems = shown_problems(page, nb, out_sel)
             text = "\n".join(page.evaluate(_TEXTS_JS, out_sel))
@@ -447,10 +439,7 @@ _BAD_STYLE = (".dg-now, .dg-steps, .dg-steps * { color: #777 !important; backgro
 
 @pytest.mark.browser
 def test_views_are_readable_on_a_dark_page_without_theme_variables(browser, tmp_path):
-    path = tmp_path / "dark.html"
-    path.write_text(f"<!doctype html><html><head><meta charset='utf-8'></head><body style='{_DARK_BODY}'>"
-                    f"{_views_for_a_dark_page()}</body></html>")
-    watch, page = _open(browser, path)
+    watch, page = open_html(browser, _views_for_a_dark_page(), tmp_path, name="dark.html", body_style=_DARK_BODY)
     try:
         assert page.locator("div.dg-stepper").count() == 2, "the scripts did not draw both steppers"
         ARTIFACTS.mkdir(exist_ok=True)
@@ -687,11 +676,10 @@ def vscode_pages(folder: Path, outputs: list, theme: str, trusted: bool = True, 
         f"<div class='cell_container' style='top:{VSCODE_BOUNDARY}px'></div></div>"
         f"<script>{script}</script></body></html>")
     editor = folder / "editor.html"
-    editor.write_text(
-        f"<!doctype html><html><head><meta charset='utf-8'></head><body style='margin:0;overflow:hidden;"
-        f"background:{variables['--vscode-editor-background']}'><iframe src='webview.html' style='position:absolute;"
-        f"left:0;top:{20 - VSCODE_BOUNDARY}px;width:100%;height:{VSCODE_NOTEBOOK + 2 * VSCODE_BOUNDARY}px;"
-        f"border:0'></iframe></body></html>")
+    editor.write_text(html_page(
+        f"<iframe src='webview.html' style='position:absolute;left:0;top:{20 - VSCODE_BOUNDARY}px;width:100%;"
+        f"height:{VSCODE_NOTEBOOK + 2 * VSCODE_BOUNDARY}px;border:0'></iframe>",
+        body_style=f"margin:0;overflow:hidden;background:{variables['--vscode-editor-background']}"))
     return editor
 
 
@@ -739,7 +727,7 @@ def test_vscode_shows_and_steps_a_tall_replay(browser, tmp_path, theme, hook):
     from test_page import lesson07_replay
 
     outputs = lesson07_replay()._outputs()
-    watch, page = _open(browser, vscode_pages(tmp_path, outputs, theme, hook=hook))
+    watch, page = open_file(browser, vscode_pages(tmp_path, outputs, theme, hook=hook))
     try:
         frame = _webview(page)
         frame.wait_for_selector("div.dg-stepper", timeout=15_000)
@@ -793,7 +781,7 @@ def test_vscode_restricted_mode_shows_the_png(browser, tmp_path):
 
     outputs = lesson07_replay()._outputs()
     png = next(o for o in outputs if "image/png" in o.data)
-    watch, page = _open(browser, vscode_pages(tmp_path, outputs, "dark", trusted=False))
+    watch, page = open_file(browser, vscode_pages(tmp_path, outputs, "dark", trusted=False))
     try:
         frame = _webview(page)
         frame.wait_for_function("() => document.images.length && [...document.images].every(i => i.complete)")
