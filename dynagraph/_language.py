@@ -33,7 +33,7 @@ from typing import Any
 
 from . import _fonts
 
-__all__ = ["LANGUAGES", "N_", "language", "set_language", "tr", "translated"]
+__all__ = ["LANGUAGES", "N_", "counted", "language", "set_language", "tr", "translated"]
 
 LANGUAGES = ("en", "zh")  # English (the default) and Simplified Chinese
 _CATALOGS = {"zh": ("dynagraph._zh", "dynagraph.exercises._zh")}  # modules holding MESSAGES dicts
@@ -112,6 +112,17 @@ def translated(text: str, /, **fields: Any) -> str:
         return text.format(**fields) if fields else text
     text = catalog(_current[0]).get(text, text)
     return _CJK_SPACE.sub("", text.format(**fields) if fields else text)
+
+
+def counted(n: int, one: str, many: str, /) -> str:
+    """A count said in words, in the current language: ``one`` (a message marked with
+    :func:`N_`) when ``n`` is 1, else ``many`` with ``{n}`` filled (thousands with commas).
+
+    Example:
+        >>> counted(1, N_("1 step"), N_("{n} steps")), counted(1200, N_("1 step"), N_("{n} steps"))
+        ('1 step', '1,200 steps')
+    """
+    return translated(one) if n == 1 else translated(many, n=f"{n:,}")
 
 
 # A space with a Chinese character on each side: a template's spaces around a field read as

@@ -2,13 +2,15 @@
 
 :class:`dynagraph.BackwardTrace` and :class:`dynagraph.ForwardTrace` are replays. Each
 says how to draw its own annotations (``_overlays``) and what its step list's heading
-says (``_caption``); this base turns them into DOT and into the notebook's outputs.
+says after its count of node runs (``_CAPTION``); this base counts the runs once, for the
+caption and the repr alike (``_runs``), and turns both into DOT and the notebook's outputs.
 """
 
 from __future__ import annotations
 
 from . import _page, _picture
 from ._dot import Overlay
+from ._language import N_, counted, translated
 from ._records import Node
 from .graph import Graph
 
@@ -21,6 +23,7 @@ class Replay(_page.View):
     nodes: list[Node]
     edges: list[tuple[int, int]]
     order: list[int]
+    _CAPTION: str  # the step list's heading, marked with N_: {runs} is where the count goes
 
     def graph(self, title: str | None = None) -> Graph:
         """The graph the pass ran over (without the pass's annotations)."""
@@ -30,9 +33,13 @@ class Replay(_page.View):
         """The pass's annotations on the picture: badges, edge norms, one step per node run."""
         raise NotImplementedError
 
+    def _runs(self) -> str:
+        """How many nodes ran, in words: "1 node run", "1,234 node runs"."""
+        return counted(len(self.order), N_("1 node run"), N_("{n} node runs"))
+
     def _caption(self) -> str:
         """The step list's heading: how many node runs, and which way the arrows point."""
-        raise NotImplementedError
+        return translated(self._CAPTION, runs=self._runs())
 
     def to_dot(self) -> str:
         """DOT of the picture: the run order on the nodes, the norms on the edges."""

@@ -219,8 +219,8 @@ MESSAGES: dict[str, str] = {
         "{module} 中的 {op} 已运行",
     ": gradient in, \u2016g\u2016 = {norms}":
         "：收到梯度，\u2016g\u2016 = {norms}",
-    "backward: {n} node runs. The arrows point the way autograd sends gradients: from the output back to the inputs":
-        "反向传播：节点共运行 {n} 次。箭头指向自动微分传递梯度的方向：从输出回到输入",
+    "backward: {runs}. The arrows point the way autograd sends gradients: from the output back to the inputs":
+        "反向传播：{runs}。箭头指向自动微分传递梯度的方向：从输出回到输入",
     # timing.py: dg.compare's verdict line
     "timing: ":
         "计时：",
@@ -231,12 +231,13 @@ MESSAGES: dict[str, str] = {
         "{op} 已运行：切向量输出",
     ", \u2016t\u2016 = {norm}":
         "，\u2016t\u2016 = {norm}",
-    "forward mode: {n} node runs. The arrows point the way tangents flow: from the inputs to the outputs":
-        "前向模式：节点共运行 {n} 次。箭头指向切向量流动的方向：从输入到输出",
-    "backward: 1 node run. The arrows point the way autograd sends gradients: from the output back to the inputs":
-        "反向传播：节点共运行 1 次。箭头指向自动微分传递梯度的方向：从输出回到输入",
-    "forward mode: 1 node run. The arrows point the way tangents flow: from the inputs to the outputs":
-        "前向模式：节点共运行 1 次。箭头指向切向量流动的方向：从输入到输出",
+    "forward mode: {runs}. The arrows point the way tangents flow: from the inputs to the outputs":
+        "前向模式：{runs}。箭头指向切向量流动的方向：从输入到输出",
+    # _replay.py: how many nodes a backward or forward pass ran, in its caption and its repr
+    "1 node run":
+        "节点共运行 1 次",
+    "{n} node runs":
+        "节点共运行 {n} 次",
     "{verdict} ({times}; {how})":
         "{verdict}（{times}；{how}）",
     "{b} is {ratio}x faster than {a}":
@@ -341,16 +342,26 @@ MESSAGES: dict[str, str] = {
         "，{block} \u00d7{n}",
     "; {summary}":
         "；{summary}",
-    "<dynagraph.Recording: {steps} steps, {nodes} nodes>":
-        "<dynagraph.Recording：{steps} 步，{nodes} 个节点>",
+    "<dynagraph.Recording: {steps}, {nodes}>":
+        "<dynagraph.Recording：{steps}，{nodes}>",
+    "1 node":
+        "1 个节点",
     "... {n} more steps (rec.steps has them all) ...":
         "\u2026\u2026还有 {n} 步（全部步骤见 rec.steps）\u2026\u2026",
-    "<dynagraph.BackwardTrace: {runs} node runs, {norms} edge norms{notes}>":
-        "<dynagraph.BackwardTrace：节点共运行 {runs} 次，{norms} 条边有范数{notes}>",
+    "<dynagraph.BackwardTrace: {runs}, {norms}{notes}>":
+        "<dynagraph.BackwardTrace：{runs}，{norms}{notes}>",
+    "1 edge norm":
+        "1 条边有范数",
+    "{n} edge norms":
+        "{n} 条边有范数",
     ", {n} without a norm (see .notes)":
         "，{n} 条没有范数（见 .notes）",
-    "<dynagraph.ForwardTrace: {runs} node runs, {tangents} edge tangents>":
-        "<dynagraph.ForwardTrace：节点共运行 {runs} 次，{tangents} 条边带切向量>",
+    "<dynagraph.ForwardTrace: {runs}, {tangents}>":
+        "<dynagraph.ForwardTrace：{runs}，{tangents}>",
+    "1 edge tangent":
+        "1 条边带切向量",
+    "{n} edge tangents":
+        "{n} 条边带切向量",
     "<dynagraph.GradHistory: {steps} steps x {n} modules>":
         "<dynagraph.GradHistory：{steps} 个训练步 \u00d7 {n} 个模块>",
     "<dynagraph.GradHistory: {steps} steps x {n} parameters>":

@@ -12,7 +12,7 @@ from torch.utils.hooks import RemovableHandle
 
 from . import _guards, _picture, _torch, ddp
 from ._dot import Overlay
-from ._language import tr
+from ._language import N_, counted, tr
 from ._records import Node
 from ._replay import Replay
 from .capture import Params, Roots, named_roots, param_names_of, walk
@@ -60,6 +60,9 @@ class BackwardTrace(Replay):
     label from the gradient norm, and a stepper that lights nodes in backward order.
     """
 
+    _CAPTION = N_("backward: {runs}. The arrows point the way autograd sends gradients: from the output back "
+                  "to the inputs")
+
     def __init__(self, nodes: list[Node], edges: list[tuple[int, int]], module_types: dict[str, str]) -> None:
         self.nodes, self.edges, self.module_types = nodes, edges, module_types
         self.order: list[int] = []
@@ -74,8 +77,9 @@ class BackwardTrace(Replay):
         ran = " -> ".join(names[i] for i in self.order[:12])
         more = f" ... (+{len(self.order) - 12})" if len(self.order) > 12 else ""
         notes = tr(", {n} without a norm (see .notes)", n=len(self.notes)) if self.notes else ""
-        head = tr("<dynagraph.BackwardTrace: {runs} node runs, {norms} edge norms{notes}>",
-                  runs=len(self.order), norms=len(self.edge_norms), notes=notes)
+        norms = counted(len(self.edge_norms), N_("1 edge norm"), N_("{n} edge norms"))
+        head = tr("<dynagraph.BackwardTrace: {runs}, {norms}{notes}>",
+                  runs=self._runs(), norms=norms, notes=notes)
         return f"{head}\n  {ran}{more}"
 
     def graph(self, title: str | None = None) -> Graph:
@@ -98,12 +102,6 @@ class BackwardTrace(Replay):
                           parallel_norms={pair: vs for pair, vs in parallel.items() if len(vs) > 1})
         return ddp.marked(self, overlay) if self.launches else overlay
 
-    def _caption(self) -> str:
-        if len(self.order) == 1:
-            return tr("backward: 1 node run. The arrows point the way autograd sends gradients: from the "
-                      "output back to the inputs")
-        return tr("backward: {n} node runs. The arrows point the way autograd sends gradients: from the "
-                  "output back to the inputs", n=f"{len(self.order):,}")
 
 
 LISTED_NORMS = 6  # gradient norms a step's text lists; more are cut to the first ones and the last

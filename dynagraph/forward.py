@@ -13,7 +13,7 @@ from torch.overrides import TorchFunctionMode
 
 from . import _patch, _torch
 from ._dot import Overlay
-from ._language import tr
+from ._language import N_, counted, tr
 from ._records import Node
 from ._replay import Replay
 from ._tags import tensors_in
@@ -45,6 +45,9 @@ class ForwardTrace(Replay):
     they ran.
     """
 
+    _CAPTION = N_("forward mode: {runs}. The arrows point the way tangents flow: from the inputs to the "
+                  "outputs")
+
     def __init__(self, nodes: list[Node], edges: list[tuple[int, int]]) -> None:
         self.nodes, self.edges = nodes, edges
         self.order: list[int] = []
@@ -55,8 +58,8 @@ class ForwardTrace(Replay):
         names = {n.id: n.label for n in self.nodes}
         ran = " -> ".join(names[i] for i in self.order[:12])
         more = f" ... (+{len(self.order) - 12})" if len(self.order) > 12 else ""
-        head = tr("<dynagraph.ForwardTrace: {runs} node runs, {tangents} edge tangents>",
-                  runs=len(self.order), tangents=len(self.edge_norms))
+        tangents = counted(len(self.edge_norms), N_("1 edge tangent"), N_("{n} edge tangents"))
+        head = tr("<dynagraph.ForwardTrace: {runs}, {tangents}>", runs=self._runs(), tangents=tangents)
         return f"{head}\n  {ran}{more}"
 
     def node(self, node_id: int) -> Node:
@@ -82,13 +85,6 @@ class ForwardTrace(Replay):
                        badges={nid: f"#{k + 1}" for k, nid in enumerate(self.order)},
                        steps=steps, mode="reveal", forward=True)
 
-    def _caption(self) -> str:
-        """The step list's heading: how many node runs, and which way the arrows point."""
-        if len(self.order) == 1:
-            return tr("forward mode: 1 node run. The arrows point the way tangents flow: from the inputs "
-                      "to the outputs")
-        return tr("forward mode: {n} node runs. The arrows point the way tangents flow: from the inputs "
-                  "to the outputs", n=f"{len(self.order):,}")
 
 def _ran(node: Node, norm: float | None) -> str:
     """A step's text: what ran, and the norm of the tangent it made."""

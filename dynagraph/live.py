@@ -15,7 +15,7 @@ from torch import nn
 
 from . import _guards, _page, _patch, _picture, _signals, _source, _steps, _tags, _torch, memory, render
 from ._dot import Overlay, StepText
-from ._language import tr
+from ._language import N_, counted, tr
 from ._recorder import Recorder, Step, cut, inside
 from ._records import Node, upstream
 from .capture import param_names_of
@@ -104,8 +104,8 @@ class Recording(_page.View):
         return self._edges
 
     def __repr__(self) -> str:
-        lines = [tr("<dynagraph.Recording: {steps} steps, {nodes} nodes>",
-                    steps=len(self.steps), nodes=len(self.nodes))]
+        lines = [tr("<dynagraph.Recording: {steps}, {nodes}>", steps=self._counted_steps(),
+                    nodes=counted(len(self.nodes), N_("1 node"), N_("{n} nodes")))]
         shown = self.steps if len(self.steps) <= REPR_STEPS else self.steps[:REPR_STEPS - 5]
         names = _names(self.nodes, [*shown, *self.steps[-5:]])
         lines += [f"{s.index + 1:>3} {s.text(names, self.module_types)}" for s in shown]  # steps count from 1
@@ -217,9 +217,13 @@ class Recording(_page.View):
         return Overlay(steps=steps, info=info, mode="reveal", totals=totals,
                        faint=self.unused()[1] if faint is None else faint)
 
+    def _counted_steps(self) -> str:
+        """How many steps, in words: "1 step", "1,234 steps"."""
+        return counted(len(self.steps), N_("1 step"), N_("{n} steps"))
+
     def _caption(self, last: Step | None, unused: set[int]) -> str:
         """The step list's heading: how many steps, and what is drawn faint."""
-        caption = tr("1 step") if len(self.steps) == 1 else tr("{n} steps", n=f"{len(self.steps):,}")
+        caption = self._counted_steps()
         if unused and last is not None:
             caption += tr("; {n} nodes drawn faint do not feed the result of step {step} ({op}): "
                           "rec.feeding(tensor) draws only what feeds a tensor",

@@ -612,3 +612,12 @@ def test_a_one_node_trace_says_1_node_run():
     assert len(one.order) == 1 and len(many.order) > 1
     assert one._caption().startswith("backward: 1 node run. The arrows")
     assert many._caption().startswith(f"backward: {len(many.order)} node runs. The arrows")
+    assert repr(one).startswith("<dynagraph.BackwardTrace: 1 node run, ")  # the repr counts as the caption
+    assert repr(many).startswith(f"<dynagraph.BackwardTrace: {len(many.order)} node runs, ")
+    dg.set_language("zh")
+    try:
+        said = one._caption(), repr(one), many._caption()
+    finally:
+        dg.set_language("en")
+    assert said[0].startswith("反向传播：节点共运行 1 次。") and said[1].startswith("<dynagraph.BackwardTrace：节点共运行 1 次，")
+    assert said[2].startswith(f"反向传播：节点共运行 {len(many.order)} 次。")

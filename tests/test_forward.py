@@ -147,3 +147,11 @@ def test_a_one_node_trace_says_1_node_run():
     assert len(one.order) == 1 and len(many.order) > 1
     assert one._caption().startswith("forward mode: 1 node run. The arrows")
     assert many._caption().startswith(f"forward mode: {len(many.order)} node runs. The arrows")
+    assert repr(one).startswith("<dynagraph.ForwardTrace: 1 node run, ")  # the repr counts as the caption
+    assert repr(many).startswith(f"<dynagraph.ForwardTrace: {len(many.order)} node runs, ")
+    dg.set_language("zh")
+    try:
+        said = one._caption(), repr(one)
+    finally:
+        dg.set_language("en")
+    assert said[0].startswith("前向模式：节点共运行 1 次。") and said[1].startswith("<dynagraph.ForwardTrace：节点共运行 1 次，")

@@ -294,6 +294,25 @@ def test_repr_is_a_table_of_steps():
         f"add  [test_live.py:{line}] 2 * x + 1\n  (1,) -> (1,)  + AddBackward0"]
 
 
+def test_repr_counts_one_step_and_one_node_in_the_singular(chinese):
+    x = torch.ones(2, requires_grad=True)
+    y = x.exp()  # made before the block: the block's one op adds one node, SinBackward0
+    with dg.live() as rec:
+        y.sin()
+    with dg.live() as two:
+        y.sin()
+        y.cos()
+    own = dg.Recording(rec.steps, [n for n in rec.nodes if n.id in rec.steps[0].nodes], [])  # that node alone
+    assert (len(own.steps), len(own.nodes), len(rec.nodes), len(two.steps), len(two.nodes)) == (1, 1, 2, 2, 3)
+    zh = [repr(r).splitlines()[0] for r in (own, rec, two)]
+    dg.set_language("en")
+    en = [repr(r).splitlines()[0] for r in (own, rec, two)]
+    assert en == ["<dynagraph.Recording: 1 step, 1 node>", "<dynagraph.Recording: 1 step, 2 nodes>",
+                  "<dynagraph.Recording: 2 steps, 3 nodes>"]
+    assert zh == ["<dynagraph.Recording：1 步，1 个节点>", "<dynagraph.Recording：1 步，2 个节点>",
+                  "<dynagraph.Recording：2 步，3 个节点>"]
+
+
 def test_empty_recording_displays_as_text_only():
     with dg.live() as rec:
         pass
