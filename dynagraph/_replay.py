@@ -2,8 +2,9 @@
 
 :class:`dynagraph.BackwardTrace` and :class:`dynagraph.ForwardTrace` are replays. Each
 says how to draw its own annotations (``_overlays``) and what its step list's heading
-says after its count of node runs (``_CAPTION``); this base counts the runs once, for the
-caption and the repr alike (``_runs``), and turns both into DOT and the notebook's outputs.
+says after its count of node runs (``_CAPTION``), and what its repr adds to that count
+(``_REPR``, ``_repr_fields``); this base counts the runs once (``_runs``), for the caption
+and the repr alike, and turns the trace into DOT and into the notebook's outputs.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from .graph import Graph
 
 __all__ = ["Replay"]
 
+SHOWN_RUNS = 12  # node runs the repr's second line names
+
 
 class Replay(_page.View):
     """A pass that ran over ``nodes`` and ``edges``, node ids in ``order`` as they ran."""
@@ -24,6 +27,21 @@ class Replay(_page.View):
     edges: list[tuple[int, int]]
     order: list[int]
     _CAPTION: str  # the step list's heading, marked with N_: {runs} is where the count goes
+    _REPR: str  # the repr's first line, marked with N_: {runs} and the fields of _repr_fields
+
+    def __repr__(self) -> str:
+        names = {n.id: self._run_name(n) for n in self.nodes}
+        ran = " -> ".join(names[i] for i in self.order[:SHOWN_RUNS])
+        more = f" ... (+{len(self.order) - SHOWN_RUNS})" if len(self.order) > SHOWN_RUNS else ""
+        return f"{translated(self._REPR, runs=self._runs(), **self._repr_fields())}\n  {ran}{more}"
+
+    def _repr_fields(self) -> dict[str, str]:
+        """The repr's first line beyond the count of runs: its fields in ``_REPR``."""
+        raise NotImplementedError
+
+    def _run_name(self, node: Node) -> str:
+        """What the repr calls ``node`` in the order it ran."""
+        raise NotImplementedError
 
     def graph(self, title: str | None = None) -> Graph:
         """The graph the pass ran over (without the pass's annotations)."""

@@ -62,6 +62,7 @@ class BackwardTrace(Replay):
 
     _CAPTION = N_("backward: {runs}. The arrows point the way autograd sends gradients: from the output back "
                   "to the inputs")
+    _REPR = N_("<dynagraph.BackwardTrace: {runs}, {norms}{notes}>")
 
     def __init__(self, nodes: list[Node], edges: list[tuple[int, int]], module_types: dict[str, str]) -> None:
         self.nodes, self.edges, self.module_types = nodes, edges, module_types
@@ -72,15 +73,13 @@ class BackwardTrace(Replay):
         self.launches: list[ddp.Launch] = []
         self.overview: bool | None = None  # modules as boxes: see dynagraph.draw
 
-    def __repr__(self) -> str:
-        names = {n.id: n.name for n in self.nodes}
-        ran = " -> ".join(names[i] for i in self.order[:12])
-        more = f" ... (+{len(self.order) - 12})" if len(self.order) > 12 else ""
+    def _repr_fields(self) -> dict[str, str]:
         notes = tr(", {n} without a norm (see .notes)", n=len(self.notes)) if self.notes else ""
         norms = counted(len(self.edge_norms), N_("1 edge norm"), N_("{n} edge norms"))
-        head = tr("<dynagraph.BackwardTrace: {runs}, {norms}{notes}>",
-                  runs=self._runs(), norms=norms, notes=notes)
-        return f"{head}\n  {ran}{more}"
+        return {"norms": norms, "notes": notes}
+
+    def _run_name(self, node: Node) -> str:
+        return node.name
 
     def graph(self, title: str | None = None) -> Graph:
         """The captured graph (without the backward annotations)."""

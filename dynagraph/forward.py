@@ -47,6 +47,7 @@ class ForwardTrace(Replay):
 
     _CAPTION = N_("forward mode: {runs}. The arrows point the way tangents flow: from the inputs to the "
                   "outputs")
+    _REPR = N_("<dynagraph.ForwardTrace: {runs}, {tangents}>")
 
     def __init__(self, nodes: list[Node], edges: list[tuple[int, int]]) -> None:
         self.nodes, self.edges = nodes, edges
@@ -54,13 +55,11 @@ class ForwardTrace(Replay):
         self.edge_norms: dict[Edge, float] = {}
         self.tangent_norms: dict[int, float] = {}
 
-    def __repr__(self) -> str:
-        names = {n.id: n.label for n in self.nodes}
-        ran = " -> ".join(names[i] for i in self.order[:12])
-        more = f" ... (+{len(self.order) - 12})" if len(self.order) > 12 else ""
-        tangents = counted(len(self.edge_norms), N_("1 edge tangent"), N_("{n} edge tangents"))
-        head = tr("<dynagraph.ForwardTrace: {runs}, {tangents}>", runs=self._runs(), tangents=tangents)
-        return f"{head}\n  {ran}{more}"
+    def _repr_fields(self) -> dict[str, str]:
+        return {"tangents": counted(len(self.edge_norms), N_("1 edge tangent"), N_("{n} edge tangents"))}
+
+    def _run_name(self, node: Node) -> str:
+        return node.label
 
     def node(self, node_id: int) -> Node:
         """The record with id ``node_id``."""
