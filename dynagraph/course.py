@@ -17,7 +17,7 @@ if sys.version_info >= (3, 11):
 else:
     from importlib.abc import Traversable
 
-__all__ = ["StudyTime", "course_files", "place", "study_time"]
+__all__ = ["StudyTime", "course_files", "place", "prose_words", "study_time"]
 
 # What a course folder holds; setup.py copies the same files into the wheel. The
 # Chinese edition's notebooks and run times go in its subfolder (zh/), as in a clone.
@@ -228,16 +228,30 @@ def exercise_minutes(solution_lines: int) -> int:
     return 5 if solution_lines <= 5 else 10 if solution_lines <= 15 else 20
 
 
+def prose_words(cells: list[dict]) -> tuple[int, int]:
+    """What a learner reads in a notebook's ``cells``: ``(words, hanzi)``, the words of
+    its markdown cells (the folded exercise solutions, which are code, aside) and apart
+    from them the Chinese characters, since no spaces part Chinese words.
+
+    Example:
+        >>> prose_words([{"cell_type": "markdown", "source": ["Read ", "三个字 twice"]},
+        ...              {"cell_type": "code", "source": "x = 1"}])
+        (2, 3)
+    """
+    text = " ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown"
+                    and "exercise-solution" not in c.get("metadata", {}).get("tags", []))
+    return len(_HANZI.sub(" ", text).split()), len(_HANZI.findall(text))
+
+
 def study_time(path: str | Path) -> StudyTime:
-    """How long the notebook at ``path`` takes: its prose read at 150 words (or 300 Chinese
-    characters) a minute, twice that to run it and look at each output, and each exercise
-    by :func:`exercise_minutes` of its solution's lines (comments and blank lines aside).
+    """How long the notebook at ``path`` takes: its prose (:func:`prose_words`) read at 150
+    words (or 300 Chinese characters) a minute, twice that to run it and look at each output,
+    and each exercise by :func:`exercise_minutes` of its solution's lines (comments and blank
+    lines aside).
     An exercise whose stub cell has the tag ``exercise-optional`` counts apart."""
     cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
     tags = [c.get("metadata", {}).get("tags", []) for c in cells]
-    text = " ".join("".join(c["source"]) for c, t in zip(cells, tags)
-                    if c["cell_type"] == "markdown" and "exercise-solution" not in t)
-    words, hanzi = len(_HANZI.sub(" ", text).split()), len(_HANZI.findall(text))
+    words, hanzi = prose_words(cells)
     reading = words / WORDS_PER_MINUTE + hanzi / HANZI_PER_MINUTE
     core = optional = 0.0
     stub_optional = False

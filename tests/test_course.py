@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from dynagraph import course
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 LESSONS = sorted(p for p in NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb") if not p.name.startswith("00_"))
@@ -37,9 +39,10 @@ def _source(cell: dict) -> str:
 
 
 def prose_words(cells: list[dict]) -> int:
-    """Words a learner reads: markdown cells, less the hidden exercise solutions (code)."""
-    return sum(len(_source(c).split()) for c in cells
-               if c["cell_type"] == "markdown" and "exercise-solution" not in c.get("metadata", {}).get("tags", []))
+    """Words a learner reads, as dynagraph.course counts them for study_time: markdown
+    cells, less the hidden exercise solutions (code); a Chinese character counts as a word."""
+    words, hanzi = course.prose_words(cells)
+    return words + hanzi
 
 
 # -- Round-off in stored outputs -------------------------------------------------------
@@ -144,6 +147,7 @@ def test_prose_words_count_markdown_but_not_hidden_solutions():
              {"cell_type": "markdown", "source": ["four ", "five"], "metadata": {"tags": ["exercise-solution"]}},
              {"cell_type": "code", "source": "x = 1 + 2", "metadata": {}}]
     assert prose_words(cells) == 3
+    assert prose_words([{"cell_type": "markdown", "source": "two 汉字 words", "metadata": {}}]) == 4
 
 
 def test_compared_text_skips_cells_nbval_ignores():
