@@ -621,6 +621,9 @@ def test_real_ctrl_c_at_random_moments_of_deep_graphs_and_their_release():
 
     def small_stack():
         resource.setrlimit(resource.RLIMIT_STACK, (512 << 10, 512 << 10))
+        # A child started with SIGINT ignored keeps it ignored (Python installs its handler
+        # only over the default): every Ctrl-C was "lost" when a test before left SIG_IGN.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
     procs = [subprocess.Popen([sys.executable, "-c", CTRL_C.format(runs=110, steps=3_000, seed=seed)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
