@@ -22,7 +22,7 @@ from torch import nn
 from . import _guards, _patch, _signals, _source, _tags, _torch
 from ._language import N_, tr, translated
 from ._measure import measure_into
-from ._records import Node, owner
+from ._records import Node, owner, upstream
 from ._tags import tensors_in
 from ._walk import reach
 from .capture import record
@@ -321,20 +321,31 @@ class Recorder:
 
     def _hold(self, held: list[_torch.GradFn]) -> None:
         """Give a deep graph to :func:`_torch.hold_deep_graph`, rooted at the newest
-        steps' outputs that are still alive and that no op of the block consumed
-        (``held[i]`` is the node of record ``i``). A consumed output may be alive only
-        because its consumer saved it for backward: rooted there, a recording with no
-        backward (a forward, an evaluation) held its graph for good."""
-        roots = []
-        consumed = {src for src, _ in self.edges}
+        steps' outputs that are still alive and that no other of them is computed from
+        (``held[i]`` is the node of record ``i``). An output that a live one is computed
+        from may be alive only because its consumer saved it for backward: rooted there, a
+        recording with no backward (a forward, an evaluation) held its graph for good. An
+        output whose consumers all died (a loss printed and dropped, or a result an
+        interrupt cut off before its assignment) is a root: its graph is freed when it dies.
+        Nodes no root reaches (a graph kept alive by an older tensor) are held until
+        nothing else owns them (:func:`_torch.keep_wrappers`), never left to torch's
+        recursive free."""
+        alive: dict[int, torch.Tensor] = {}  # record id -> a live output of the newest steps
         for refs in self._roots:
             for ref in refs:
                 t = ref()
                 nid = None if t is None or t.grad_fn is None else _torch.metadata(t.grad_fn).get(self.key)
-                if nid is not None and nid not in consumed:
-                    roots.append((t, nid))
+                if nid is not None:
+                    alive.setdefault(nid, t)
+        producers: dict[int, list[int]] = {}
+        for src, dst in self.edges:
+            producers.setdefault(dst, []).append(src)
+        below = upstream([p for nid in alive for p in producers.get(nid, ())], producers.get)
+        roots = [(t, nid) for nid, t in alive.items() if nid not in below]
         if roots:
             _torch.hold_deep_graph(roots, held, self.edges)
+        reached = upstream([nid for _, nid in roots], producers.get)
+        _torch.keep_wrappers([fn for nid, fn in enumerate(held) if nid not in reached])
 
     def drop(self) -> None:
         """Let go of everything torch made, and of the block's names and modules (after

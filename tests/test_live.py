@@ -865,6 +865,34 @@ def test_deep_forward_only_recordings_are_freed_when_dropped():
     assert _torch.deep._holds == {} and _torch.deep._pending == [] and _torch.deep._owned == []
 
 
+@pytest.mark.parametrize("after", ["a dropped result", "70 unrelated steps"])
+def test_a_deep_recording_is_held_whatever_its_newest_steps_left_alive(after):
+    """The hold was rooted only at the newest outputs that no op consumed. When the last
+    op's result was dropped (a loss printed, or a result an interrupt cut off before its
+    assignment), or the newest 64 steps made other graphs, nothing held the deep chain: it
+    was left to torch's recursive free, which kills the process when the chain is deep
+    (tests/test_torch_internals.py shows the crash with 45,000 nodes)."""
+    x, w = torch.ones(1, requires_grad=True), torch.ones(1, requires_grad=True)
+    y = x
+    holds, owned = len(_torch.deep._holds), len(_torch.deep._owned)
+    with dg.live() as rec:
+        for _ in range(_torch.SAFE_DEPTH + 10):
+            y = y * w
+        if after == "a dropped result":
+            (y * 2).sum()  # consumes y; dies at once
+        else:
+            for _ in range(70):
+                torch.ones(1, requires_grad=True) * 2
+    saved = weakref.ref(y.grad_fn._saved_self)  # kept alive by the graph only
+    if after == "a dropped result":
+        assert len(_torch.deep._holds) == holds + 1  # rooted at y
+    else:
+        assert len(_torch.deep._owned) == owned + 1  # held until nothing owns it
+    del y, rec
+    gc.collect()
+    assert saved() is None and _torch.deep._pending == [] and _torch.deep._owned == []
+
+
 def test_a_long_source_line_is_cut_in_step_texts_saying_how_long_it_is(tmp_path, monkeypatch):
     """A model called on a pasted 5,000-number literal: each step's text carried the 38 KB
     line, and the recording's outputs were 244-528 KB."""
