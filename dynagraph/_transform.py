@@ -213,13 +213,9 @@ def merge_chains(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappin
         for part in _parts(chain, longest):
             if len(part) < 2:
                 continue
-            last = by_id[part[-1]]
-            names = [by_id[i].label.removesuffix(SHORT) if any_op else by_id[i].name.removesuffix(SHORT)
-                     for i in part]
-            label = _wrapped(names) if any_op else " \u2192 ".join(names)
-            merged[last.id] = replace(last, label=label, count=sum(by_id[i].count for i in part))
+            merged[part[-1]] = _merged_node([by_id[i] for i in part], any_op)
             for i in part[:-1]:
-                mapping[i] = last.id
+                mapping[i] = part[-1]
     if any_op:  # a long chain of shape ops merged before, and not merged further: narrow it too
         merged.update({n.id: replace(n, label=_wrapped([n.label])) for n in nodes if n.id not in merged
                        and n.id not in mapping and n.kind == "op" and len(n.label) > 2 * LINE})
@@ -232,6 +228,14 @@ def merge_chains(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappin
 _LEAVES = ("parameter", "input")
 LONGEST = 4  # any_op: ops drawn as one node, at most (a CNN's conv, norm and activation: 3)
 LINE = 24  # any_op: characters per line of a merged node's label, about
+
+
+def _merged_node(part: list[Node], any_op: bool) -> Node:
+    """The node that draws the ops of ``part`` (a chain, in order) as one: the last op's,
+    its label listing their names and its ``count`` theirs."""
+    names = [n.label.removesuffix(SHORT) if any_op else n.name.removesuffix(SHORT) for n in part]
+    label = _wrapped(names) if any_op else " \u2192 ".join(names)
+    return replace(part[-1], label=label, count=sum(n.count for n in part))
 
 
 def _parts(chain: list[int], longest: int) -> list[list[int]]:
