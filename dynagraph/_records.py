@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import overload
 
 from ._language import N_, translated
 
-__all__ = ["KINDS", "Node", "chains", "kind_word", "longest_chain", "owner", "shape_text", "upstream"]
+__all__ = ["KINDS", "Node", "chains", "dtype_text", "kind_word", "longest_chain", "owner", "shape_text",
+           "upstream"]
 
 # What a node stands for; the renderer's legend is keyed on these.
 KINDS = ("op", "custom", "parameter", "input", "output", "module", "fold")
@@ -48,11 +50,27 @@ def upstream(starts: Iterable[int], producers: Callable[[int], Iterable[int] | N
     return found
 
 
-def shape_text(shape: tuple[int | str, ...]) -> str:
+def shape_text(shape: tuple[int | str, ...] | None) -> str:
     """``"(3, 16)"``, ``"(48,)"``, ``"(1–3, 16)"`` (a rolled block's batch range): as
-    Python writes a tuple, with no quotes round a text entry."""
+    Python writes a tuple, with no quotes round a text entry; ``"nested"`` for ``None``
+    (a nested tensor has no one shape)."""
+    if shape is None:
+        return "nested"
     inner = ", ".join(map(str, shape))
     return f"({inner},)" if len(shape) == 1 else f"({inner})"
+
+
+@cache  # few distinct dtypes and devices, asked for per node
+def dtype_text(dtype: object) -> str:
+    """A tensor's dtype or device as the pictures write it: ``float32`` for
+    ``torch.float32``, ``cuda:0`` for ``torch.device("cuda:0")``.
+
+    Example:
+        >>> import torch
+        >>> dtype_text(torch.bfloat16), dtype_text(torch.device("cuda", 0))
+        ('bfloat16', 'cuda:0')
+    """
+    return str(dtype).removeprefix("torch.")
 
 
 def owner(name: str) -> str | None:

@@ -6,13 +6,13 @@ import inspect
 
 import pytest
 
-from dynagraph import _dot, _measure, _roll, course, memory
+from dynagraph import _dot, _records, _roll, course, memory
 from dynagraph._roll import names
 
 # Every function of _roll.names (pure functions of strings) shows what it makes in an example.
 NAMES = [f for f in vars(names).values() if inspect.isfunction(f) and f.__module__ == names.__name__]
 EXAMPLES = [*NAMES, _roll._inherited, _dot._edge_norms, _dot._edge_label,
-            course.exercise_minutes, course.placed_name, course.placed_links, memory.mixed, _measure.dtype_name]
+            course.exercise_minutes, course.placed_name, course.placed_links, memory.mixed, _records.dtype_text]
 
 
 @pytest.mark.parametrize("function", EXAMPLES, ids=lambda f: f"{f.__module__}.{f.__name__}")
