@@ -9,8 +9,8 @@ from typing import overload
 
 from ._language import N_, translated
 
-__all__ = ["KINDS", "Node", "chains", "dtype_text", "kind_word", "longest_chain", "owner", "shape_text",
-           "upstream"]
+__all__ = ["KINDS", "Node", "chains", "consumers_of", "dtype_text", "kind_word", "longest_chain", "owner",
+           "producers_of", "shape_text", "upstream"]
 
 # What a node stands for; the renderer's legend is keyed on these.
 KINDS = ("op", "custom", "parameter", "input", "output", "module", "fold")
@@ -48,6 +48,34 @@ def upstream(starts: Iterable[int], producers: Callable[[int], Iterable[int] | N
                 found.add(p)
                 todo.append(p)
     return found
+
+
+def producers_of(edges: Iterable[tuple[int, int]]) -> dict[int, list[int]]:
+    """Each node -> the nodes it reads, from ``edges`` (producer -> consumer), in edge
+    order; a node that reads none is not a key.
+
+    Example:
+        >>> producers_of([(0, 2), (1, 2), (2, 3)])
+        {2: [0, 1], 3: [2]}
+    """
+    producers: dict[int, list[int]] = {}
+    for src, dst in edges:
+        producers.setdefault(dst, []).append(src)
+    return producers
+
+
+def consumers_of(edges: Iterable[tuple[int, int]]) -> dict[int, list[int]]:
+    """Each node -> the nodes that read it, from ``edges`` (producer -> consumer), in edge
+    order; a node that none reads is not a key.
+
+    Example:
+        >>> consumers_of([(0, 2), (1, 2), (0, 3)])
+        {0: [2, 3], 1: [2]}
+    """
+    consumers: dict[int, list[int]] = {}
+    for src, dst in edges:
+        consumers.setdefault(src, []).append(dst)
+    return consumers
 
 
 def shape_text(shape: tuple[int | str, ...] | None) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from ._dot import meta_line
-from ._records import Node, owner
+from ._records import Node, consumers_of, owner, producers_of
 
 
 def remap(edges: list[tuple[int, int]], mapping: Mapping[int, int]) -> list[tuple[int, int]]:
@@ -93,11 +93,7 @@ def fold(nodes: list[Node], edges: list[tuple[int, int]],
     if max_nodes is None or len(nodes) <= max_nodes:
         return nodes, edges, {}
     ops = sorted((n for n in nodes if n.seq is not None), key=lambda n: n.seq or 0)
-    consumers: dict[int, set[int]] = {}
-    producers: dict[int, set[int]] = {}
-    for src, dst in edges:
-        consumers.setdefault(src, set()).add(dst)
-        producers.setdefault(dst, set()).add(src)
+    consumers, producers = consumers_of(edges), producers_of(edges)
     budget = max_nodes - 1  # ops kept; leaves and outputs ride along, so shrink to fit
     while True:
         hidden = _hidden(nodes, ops, consumers, producers, budget)
@@ -121,15 +117,15 @@ def fold(nodes: list[Node], edges: list[tuple[int, int]],
     return kept + [fold_node], remap(edges, mapping), mapping
 
 
-def _hidden(nodes: list[Node], ops: Sequence[Node], consumers: dict[int, set[int]],
-            producers: dict[int, set[int]], budget: int) -> set[int]:
+def _hidden(nodes: list[Node], ops: Sequence[Node], consumers: dict[int, list[int]],
+            producers: dict[int, list[int]], budget: int) -> set[int]:
     """Ids hidden when the first and last ``budget / 2`` ops are kept."""
     hidden = {n.id for n in ops[budget // 2: len(ops) - (budget - budget // 2)]}
     for n in nodes:  # a leaf whose every consumer is hidden is hidden too
-        if n.seq is None and n.kind in ("parameter", "input") and consumers.get(n.id, set()) <= hidden:
+        if n.seq is None and n.kind in ("parameter", "input") and hidden.issuperset(consumers.get(n.id, ())):
             hidden.add(n.id)
     for n in nodes:  # and an output whose every producer is hidden
-        if n.kind == "output" and n.id in producers and producers[n.id] <= hidden:
+        if n.kind == "output" and n.id in producers and hidden.issuperset(producers[n.id]):
             hidden.add(n.id)
     return hidden
 
@@ -180,12 +176,9 @@ def merge_chains(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappin
     op's id (ids not in it are unchanged).
     """
     by_id = {n.id: n for n in nodes}
-    outs: dict[int, list[int]] = {}
-    ins: dict[int, list[int]] = {}
-    for src, dst in edges:
-        outs.setdefault(src, []).append(dst)
-        if not (any_op and by_id[src].kind in _LEAVES):  # any_op: a leaf input does not end a chain
-            ins.setdefault(dst, []).append(src)
+    outs = consumers_of(edges)
+    # any_op: a leaf input does not end a chain
+    ins = producers_of(e for e in edges if not (any_op and by_id[e[0]].kind in _LEAVES))
 
     def mergeable(i: int) -> bool:
         n = by_id[i]
@@ -281,10 +274,7 @@ def group_leaves(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappin
     first leaf's id (ids not in it are unchanged).
     """
     by_id = {n.id: n for n in nodes}
-    readers: dict[int, set[int]] = {}
-    for src, dst in edges:
-        if by_id[src].kind in _LEAVES:
-            readers.setdefault(src, set()).add(dst)
+    readers = {src: set(dsts) for src, dsts in consumers_of(edges).items() if by_id[src].kind in _LEAVES}
     groups: dict[tuple[int, str, object], list[Node]] = {}
     for leaf, ops in readers.items():
         if len(ops) == 1:
@@ -327,11 +317,7 @@ def merge_parallel(nodes: list[Node], edges: list[tuple[int, int]], frames: Mapp
 
     Returns ``(nodes, edges, mapping)``: ``mapping`` sends each merged id to the first op's id.
     """
-    ins: dict[int, set[int]] = {}
-    outs: dict[int, set[int]] = {}
-    for src, dst in edges:
-        ins.setdefault(dst, set()).add(src)
-        outs.setdefault(src, set()).add(dst)
+    ins, outs = producers_of(edges), consumers_of(edges)
     groups: dict[tuple, list[Node]] = {}
     for n in nodes:
         if n.kind == "op" and n.id in ins and n.id in outs and n.id not in keep:
@@ -363,11 +349,7 @@ def lift_leaf_ops(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappi
     ``mapping`` sends each lifted op's id to its leaf's id.
     """
     by_id = {n.id: n for n in nodes}
-    ins: dict[int, list[int]] = {}
-    outs: dict[int, list[int]] = {}
-    for src, dst in edges:
-        ins.setdefault(dst, []).append(src)
-        outs.setdefault(src, []).append(dst)
+    ins, outs = producers_of(edges), consumers_of(edges)
     mapping: dict[int, int] = {}
     lifted: dict[int, Node] = {}
     for n in nodes:

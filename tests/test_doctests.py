@@ -12,7 +12,8 @@ from dynagraph._roll import names
 # Every function of _roll.names (pure functions of strings) shows what it makes in an example.
 NAMES = [f for f in vars(names).values() if inspect.isfunction(f) and f.__module__ == names.__name__]
 EXAMPLES = [*NAMES, _roll._inherited, _dot._edge_norms, _dot._edge_label,
-            course.exercise_minutes, course.placed_name, course.placed_links, memory.mixed, _records.dtype_text]
+            course.exercise_minutes, course.placed_name, course.placed_links, memory.mixed, _records.dtype_text,
+            _records.producers_of, _records.consumers_of]
 
 
 @pytest.mark.parametrize("function", EXAMPLES, ids=lambda f: f"{f.__module__}.{f.__name__}")

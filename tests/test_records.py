@@ -3,7 +3,15 @@
 import pytest
 import torch
 
-from dynagraph._records import dtype_text, longest_chain, owner, shape_text, upstream
+from dynagraph._records import (
+    consumers_of,
+    dtype_text,
+    longest_chain,
+    owner,
+    producers_of,
+    shape_text,
+    upstream,
+)
 
 
 def test_upstream_follows_producers_once_each():
@@ -44,3 +52,14 @@ def test_dtype_text_is_torch_s_name_without_its_prefix(value):
     text = dtype_text(value)
     assert not text.startswith("torch.")
     assert getattr(torch, text) is value if isinstance(value, torch.dtype) else torch.device(text) == value
+
+
+def test_producers_and_consumers_of_keep_every_edge_in_edge_order():
+    edges = [(0, 3), (1, 3), (0, 2), (2, 3), (0, 3), (3, 4)]  # (0, 3) twice: an op that reads x twice
+    producers, consumers = producers_of(edges), consumers_of(edges)
+    assert [(src, dst) for dst in producers for src in producers[dst]] == sorted(edges, key=lambda e: (
+        list(producers).index(e[1])))  # grouped by consumer, each group in edge order
+    assert [(src, dst) for src in consumers for dst in consumers[src]] == sorted(edges, key=lambda e: (
+        list(consumers).index(e[0])))
+    assert set(producers) == {dst for _, dst in edges} and set(consumers) == {src for src, _ in edges}
+    assert list(producers) == list(dict.fromkeys(dst for _, dst in edges))  # keys in first-seen order
