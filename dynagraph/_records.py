@@ -72,10 +72,7 @@ def consumers_of(edges: Iterable[tuple[int, int]]) -> dict[int, list[int]]:
         >>> consumers_of([(0, 2), (1, 2), (0, 3)])
         {0: [2, 3], 1: [2]}
     """
-    consumers: dict[int, list[int]] = {}
-    for src, dst in edges:
-        consumers.setdefault(src, []).append(dst)
-    return consumers
+    return producers_of((dst, src) for src, dst in edges)  # the edges turned round
 
 
 def shape_text(shape: tuple[int | str, ...] | None) -> str:
