@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._language import N_, tr, translated
-from ._records import shape_text, upstream
+from ._records import consumers_of, producers_of, shape_text, upstream
 
 if TYPE_CHECKING:
     from ._records import Node
@@ -235,11 +235,7 @@ def _stacked(blocks: Sequence[Block], edges: Sequence[tuple[int, int]],
     """
     if len(blocks) < 2:
         return []
-    consumers: dict[int, list[int]] = {}
-    producers: dict[int, list[int]] = {}
-    for src, dst in edges:
-        consumers.setdefault(src, []).append(dst)
-        producers.setdefault(dst, []).append(src)
+    consumers, producers = consumers_of(edges), producers_of(edges)
 
     def after(starts: Iterable[int]) -> set[int]:  # the starts and all they lead to
         return upstream(starts, consumers.get) or set()  # (no bound: never None)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import torch
 
 from . import _torch
-from ._records import Node
+from ._records import Node, dtype_text
 from .memory import FREED_TEXT, RECOMPUTED, UNREAD, SavedMemory, SavedTensor, StorageKey
 
-__all__ = ["dtype_name", "leaf_storages", "measure", "measure_into", "storages_of"]
+__all__ = ["leaf_storages", "measure", "measure_into", "storages_of"]
 
 WRAPPERS = frozenset({"CopySlices"})  # node classes that hold another node (torch's functions/tensor.h)
 # What a tensor of each sparse layout holds, as the methods that return each part.
@@ -80,7 +80,7 @@ def _one(fn: object, name: str, raw: object) -> list[SavedTensor]:
     if not tensors:
         return [SavedTensor(name, None, 0, False, f"packed: {type(packed).__name__}")]
     return [e for t in tensors
-            for e in _entries(name, t, False, f"packed: {str(t.dtype).removeprefix('torch.')} {t.device}")]
+            for e in _entries(name, t, False, f"packed: {dtype_text(t.dtype)} {dtype_text(t.device)}")]
 
 
 def _entries(name: str, tensor: torch.Tensor, leaf: bool, note: str = "") -> list[SavedTensor]:
@@ -109,17 +109,7 @@ def _parts(tensor: torch.Tensor, depth: int = 0) -> list[tuple[StorageKey, int, 
     if flatten is not None and depth < 8:  # a wrapper subclass: what it wraps
         inner = [getattr(tensor, name, None) for name in flatten()[0]]
         return [s for t in inner if isinstance(t, torch.Tensor) for s in _parts(t, depth + 1)]
-    return [(*_torch.storage_of(tensor), dtype_name(tensor.dtype))]
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    """``bfloat16`` for ``torch.bfloat16``: a dtype as the pictures write it.
-
-    Example:
-        >>> dtype_name(torch.float16)
-        'float16'
-    """
-    return str(dtype).removeprefix("torch.")
+    return [(*_torch.storage_of(tensor), dtype_text(tensor.dtype))]
 
 
 def _is_leaf(fn: object, name: str, tensor: torch.Tensor) -> bool:

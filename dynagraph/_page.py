@@ -37,7 +37,7 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -105,55 +105,74 @@ def outputs(graph: Graph, text: str, overlay: Overlay | None = None, *, caption:
 
 def _outputs(graph: Graph, text: str, overlay: Overlay, caption: str, table: str,
              still: bool) -> list[Output]:
+    made: list = []  # the stepper's data, made once per picture and number of steps
+
+    def compose(drawn: _Drawn, steps: int) -> tuple[list[Output], dict[str, int]]:
+        return _compose(drawn, overlay, text, caption, table, steps, made)
+
     steps = min(len(overlay.steps), _steps.MAX_STEPS)
     drawn = _drawn(graph, overlay, still)
-    made: list = []  # the stepper's data, made once per picture and number of steps
     room = int(MAX_BYTES * (1 - PNG_SHARE)) if still else MAX_BYTES  # for all but the PNG
     while True:  # over budget (rare): a big graph with no repeats, or thousands of steps
-        outs, sizes = _compose(drawn, overlay, text, caption, table, steps, made)
+        outs, sizes = compose(drawn, steps)
         size = stored_bytes(outs)
         if size <= room:
             break
-        if "inside" in drawn.data:  # a module overview's op-level picture goes first (its boxes stay)
-            drawn = drawn._replace(data={k: v for k, v in drawn.data.items() if k != "inside"})
-            continue
-        # (a picture of a few nodes is not what makes it big; one with merged chains and
-        # grouped leaves can be, with few nodes of many lines each)
-        can_fold = sizes["nodes"] > FOLD_ABOVE
-        if steps > 2 and (sizes["steps"] > sizes["picture"] or not can_fold):  # play fewer steps
-            steps = max(2, min(steps - 1, int(steps * max(0.1, 1 - (size - room) / sizes["steps"]) * 0.9)))
-            continue
-        if drawn.series and len(_json_for_script(drawn.series)) > 0.1 * size:  # a long loop's norms
-            drawn = drawn._replace(series={})  # (the edges keep their drawn labels)
-            continue
-        if can_fold:  # fold more of the picture's middle
-            budget = max(2, int(sizes["nodes"] * room / size * 0.8))
-            memory = getattr(graph, "memory", None)
-            folded = _picture.variant(graph, graph.nodes, graph.edges, blocks=graph.blocks, max_nodes=budget)
-            folded.memory = memory  # same node ids: the same memory
-            smaller = _drawn(folded, overlay, still)
-            if len(smaller.pic.graph.nodes) < sizes["nodes"]:
-                graph, drawn = folded, smaller
-                continue
-        if drawn.series:
-            drawn = drawn._replace(series={})
-            continue
-        outs = _bare(text, table)  # (nothing left to shrink: the picture and what it says, cut)
-        size = stored_bytes(outs)
-        break
+        smaller = _shrunk(graph, drawn, steps, sizes, size, room, overlay, still)
+        if smaller is None:  # (nothing left to shrink: the picture and what it says, cut)
+            outs = _bare(text, table)
+            size = stored_bytes(outs)
+            break
+        graph, drawn, steps = smaller
     if still:  # the PNG last, in what is left
-        spare = MAX_BYTES - size - 200  # (the PNG's keys, and its size in the script's data)
-        while spare > 0:
-            drawn = _with_png(drawn, spare)
-            if not drawn.png:
-                break
-            with_png = ([*outs[:-1], _picture_output(outs[-1].data["text/plain"], drawn)]
-                        if "script" not in _parts(outs) else
-                        _compose(drawn, overlay, text, caption, table, steps, made)[0])
-            over = stored_bytes(with_png) - MAX_BYTES
-            if over <= 0:
-                return with_png
-            spare = len(drawn.png) - over - 100
+        return _png_added(outs, size, drawn, lambda with_png: compose(with_png, steps)[0])
+    return outs
+
+
+def _shrunk(graph: Graph, drawn: _Drawn, steps: int, sizes: dict[str, int], size: int, room: int,
+            overlay: Overlay, still: bool) -> tuple[Graph, _Drawn, int] | None:
+    """One step towards outputs of at most ``room`` bytes (they are ``size`` now, whose
+    parts are ``sizes``): ``(graph, drawn, steps)`` with less in them, or ``None`` where
+    nothing is left to take out."""
+    if "inside" in drawn.data:  # a module overview's op-level picture goes first (its boxes stay)
+        return graph, drawn._replace(data={k: v for k, v in drawn.data.items() if k != "inside"}), steps
+    # (a picture of a few nodes is not what makes it big; one with merged chains and
+    # grouped leaves can be, with few nodes of many lines each)
+    can_fold = sizes["nodes"] > FOLD_ABOVE
+    if steps > 2 and (sizes["steps"] > sizes["picture"] or not can_fold):  # play fewer steps
+        fewer = int(steps * max(0.1, 1 - (size - room) / sizes["steps"]) * 0.9)
+        return graph, drawn, max(2, min(steps - 1, fewer))
+    if drawn.series and len(_json_for_script(drawn.series)) > 0.1 * size:  # a long loop's norms
+        return graph, drawn._replace(series={}), steps  # (the edges keep their drawn labels)
+    if can_fold:  # fold more of the picture's middle
+        budget = max(2, int(sizes["nodes"] * room / size * 0.8))
+        memory = getattr(graph, "memory", None)
+        folded = _picture.variant(graph, graph.nodes, graph.edges, blocks=graph.blocks, max_nodes=budget)
+        folded.memory = memory  # same node ids: the same memory
+        smaller = _drawn(folded, overlay, still)
+        if len(smaller.pic.graph.nodes) < sizes["nodes"]:
+            return folded, smaller, steps
+    if drawn.series:
+        return graph, drawn._replace(series={}), steps
+    return None
+
+
+def _png_added(outs: list[Output], size: int, drawn: _Drawn,
+               compose: Callable[[_Drawn], list[Output]]) -> list[Output]:
+    """``outs`` (``size`` bytes) with the picture's PNG in what :data:`MAX_BYTES` leaves,
+    or as they are where no PNG fits; ``compose`` makes the outputs again with a PNG
+    (where the script carries it)."""
+    spare = MAX_BYTES - size - 200  # (the PNG's keys, and its size in the script's data)
+    while spare > 0:
+        drawn = _with_png(drawn, spare)
+        if not drawn.png:
+            break
+        with_png = ([*outs[:-1], _picture_output(outs[-1].data["text/plain"], drawn)]
+                    if "script" not in _parts(outs) else compose(drawn))
+        over = stored_bytes(with_png) - MAX_BYTES
+        if over <= 0:
+            return with_png
+        spare = len(drawn.png) - over - 100
     return outs
 
 

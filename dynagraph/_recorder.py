@@ -297,14 +297,19 @@ class Recorder:
             module, calls = step.module, step_calls[step.index]
             reach(fns, enter)
             if new:
-                new.sort()
-                step.nodes = sorted(step.nodes + new) if step.nodes else new
-                step.note = ""
+                self._give(step, new)
                 new = []
             elif not step.nodes and not step.note:
                 step.note = "no new node"
         for child, nid in pending:  # every input is recorded by now, by this walk or an earlier one
             edges.append((metadata(child)[key], nid))
+
+    @staticmethod
+    def _give(step: Step, new: list[int]) -> None:
+        """Give ``step`` the nodes ``new`` (ids, not empty) that its outputs led to."""
+        new.sort()
+        step.nodes = sorted(step.nodes + new) if step.nodes else new
+        step.note = ""
 
     def finish(self) -> None:
         """The block ended: walk what is left, let the graph go, and if it is deep

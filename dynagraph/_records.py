@@ -8,7 +8,8 @@ from typing import overload
 
 from ._language import N_, translated
 
-__all__ = ["KINDS", "Node", "chains", "kind_word", "longest_chain", "owner", "shape_text", "upstream"]
+__all__ = ["KINDS", "Node", "chains", "consumers_of", "dtype_text", "kind_word", "longest_chain", "owner",
+           "producers_of", "shape_text", "upstream"]
 
 # What a node stands for; the renderer's legend is keyed on these.
 KINDS = ("op", "custom", "parameter", "input", "output", "module", "fold")
@@ -48,11 +49,57 @@ def upstream(starts: Iterable[int], producers: Callable[[int], Iterable[int] | N
     return found
 
 
-def shape_text(shape: tuple[int | str, ...]) -> str:
+def producers_of(edges: Iterable[tuple[int, int]]) -> dict[int, list[int]]:
+    """Each node -> the nodes it reads, from ``edges`` (producer -> consumer), in edge
+    order; a node that reads none is not a key.
+
+    Example:
+        >>> producers_of([(0, 2), (1, 2), (2, 3)])
+        {2: [0, 1], 3: [2]}
+    """
+    producers: dict[int, list[int]] = {}
+    for src, dst in edges:
+        producers.setdefault(dst, []).append(src)
+    return producers
+
+
+def consumers_of(edges: Iterable[tuple[int, int]]) -> dict[int, list[int]]:
+    """Each node -> the nodes that read it, from ``edges`` (producer -> consumer), in edge
+    order; a node that none reads is not a key.
+
+    Example:
+        >>> consumers_of([(0, 2), (1, 2), (0, 3)])
+        {0: [2, 3], 1: [2]}
+    """
+    return producers_of((dst, src) for src, dst in edges)  # the edges turned round
+
+
+def shape_text(shape: tuple[int | str, ...] | None) -> str:
     """``"(3, 16)"``, ``"(48,)"``, ``"(1–3, 16)"`` (a rolled block's batch range): as
-    Python writes a tuple, with no quotes round a text entry."""
+    Python writes a tuple, with no quotes round a text entry; ``"nested"`` for ``None``
+    (a nested tensor has no one shape)."""
+    if shape is None:
+        return "nested"
     inner = ", ".join(map(str, shape))
     return f"({inner},)" if len(shape) == 1 else f"({inner})"
+
+
+_TEXTS: dict[object, str] = {}  # few distinct dtypes and devices, asked for per node (faster than @cache)
+
+
+def dtype_text(dtype: object) -> str:
+    """A tensor's dtype or device as the pictures write it: ``float32`` for
+    ``torch.float32``, ``cuda:0`` for ``torch.device("cuda:0")``.
+
+    Example:
+        >>> import torch
+        >>> dtype_text(torch.bfloat16), dtype_text(torch.device("cuda", 0))
+        ('bfloat16', 'cuda:0')
+    """
+    text = _TEXTS.get(dtype)
+    if text is None:
+        text = _TEXTS[dtype] = str(dtype).removeprefix("torch.")
+    return text
 
 
 def owner(name: str) -> str | None:

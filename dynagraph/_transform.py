@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from ._dot import meta_line
-from ._records import Node, owner
+from ._records import Node, consumers_of, owner, producers_of
 
 
 def remap(edges: list[tuple[int, int]], mapping: Mapping[int, int]) -> list[tuple[int, int]]:
@@ -93,11 +93,7 @@ def fold(nodes: list[Node], edges: list[tuple[int, int]],
     if max_nodes is None or len(nodes) <= max_nodes:
         return nodes, edges, {}
     ops = sorted((n for n in nodes if n.seq is not None), key=lambda n: n.seq or 0)
-    consumers: dict[int, set[int]] = {}
-    producers: dict[int, set[int]] = {}
-    for src, dst in edges:
-        consumers.setdefault(src, set()).add(dst)
-        producers.setdefault(dst, set()).add(src)
+    consumers, producers = consumers_of(edges), producers_of(edges)
     budget = max_nodes - 1  # ops kept; leaves and outputs ride along, so shrink to fit
     while True:
         hidden = _hidden(nodes, ops, consumers, producers, budget)
@@ -121,15 +117,15 @@ def fold(nodes: list[Node], edges: list[tuple[int, int]],
     return kept + [fold_node], remap(edges, mapping), mapping
 
 
-def _hidden(nodes: list[Node], ops: Sequence[Node], consumers: dict[int, set[int]],
-            producers: dict[int, set[int]], budget: int) -> set[int]:
+def _hidden(nodes: list[Node], ops: Sequence[Node], consumers: dict[int, list[int]],
+            producers: dict[int, list[int]], budget: int) -> set[int]:
     """Ids hidden when the first and last ``budget / 2`` ops are kept."""
     hidden = {n.id for n in ops[budget // 2: len(ops) - (budget - budget // 2)]}
     for n in nodes:  # a leaf whose every consumer is hidden is hidden too
-        if n.seq is None and n.kind in ("parameter", "input") and consumers.get(n.id, set()) <= hidden:
+        if n.seq is None and n.kind in ("parameter", "input") and hidden.issuperset(consumers.get(n.id, ())):
             hidden.add(n.id)
     for n in nodes:  # and an output whose every producer is hidden
-        if n.kind == "output" and n.id in producers and producers[n.id] <= hidden:
+        if n.kind == "output" and n.id in producers and hidden.issuperset(producers[n.id]):
             hidden.add(n.id)
     return hidden
 
@@ -180,12 +176,9 @@ def merge_chains(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappin
     op's id (ids not in it are unchanged).
     """
     by_id = {n.id: n for n in nodes}
-    outs: dict[int, list[int]] = {}
-    ins: dict[int, list[int]] = {}
-    for src, dst in edges:
-        outs.setdefault(src, []).append(dst)
-        if not (any_op and by_id[src].kind in _LEAVES):  # any_op: a leaf input does not end a chain
-            ins.setdefault(dst, []).append(src)
+    outs = consumers_of(edges)
+    # any_op: a leaf input does not end a chain
+    ins = producers_of(e for e in edges if not (any_op and by_id[e[0]].kind in _LEAVES))
 
     def mergeable(i: int) -> bool:
         n = by_id[i]
@@ -213,13 +206,9 @@ def merge_chains(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappin
         for part in _parts(chain, longest):
             if len(part) < 2:
                 continue
-            last = by_id[part[-1]]
-            names = [by_id[i].label.removesuffix(SHORT) if any_op else by_id[i].name.removesuffix(SHORT)
-                     for i in part]
-            label = _wrapped(names) if any_op else " \u2192 ".join(names)
-            merged[last.id] = replace(last, label=label, count=sum(by_id[i].count for i in part))
+            merged[part[-1]] = _merged_node([by_id[i] for i in part], any_op)
             for i in part[:-1]:
-                mapping[i] = last.id
+                mapping[i] = part[-1]
     if any_op:  # a long chain of shape ops merged before, and not merged further: narrow it too
         merged.update({n.id: replace(n, label=_wrapped([n.label])) for n in nodes if n.id not in merged
                        and n.id not in mapping and n.kind == "op" and len(n.label) > 2 * LINE})
@@ -232,6 +221,14 @@ def merge_chains(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappin
 _LEAVES = ("parameter", "input")
 LONGEST = 4  # any_op: ops drawn as one node, at most (a CNN's conv, norm and activation: 3)
 LINE = 24  # any_op: characters per line of a merged node's label, about
+
+
+def _merged_node(part: list[Node], any_op: bool) -> Node:
+    """The node that draws the ops of ``part`` (a chain, in order) as one: the last op's,
+    its label listing their names and its ``count`` theirs."""
+    names = [n.label.removesuffix(SHORT) if any_op else n.name.removesuffix(SHORT) for n in part]
+    label = _wrapped(names) if any_op else " \u2192 ".join(names)
+    return replace(part[-1], label=label, count=sum(n.count for n in part))
 
 
 def _parts(chain: list[int], longest: int) -> list[list[int]]:
@@ -277,10 +274,7 @@ def group_leaves(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappin
     first leaf's id (ids not in it are unchanged).
     """
     by_id = {n.id: n for n in nodes}
-    readers: dict[int, set[int]] = {}
-    for src, dst in edges:
-        if by_id[src].kind in _LEAVES:
-            readers.setdefault(src, set()).add(dst)
+    readers = {src: set(dsts) for src, dsts in consumers_of(edges).items() if by_id[src].kind in _LEAVES}
     groups: dict[tuple[int, str, object], list[Node]] = {}
     for leaf, ops in readers.items():
         if len(ops) == 1:
@@ -323,11 +317,7 @@ def merge_parallel(nodes: list[Node], edges: list[tuple[int, int]], frames: Mapp
 
     Returns ``(nodes, edges, mapping)``: ``mapping`` sends each merged id to the first op's id.
     """
-    ins: dict[int, set[int]] = {}
-    outs: dict[int, set[int]] = {}
-    for src, dst in edges:
-        ins.setdefault(dst, set()).add(src)
-        outs.setdefault(src, set()).add(dst)
+    ins, outs = producers_of(edges), consumers_of(edges)
     groups: dict[tuple, list[Node]] = {}
     for n in nodes:
         if n.kind == "op" and n.id in ins and n.id in outs and n.id not in keep:
@@ -359,11 +349,7 @@ def lift_leaf_ops(nodes: list[Node], edges: list[tuple[int, int]], frames: Mappi
     ``mapping`` sends each lifted op's id to its leaf's id.
     """
     by_id = {n.id: n for n in nodes}
-    ins: dict[int, list[int]] = {}
-    outs: dict[int, list[int]] = {}
-    for src, dst in edges:
-        ins.setdefault(dst, []).append(src)
-        outs.setdefault(src, []).append(dst)
+    ins, outs = producers_of(edges), consumers_of(edges)
     mapping: dict[int, int] = {}
     lifted: dict[int, Node] = {}
     for n in nodes:

@@ -11,7 +11,7 @@ from torch import nn
 
 from . import _guards, _tags, _torch, passes
 from ._measure import measure_into
-from ._records import Node, owner
+from ._records import Node, dtype_text, owner, shape_text
 from ._walk import reach
 from .memory import SavedMemory
 
@@ -201,7 +201,8 @@ def _leaf_kind(tensor: torch.Tensor, param_names: Mapping[int, str]) -> tuple[st
 
 def _meta_of(tensor: torch.Tensor) -> dict[str, Any]:
     """``shape``, ``dtype`` and ``device`` of ``tensor``, as :class:`Node` fields."""
-    return {"shape": _torch.shape_of(tensor), "dtype": _text(tensor.dtype), "device": _text(tensor.device)}
+    return {"shape": _torch.shape_of(tensor), "dtype": dtype_text(tensor.dtype),
+            "device": dtype_text(tensor.device)}
 
 
 def _output_meta(fn: _torch.GradFn) -> tuple[tuple[int, ...] | None, str | None, str | None]:
@@ -210,18 +211,7 @@ def _output_meta(fn: _torch.GradFn) -> tuple[tuple[int, ...] | None, str | None,
     meta = _torch.output_meta(fn)
     if meta is None:
         return None, None, None
-    return meta[0], _text(meta[1]), _text(meta[2])
-
-
-_TEXTS: dict[torch.dtype | torch.device, str] = {}  # few distinct dtypes and devices, asked for per node
-
-
-def _text(dtype_or_device: torch.dtype | torch.device) -> str:
-    """``float32`` for ``torch.float32``, ``cuda:0`` for a device."""
-    text = _TEXTS.get(dtype_or_device)
-    if text is None:
-        text = _TEXTS[dtype_or_device] = str(dtype_or_device).removeprefix("torch.")
-    return text
+    return meta[0], dtype_text(meta[1]), dtype_text(meta[2])
 
 
 _KINDS: dict[type, tuple[str, str, str]] = {}  # node class -> (name, kind, label), where fixed
@@ -280,7 +270,7 @@ def _saved(fn: _torch.GradFn) -> list[tuple[str, str]]:
         if value is _torch.FREED:
             out.append((name, "freed"))
         elif isinstance(value, torch.Tensor):  # sizes, strides and scalars are not shown
-            out.append((name, f"{tuple(value.shape)} {_text(value.dtype)}"))
+            out.append((name, _tensor_text(value)))
     return out
 
 
@@ -289,8 +279,12 @@ def _saved_custom(fn: _torch.GradFn) -> list[tuple[str, str]]:
         tensors = fn.saved_tensors  # type: ignore[attr-defined]  # BackwardCFunction's; not in the Node stub
     except RuntimeError:  # freed by backward(); how many there were is gone with them
         return [("tensors", "freed")]
-    return [(f"tensors[{i}]", f"{_torch.shape_of(t)} {_text(t.dtype)}")
-            for i, t in enumerate(tensors) if isinstance(t, torch.Tensor)]
+    return [(f"tensors[{i}]", _tensor_text(t)) for i, t in enumerate(tensors) if isinstance(t, torch.Tensor)]
+
+
+def _tensor_text(tensor: torch.Tensor) -> str:
+    """``(3, 16) float32``: a saved tensor's shape and dtype."""
+    return f"{shape_text(_torch.shape_of(tensor))} {dtype_text(tensor.dtype)}"
 
 
 def _place_parameters(nodes: list[Node]) -> None:

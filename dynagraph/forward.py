@@ -14,7 +14,7 @@ from torch.overrides import TorchFunctionMode
 from . import _patch, _torch
 from ._dot import Overlay
 from ._language import N_, counted, tr
-from ._records import Node
+from ._records import Node, dtype_text
 from ._replay import Replay
 from ._tags import tensors_in
 
@@ -175,8 +175,7 @@ def _tangent(t: torch.Tensor) -> torch.Tensor | None:
 
 
 def _meta(t: torch.Tensor) -> dict[str, Any]:
-    return {"shape": _torch.shape_of(t), "dtype": str(t.dtype).removeprefix("torch."),
-            "device": str(t.device)}
+    return {"shape": _torch.shape_of(t), "dtype": dtype_text(t.dtype), "device": dtype_text(t.device)}
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ from . import _guards, _page, _patch, _picture, _signals, _source, _steps, _tags
 from ._dot import Overlay, StepText
 from ._language import N_, counted, tr
 from ._recorder import Recorder, Step, cut, inside
-from ._records import Node, upstream
+from ._records import Node, producers_of, upstream
 from .capture import param_names_of
 from .graph import Graph
 from .memory import SavedMemory
@@ -276,10 +276,7 @@ def _names(nodes: Sequence[Node], steps: Iterable[Step]) -> dict[int, str]:
 
 def _ancestors(ids: set[int], edges: Sequence[tuple[int, int]]) -> set[int]:
     """``ids`` and every node they are computed from (``edges`` run producer -> consumer)."""
-    producers: dict[int, list[int]] = {}
-    for src, dst in edges:
-        producers.setdefault(dst, []).append(src)
-    return upstream(ids, producers.get) or set()
+    return upstream(ids, producers_of(edges).get) or set()
 
 
 def _template(step: Step, text: str) -> StepText:

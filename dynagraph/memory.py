@@ -337,9 +337,19 @@ def decorate(memory: SavedMemory, mapping: Mapping[int, int],
         ``(notes, fills, line)``: ``{drawn id: text}`` and ``{drawn id: fill colour}``,
         in drawn-node order, and the summary line for the title.
     """
-    # One pass over every saved tensor (a rolled recording of 300,000 steps has as many
-    # nodes): the drawn nodes' lists, the storages of the whole graph and of each drawn
-    # node (each storage once, its largest size), the notes, and whether any is kept.
+    drawn, per_node, notes, dtypes, kept = _gather(memory, mapping)
+    split = _split(_merged(per_node.values()))
+    notes_of, fills = _node_notes(drawn, per_node, repeats, RECOMPUTED in notes, max(sum(split), 1))
+    freed = FREED_TEXT in notes and not kept
+    return notes_of, fills, _title_line(memory, split, notes, dtypes, freed)
+
+
+def _gather(memory: SavedMemory, mapping: Mapping[int, int]) -> tuple[
+        SavedMemory, dict[int, dict[StorageKey, tuple[int, bool]]], set[str], set[str], bool]:
+    """One pass over every saved tensor (a rolled recording of 300,000 steps has as many
+    nodes): ``(drawn, per_node, notes, dtypes, kept)``, the drawn nodes' lists, the
+    storages of each drawn node (each storage once, its largest size), the notes and
+    dtypes seen, and whether any tensor is kept."""
     drawn = SavedMemory({}, set(memory.leaves))
     per_node: dict[int, dict[StorageKey, tuple[int, bool]]] = {}
     notes: set[str] = set()
@@ -365,15 +375,27 @@ def decorate(memory: SavedMemory, mapping: Mapping[int, int],
                 _count(mine, key, s.nbytes, own)
             else:  # (a storage seen first: what _count writes)
                 mine[key] = (s.nbytes, own)
+    return drawn, per_node, notes, dtypes, kept
+
+
+def _merged(per_node: Iterable[dict[StorageKey, tuple[int, bool]]]) -> dict[StorageKey, tuple[int, bool]]:
+    """The storages of the whole graph, from those of each drawn node (each storage once)."""
     everything: dict[StorageKey, tuple[int, bool]] = {}
-    for mine in per_node.values():  # drawn nodes rarely share a storage: merge whole dicts
+    for mine in per_node:  # drawn nodes rarely share a storage: merge whole dicts
         if everything.keys().isdisjoint(mine.keys()):
             everything.update(mine)
         else:
             for key, (nbytes, own) in mine.items():
                 _count(everything, key, nbytes, own)
-    split = _split(everything)
-    total = max(sum(split), 1)
+    return everything
+
+
+def _node_notes(drawn: SavedMemory, per_node: Mapping[int, dict[StorageKey, tuple[int, bool]]],
+                repeats: Mapping[int, int], recomputed: bool,
+                total: int) -> tuple[dict[int, str], dict[int, str]]:
+    """``({drawn id: text}, {drawn id: fill colour})`` in drawn-node order; a node's fill
+    is its share of ``total`` bytes, or the recomputed colour (``recomputed``: some
+    tensor was recomputed in backward)."""
     notes_of: dict[int, str] = {}
     fills: dict[int, str] = {}
     for nid in drawn.saved:
@@ -382,11 +404,17 @@ def decorate(memory: SavedMemory, mapping: Mapping[int, int],
         if not text:
             continue
         notes_of[nid] = text
-        if RECOMPUTED in notes and drawn.recomputed(nid):
+        if recomputed and drawn.recomputed(nid):
             fills[nid] = RECOMPUTED_FILL
         elif act + leaf:
             fills[nid] = node_fill((act + leaf) / total)
-    freed = FREED_TEXT in notes and not kept
+    return notes_of, fills
+
+
+def _title_line(memory: SavedMemory, split: tuple[int, int], notes: set[str], dtypes: set[str],
+                freed: bool) -> str:
+    """The picture's summary line of ``memory`` (its split on a second line), with the
+    legend of the nodes' numbers in Chinese and a line per dtype where they are mixed."""
     line = memory._summary(split, notes, freed)
     if language() == "en":
         line = line.replace(" (", "\n(", 1)  # the split on a second line
@@ -398,7 +426,7 @@ def decorate(memory: SavedMemory, mapping: Mapping[int, int],
         line = line.replace("\uff08", "\n\uff08", 1) + (f"\n{legend}" if legend else "")
     if mixed(dtypes) and not freed:
         line += "\n" + _dtype_line(memory.by_dtype())
-    return notes_of, fills, line
+    return line
 
 
 def _count(found: dict[StorageKey, tuple[int, bool]], key: StorageKey, nbytes: int, leaf: bool) -> None:

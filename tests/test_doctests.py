@@ -6,7 +6,7 @@ import inspect
 
 import pytest
 
-from dynagraph import _dot, _measure, _roll, course, memory
+from dynagraph import _dot, _records, _roll, course, memory
 from dynagraph._language import counted
 from dynagraph._roll import names
 
@@ -14,7 +14,7 @@ from dynagraph._roll import names
 NAMES = [f for f in vars(names).values() if inspect.isfunction(f) and f.__module__ == names.__name__]
 EXAMPLES = [*NAMES, _roll._inherited, _dot._edge_norms, _dot._edge_label,
             course.exercise_minutes, course.placed_name, course.placed_links, course.prose_words, memory.mixed,
-            _measure.dtype_name, counted]
+            _records.dtype_text, _records.producers_of, _records.consumers_of, counted]
 
 
 @pytest.mark.parametrize("function", EXAMPLES, ids=lambda f: f"{f.__module__}.{f.__name__}")

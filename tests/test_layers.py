@@ -1,6 +1,7 @@
 """The package's layers: each module imports only from its own layer and those above it,
 the torch side and the drawing side stay apart, the drawing side never reaches torch,
-only ``_torch`` reads torch's private attributes, and no file is over 600 lines.
+only ``_torch`` reads torch's private attributes, no file is over 600 lines and no
+function over 50.
 
 Read from each module's source (its AST): imports at the top, inside functions and
 under ``if TYPE_CHECKING:`` all count. Where today's code still breaks a rule, the
@@ -218,3 +219,33 @@ def test_no_file_is_over_600_lines(path):
         assert lines > MAX_LINES, f"{path} is {lines} lines now: take it off LONG_FILES"
     else:
         assert lines <= MAX_LINES, f"{path} is {lines} lines: split it (one idea per module)"
+
+
+MAX_FUNCTION_LINES = 50
+
+
+def function_lengths(source: str) -> list[tuple[str, int, int]]:
+    """``(name, line, length)`` of every function in ``source``, nested ones too. The length
+    counts from ``def`` to the function's last line, less its docstring."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            length = node.end_lineno - node.lineno + 1
+            if ast.get_docstring(node, clean=False) is not None:
+                doc = node.body[0]
+                length -= doc.end_lineno - doc.lineno + 1
+            found.append((node.name, node.lineno, length))
+    return found
+
+
+def test_function_lengths_skip_the_docstring_and_count_nested_functions():
+    source = 'def f(x):\n    """Doc\n    string."""\n    def g():\n        return 1\n    return g\n'
+    assert sorted(function_lengths(source)) == [("f", 1, 4), ("g", 4, 2)]
+
+
+def test_no_function_is_over_50_lines():
+    long = [f"{path.relative_to(PACKAGE).as_posix()}:{line} {name} is {length} lines"
+            for path in sorted(PACKAGE.rglob("*.py"))
+            for name, line, length in function_lengths(path.read_text())
+            if length > MAX_FUNCTION_LINES]
+    assert not long, "split these by what they do (a named helper per concern):\n" + "\n".join(long)

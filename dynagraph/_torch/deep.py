@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from .. import _signals
-from .._records import chains, upstream
+from .._records import chains, producers_of, upstream
 from .nodes import GradFn
 
 __all__ = ["SAFE_DEPTH", "hold_deep_graph", "keep_wrappers", "release_pending"]
@@ -68,13 +68,11 @@ def _hold(roots: list[tuple[torch.Tensor, int]], fns: Sequence[GradFn | None],
     depth, order = chains(len(fns), edges)
     if max(depth, default=0) < SAFE_DEPTH:
         return False
-    producers: list[list[int]] = [[] for _ in fns]
-    for src, dst in edges:
-        producers[dst].append(src)
+    producers = producers_of(edges).get
     for tensor, start in roots:
         if depth[start] < SAFE_DEPTH:  # its own chains are short (a leaf root, say): torch frees it safely
             continue
-        reach = upstream([start], producers.__getitem__)  # the records `start` depends on
+        reach = upstream([start], producers)  # the records `start` depends on
         # in release order, so that freeing them needs no walk; outputs (None) are never reached
         held = _InOrder(fn for i in order if i in reach and (fn := fns[i]) is not None)
         _signals.defer_in(_after_collection)  # from now on a Ctrl-C waits for a release to end

@@ -205,23 +205,7 @@ def _watching_dynagraph() -> Iterator[list[str]]:
 @exercise("01.2", N_("a walk over grad_fn and next_functions that counts every node once"),
           answer="count_nodes")
 def _count_nodes(count_nodes: Any) -> None:
-    x = torch.tensor([1.0], requires_grad=True)
-    w = torch.tensor([0.5, -1.0], requires_grad=True)
-    c = torch.tensor([3.0])                                     # a constant: no node
-    s = (x * w).sin()                                           # its node is used three times
-    h = x
-    for _ in range(3):                                          # every node is used twice
-        h = h * 0.5 + h * 1.5
-    graphs = {
-        "2 * x + 1": 2 * x + 1,
-        "(x * 2 + 1) * x": (x * 2 + 1) * x,                     # x is used twice
-        "c * x + c": c * x + c,
-        "((x + 1) * (x + 1)).sin()": ((x + 1) * (x + 1)).sin(),
-        "(x * w).exp().sum() + (x * w).sum()": (x * w).exp().sum() + (x * w).sum(),
-        "s = (x * w).sin(); (s * s + s).sum()": (s * s + s).sum(),
-        "h = x; three times: h = h * 0.5 + h * 1.5": h,
-    }
-    for code, t in graphs.items():
+    for code, t in _graphs_to_count().items():
         with _watching_dynagraph() as called:
             got, again = count_nodes(t), count_nodes(t)
         expect(not called,
@@ -235,26 +219,51 @@ def _count_nodes(count_nodes: Any) -> None:
                   "inside the function, new for each call.", code=code, got=got, again=again))
         expect(isinstance(got, int) and not isinstance(got, bool),
                tr("Return the number of nodes as an int, got {type}.", type=type(got).__name__))
-        if got == want:
-            continue
-        expect(got != _nodes(t, tree=True),
-               tr("For `{code}` you counted {got} nodes, but the graph has {want}: a node that two "
-                  "paths reach was counted once per path. This happens to any node whose result is "
-                  "used twice, an operation's node as well as a leaf's `AccumulateGrad`. Keep a set "
-                  "of all the nodes already seen.", code=code, got=got, want=want))
-        expect(got not in (_first_entries(t, skip_none=False), _first_entries(t, skip_none=True)),
-               tr("For `{code}` you counted {got} nodes, but the graph has {want}: your walk follows "
-                  "only the first entry of each node's `next_functions`. A node has one entry for each "
-                  "input of its operation. Follow every entry, and skip only the `None` entries "
-                  "(inputs that need no gradient).", code=code, got=got, want=want))
-        expect(got != _nodes(t, leaves=False),
-               tr("For `{code}` you counted {got} nodes, but the graph has {want}: the leaves' "
-                  "`AccumulateGrad` nodes count too (they appear in `next_functions`).",
-                  code=code, got=got, want=want))
-        expect(False, tr("For `{code}` you counted {got} nodes, but the graph has {want}. Follow "
-                         "*every* entry of `next_functions` (not only the first), skip the `None` "
-                         "entries (inputs that need no gradient), and count each node once, also an "
-                         "operation's node that two paths reach.", code=code, got=got, want=want))
+        if got != want:
+            _wrong_count(t, code, got, want)
+
+
+def _graphs_to_count() -> dict[str, torch.Tensor]:
+    """The graphs whose nodes the learner counts, by the code that makes each."""
+    x = torch.tensor([1.0], requires_grad=True)
+    w = torch.tensor([0.5, -1.0], requires_grad=True)
+    c = torch.tensor([3.0])                                     # a constant: no node
+    s = (x * w).sin()                                           # its node is used three times
+    h = x
+    for _ in range(3):                                          # every node is used twice
+        h = h * 0.5 + h * 1.5
+    return {
+        "2 * x + 1": 2 * x + 1,
+        "(x * 2 + 1) * x": (x * 2 + 1) * x,                     # x is used twice
+        "c * x + c": c * x + c,
+        "((x + 1) * (x + 1)).sin()": ((x + 1) * (x + 1)).sin(),
+        "(x * w).exp().sum() + (x * w).sum()": (x * w).exp().sum() + (x * w).sum(),
+        "s = (x * w).sin(); (s * s + s).sum()": (s * s + s).sum(),
+        "h = x; three times: h = h * 0.5 + h * 1.5": h,
+    }
+
+
+def _wrong_count(t: torch.Tensor, code: str, got: int, want: int) -> None:
+    """Fail, naming the mistake that counts ``got`` nodes of ``t``'s graph (``code``) where
+    there are ``want``."""
+    expect(got != _nodes(t, tree=True),
+           tr("For `{code}` you counted {got} nodes, but the graph has {want}: a node that two "
+              "paths reach was counted once per path. This happens to any node whose result is "
+              "used twice, an operation's node as well as a leaf's `AccumulateGrad`. Keep a set "
+              "of all the nodes already seen.", code=code, got=got, want=want))
+    expect(got not in (_first_entries(t, skip_none=False), _first_entries(t, skip_none=True)),
+           tr("For `{code}` you counted {got} nodes, but the graph has {want}: your walk follows "
+              "only the first entry of each node's `next_functions`. A node has one entry for each "
+              "input of its operation. Follow every entry, and skip only the `None` entries "
+              "(inputs that need no gradient).", code=code, got=got, want=want))
+    expect(got != _nodes(t, leaves=False),
+           tr("For `{code}` you counted {got} nodes, but the graph has {want}: the leaves' "
+              "`AccumulateGrad` nodes count too (they appear in `next_functions`).",
+              code=code, got=got, want=want))
+    expect(False, tr("For `{code}` you counted {got} nodes, but the graph has {want}. Follow "
+                     "*every* entry of `next_functions` (not only the first), skip the `None` "
+                     "entries (inputs that need no gradient), and count each node once, also an "
+                     "operation's node that two paths reach.", code=code, got=got, want=want))
 
 
 def _first_entries(t: torch.Tensor, skip_none: bool) -> int:

@@ -190,23 +190,7 @@ def _final_states(final_states: Any) -> None:
             torch.manual_seed(seed)
             rnn = nn.RNN(3, 5, num_layers=layers, batch_first=True)
         x = _batch(seed, lengths, 3)
-        calls, stop = _counting(rnn)
-        try:
-            got = final_states(rnn, x, torch.tensor(lengths))
-        except NotImplementedError:            # the stub (a RuntimeError too): "not done yet"
-            raise
-        except RuntimeError as e:
-            expect("enforce_sorted" not in str(e),
-                   tr("the lengths are not sorted, and packing expects them longest first unless "
-                      "you tell it otherwise. PyTorch can sort them, and put `h_n` back in the "
-                      "original order, for you (section 5)."),
-                   code="`pack_padded_sequence(..., enforce_sorted=False)`")
-            raise Wrong(tr("your function raised RuntimeError: {message}. Here `x` is (batch, time, "
-                           "features): check that your packing call knows that the batch comes first.",
-                           message=str(e).rstrip(".")),
-                        code="`pack_padded_sequence(x, lengths, batch_first=True, ...)`") from e
-        finally:
-            stop()
+        got, calls = _run_final_states(final_states, rnn, x, lengths)
         want = _loop(rnn, x, lengths)
         expect(isinstance(got, torch.Tensor),
                tr("return a tensor of shape {shape}, got {type}.", shape=tuple(want.shape),
@@ -218,37 +202,69 @@ def _final_states(final_states: Any) -> None:
         expect(len(calls) == 1,
                tr("your function called the RNN {calls} times: pack the batch and call it once.",
                   calls=len(calls)))
-        with torch.no_grad():
-            unpacked = rnn(x)[1][-1]
-        expect(not torch.allclose(got, unpacked),
-               tr("these are the final states of the *padded* tensor: the RNN read the padding. "
-                  "Tell the RNN each sequence's real length first (section 5)."),
-               code="`nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, ...)`")
-        order = torch.argsort(torch.tensor(lengths), descending=True, stable=True)
-        in_order = torch.equal(order, torch.arange(len(lengths)))
-        expect(in_order or not torch.allclose(got, want[order], atol=1e-6),
-               tr("your rows are in the order of the sorted lengths, longest first, not in the "
-                  "order of the batch. Put them back, or let PyTorch sort and unsort them (section 5)."),
-               code=tr("`pack_padded_sequence(..., enforce_sorted=False)` returns `h_n` in the "
-                       "original order."))
-        expect(not bool((got.detach().abs().sum(dim=1) == 0).any()),
-               tr("some rows are all zero: in padded outputs, the steps after a sequence's end are "
-                  "zeros. A final state is the state at each sequence's own last real step."))
-        if layers > 1:
-            expect(not torch.allclose(got, rnn(nn.utils.rnn.pack_padded_sequence(
-                       x, torch.tensor(lengths), batch_first=True, enforce_sorted=False))[1][0]),
-                   tr("with {layers} layers these are the bottom layer's states. `h_n` holds one "
-                      "row per layer, the bottom layer first: return the top one.", layers=layers),
-                   code=tr("`h_n[-1]` is the top layer, `h_n[0]` the bottom one."))
-        expect(torch.allclose(got, want, atol=1e-6),
-               tr("with lengths {lengths} your states differ from the per-sequence loop's. "
-                  "Take the lengths from `lengths`, not from the values of `x`: a real step can be "
-                  "all zeros.", lengths=lengths))
-        _expect_same_gradients(
-            got, want, rnn,
-            tr("the values are right, but they carry no gradient: training needs the RNN's "
-               "weights to get one through these states. Do not detach them or use `no_grad()`."),
-            tr("the values are right but the weights' gradients differ from the per-sequence loop's."))
+        _check_final_values(got, want, rnn, x, lengths)
+
+
+def _run_final_states(final_states: Any, rnn: nn.RNN, x: torch.Tensor,
+                      lengths: list[int]) -> tuple[Any, list]:
+    """``(result, calls)``: what the learner's ``final_states`` returns for the padded batch
+    ``x``, and the calls it made of ``rnn``; a RuntimeError it raises becomes a hint."""
+    calls, stop = _counting(rnn)
+    try:
+        got = final_states(rnn, x, torch.tensor(lengths))
+    except NotImplementedError:            # the stub (a RuntimeError too): "not done yet"
+        raise
+    except RuntimeError as e:
+        expect("enforce_sorted" not in str(e),
+               tr("the lengths are not sorted, and packing expects them longest first unless "
+                  "you tell it otherwise. PyTorch can sort them, and put `h_n` back in the "
+                  "original order, for you (section 5)."),
+               code="`pack_padded_sequence(..., enforce_sorted=False)`")
+        raise Wrong(tr("your function raised RuntimeError: {message}. Here `x` is (batch, time, "
+                       "features): check that your packing call knows that the batch comes first.",
+                       message=str(e).rstrip(".")),
+                    code="`pack_padded_sequence(x, lengths, batch_first=True, ...)`") from e
+    finally:
+        stop()
+    return got, calls
+
+
+def _check_final_values(got: torch.Tensor, want: torch.Tensor, rnn: nn.RNN, x: torch.Tensor,
+                        lengths: list[int]) -> None:
+    """The learner's final states ``got`` (of the right shape) against ``want``, the
+    per-sequence loop's: each mistake that gives other values named, then the gradients."""
+    layers = rnn.num_layers
+    with torch.no_grad():
+        unpacked = rnn(x)[1][-1]
+    expect(not torch.allclose(got, unpacked),
+           tr("these are the final states of the *padded* tensor: the RNN read the padding. "
+              "Tell the RNN each sequence's real length first (section 5)."),
+           code="`nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, ...)`")
+    order = torch.argsort(torch.tensor(lengths), descending=True, stable=True)
+    in_order = torch.equal(order, torch.arange(len(lengths)))
+    expect(in_order or not torch.allclose(got, want[order], atol=1e-6),
+           tr("your rows are in the order of the sorted lengths, longest first, not in the "
+              "order of the batch. Put them back, or let PyTorch sort and unsort them (section 5)."),
+           code=tr("`pack_padded_sequence(..., enforce_sorted=False)` returns `h_n` in the "
+                   "original order."))
+    expect(not bool((got.detach().abs().sum(dim=1) == 0).any()),
+           tr("some rows are all zero: in padded outputs, the steps after a sequence's end are "
+              "zeros. A final state is the state at each sequence's own last real step."))
+    if layers > 1:
+        expect(not torch.allclose(got, rnn(nn.utils.rnn.pack_padded_sequence(
+                   x, torch.tensor(lengths), batch_first=True, enforce_sorted=False))[1][0]),
+               tr("with {layers} layers these are the bottom layer's states. `h_n` holds one "
+                  "row per layer, the bottom layer first: return the top one.", layers=layers),
+               code=tr("`h_n[-1]` is the top layer, `h_n[0]` the bottom one."))
+    expect(torch.allclose(got, want, atol=1e-6),
+           tr("with lengths {lengths} your states differ from the per-sequence loop's. "
+              "Take the lengths from `lengths`, not from the values of `x`: a real step can be "
+              "all zeros.", lengths=lengths))
+    _expect_same_gradients(
+        got, want, rnn,
+        tr("the values are right, but they carry no gradient: training needs the RNN's "
+           "weights to get one through these states. Do not detach them or use `no_grad()`."),
+        tr("the values are right but the weights' gradients differ from the per-sequence loop's."))
 
 
 def _cell_loop(cell: nn.RNNCell, x: torch.Tensor, lengths: list[int]) -> torch.Tensor:

@@ -123,44 +123,12 @@ def _forward_active_rows(forward_active_rows: Any) -> None:
         depths = torch.tensor(depths_list)
         x = torch.randn(len(depths_list), 3, requires_grad=True)
         y = torch.randn(len(depths_list), 1)
-        # the reference: the per-sample loop, its output and every gradient
-        want = model(x, depths)
-        F.mse_loss(want, y).backward()
-        want_grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
-        want_x = _grad(x).clone()
-        model.zero_grad(set_to_none=True)
-        x.grad = None
-        rows_seen: list[tuple[int, int]] = []
-        hooks = [layer.register_forward_hook(
-                     lambda m, inp, out, i=i, seen=rows_seen: seen.append((i, inp[0].shape[0])))
-                 for i, layer in enumerate(model.layers)]
-        try:
-            with _ProductRows(width=3) as products:
-                got = forward_active_rows(model, x, depths)
-        finally:
-            for hook in hooks:
-                hook.remove()
+        want, want_grads, want_x = _loop_reference(model, x, y, depths)
+        got, rows_seen, product_rows = _run_watching_rows(forward_active_rows, model, x, depths)
         expect(isinstance(got, torch.Tensor) and got.shape == want.shape,
                tr("The output should have the loop's shape {shape} (one row per sample, after the "
                   "head), got {got!r}.", shape=tuple(want.shape), got=getattr(got, "shape", got)))
-        for i, n in rows_seen:
-            active = int((depths > i).sum())
-            expect(n == active,
-                   tr("With depths {depths}, layer {i} ran on {ran}, but {still} (depth > {i}). Select "
-                      "the active rows (`h[rows]`), then call the layer once on all of them.",
-                      depths=depths_list, i=i,
-                      ran=translated(N_("{n} row") if n == 1 else N_("{n} rows"), n=n),
-                      still=translated(N_("{n} row is still active") if active == 1
-                                       else N_("{n} rows are still active"), n=active)))
-        active_rows = [n for n in (int((depths > i).sum()) for i in range(max_depth)) if n]
-        done = [n for n in products.rows if n]
-        expect(sorted(done) == sorted(active_rows),
-               tr("With depths {depths}, your layers multiplied {rows} rows in {products} matrix "
-                  "products; running each layer once on its active rows takes {want_rows} rows in "
-                  "{want_products} products ({active_rows}). Select the rows with depth > i, run "
-                  "layer i on those rows only, all at once.", depths=depths_list, rows=sum(done),
-                  products=len(done), want_rows=sum(active_rows), want_products=len(active_rows),
-                  active_rows=active_rows))
+        _check_rows(depths_list, max_depth, rows_seen, product_rows)
         expect(torch.allclose(got, want, atol=1e-6),
                tr("With depths {depths} the outputs differ from the loop's by {diff:.2g}: a row is "
                   "still active in layer i when its depth is > i; put the layer's output back with "
@@ -175,6 +143,60 @@ def _forward_active_rows(forward_active_rows: Any) -> None:
         expect(x.grad is not None and torch.allclose(x.grad, want_x, atol=1e-6),
                tr("The gradient with respect to the input `x` differs from the loop's: inactive rows "
                   "must pass through unchanged, and nothing may be detached."))
+
+
+def _loop_reference(model: _DynamicDepthNet, x: torch.Tensor, y: torch.Tensor, depths: torch.Tensor
+                    ) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
+    """The reference: the per-sample loop's output, its parameters' gradients and the
+    input's gradient (every gradient then cleared)."""
+    want = model(x, depths)
+    F.mse_loss(want, y).backward()
+    want_grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    want_x = _grad(x).clone()
+    model.zero_grad(set_to_none=True)
+    x.grad = None
+    return want, want_grads, want_x
+
+
+def _run_watching_rows(forward_active_rows: Any, model: _DynamicDepthNet, x: torch.Tensor,
+                       depths: torch.Tensor) -> tuple[Any, list[tuple[int, int]], list[int]]:
+    """``(result, rows_seen, product_rows)``: what the learner's function returns, the
+    ``(layer, rows)`` each layer call was given, and the rows of each matrix product."""
+    rows_seen: list[tuple[int, int]] = []
+    hooks = [layer.register_forward_hook(
+                 lambda m, inp, out, i=i, seen=rows_seen: seen.append((i, inp[0].shape[0])))
+             for i, layer in enumerate(model.layers)]
+    try:
+        with _ProductRows(width=3) as products:
+            got = forward_active_rows(model, x, depths)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return got, rows_seen, products.rows
+
+
+def _check_rows(depths_list: list[int], max_depth: int, rows_seen: list[tuple[int, int]],
+                product_rows: list[int]) -> None:
+    """Each layer ran once, on the rows still active at it (depth > its index)."""
+    depths = torch.tensor(depths_list)
+    for i, n in rows_seen:
+        active = int((depths > i).sum())
+        expect(n == active,
+               tr("With depths {depths}, layer {i} ran on {ran}, but {still} (depth > {i}). Select "
+                  "the active rows (`h[rows]`), then call the layer once on all of them.",
+                  depths=depths_list, i=i,
+                  ran=translated(N_("{n} row") if n == 1 else N_("{n} rows"), n=n),
+                  still=translated(N_("{n} row is still active") if active == 1
+                                   else N_("{n} rows are still active"), n=active)))
+    active_rows = [n for n in (int((depths > i).sum()) for i in range(max_depth)) if n]
+    done = [n for n in product_rows if n]
+    expect(sorted(done) == sorted(active_rows),
+           tr("With depths {depths}, your layers multiplied {rows} rows in {products} matrix "
+              "products; running each layer once on its active rows takes {want_rows} rows in "
+              "{want_products} products ({active_rows}). Select the rows with depth > i, run "
+              "layer i on those rows only, all at once.", depths=depths_list, rows=sum(done),
+              products=len(done), want_rows=sum(active_rows), want_products=len(active_rows),
+              active_rows=active_rows))
 
 
 @exercise("05.3", N_("predicting the number of autograd nodes at any depth"), answer="predicted_nodes")

@@ -119,29 +119,7 @@ def _importance_attention(importance_attention: Any) -> None:
         importance[:, 1] = 0.0                          # and drops one
         # a dropped key's value is huge: any weight left on it (an epsilon in the log) shows
         v = torch.where((importance == 0)[:, None, :, None], 1e6, v)
-        try:
-            with _Calls() as calls:
-                got = importance_attention(q, k, v, importance)
-        except NotImplementedError:
-            raise
-        except RuntimeError as e:
-            raise Wrong(tr(
-                "With q {q_shape} and importance {importance_shape}: {error}. The attn_mask must "
-                "broadcast to (batch, heads, queries, keys): importance is (batch, keys), so give it "
-                "the heads and queries dims as size-1 dims.", q_shape=tuple(q.shape),
-                importance_shape=tuple(importance.shape), error=str(e).splitlines()[0])) from None
-        sdpa = calls.names.count("scaled_dot_product_attention")
-        own = sorted(_SOFTMAX.intersection(calls.names))
-        also = tr(" and computed weights itself ({names})", names=", ".join(own)) if own else ""
-        expect(sdpa == 1 and not own,
-               tr("The question asks for one call to F.scaled_dot_product_attention; your function "
-                  "called it {calls} time(s){also}. Let the one call do the softmax: the importance "
-                  "goes in through its attn_mask.", calls=sdpa, also=also))
-        out = calls.sdpa_outputs[0]
-        expect(isinstance(got, torch.Tensor) and isinstance(out, torch.Tensor) and got.numel() == out.numel()
-               and torch.equal(got.reshape(out.shape), out),
-               tr("Return what the one F.scaled_dot_product_attention call gives: your result is not its "
-                  "output. Let that call do all the work, the importance going in through its attn_mask."))
+        got = _run_attention(importance_attention, q, k, v, importance)
         w = importance[:, None, None, :] * _scores(q, k).exp()
         want = (w / w.sum(dim=-1, keepdim=True)) @ v
         expect(isinstance(got, torch.Tensor) and got.shape == want.shape,
@@ -162,3 +140,33 @@ def _importance_attention(importance_attention: Any) -> None:
         expect(torch.allclose(g_got, g_want, atol=1e-5),
                tr("The values are right but the gradient with respect to q is not: keep the call "
                   "inside autograd (no `.detach()`, no `torch.no_grad()`)."))
+
+
+def _run_attention(importance_attention: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                   importance: torch.Tensor) -> Any:
+    """What the learner's function returns, checked to be the output of its one call to
+    F.scaled_dot_product_attention (a RuntimeError it raises becomes a hint on the mask)."""
+    try:
+        with _Calls() as calls:
+            got = importance_attention(q, k, v, importance)
+    except NotImplementedError:
+        raise
+    except RuntimeError as e:
+        raise Wrong(tr(
+            "With q {q_shape} and importance {importance_shape}: {error}. The attn_mask must "
+            "broadcast to (batch, heads, queries, keys): importance is (batch, keys), so give it "
+            "the heads and queries dims as size-1 dims.", q_shape=tuple(q.shape),
+            importance_shape=tuple(importance.shape), error=str(e).splitlines()[0])) from None
+    sdpa = calls.names.count("scaled_dot_product_attention")
+    own = sorted(_SOFTMAX.intersection(calls.names))
+    also = tr(" and computed weights itself ({names})", names=", ".join(own)) if own else ""
+    expect(sdpa == 1 and not own,
+           tr("The question asks for one call to F.scaled_dot_product_attention; your function "
+              "called it {calls} time(s){also}. Let the one call do the softmax: the importance "
+              "goes in through its attn_mask.", calls=sdpa, also=also))
+    out = calls.sdpa_outputs[0]
+    expect(isinstance(got, torch.Tensor) and isinstance(out, torch.Tensor) and got.numel() == out.numel()
+           and torch.equal(got.reshape(out.shape), out),
+           tr("Return what the one F.scaled_dot_product_attention call gives: your result is not its "
+              "output. Let that call do all the work, the importance going in through its attn_mask."))
+    return got

@@ -104,6 +104,17 @@ def _norm64(t: torch.Tensor) -> float:
     return t.double().norm().item()
 
 
+def _block_output_norms(model: _DeepMLP, x: torch.Tensor, y: torch.Tensor) -> list[float]:
+    """The reference: the norm of the loss's gradient with respect to each block's output
+    (``autograd.grad``, no backward hook)."""
+    outs: list = []
+    handles = [b.register_forward_hook(lambda m, i, o, outs=outs: outs.append(o)) for b in model.blocks]
+    loss = F.cross_entropy(model(x), y)
+    for h in handles:
+        h.remove()
+    return [g.norm().item() for g in torch.autograd.grad(loss, outs)]
+
+
 @exercise("07.1", N_("activation-gradient norms recorded with backward hooks"),
           answer="block_output_grad_norms")
 def _block_output_grad_norms(block_output_grad_norms: Any) -> None:
@@ -114,12 +125,7 @@ def _block_output_grad_norms(block_output_grad_norms: Any) -> None:
         torch.manual_seed(0)
         x = torch.randn(16, width, requires_grad=True)   # so block 0 has an input gradient too
         y = torch.randint(0, 10, (16,))
-        outs: list = []                  # the reference: autograd.grad with respect to each block output
-        handles = [b.register_forward_hook(lambda m, i, o, outs=outs: outs.append(o)) for b in model.blocks]
-        loss = F.cross_entropy(model(x), y)
-        for h in handles:
-            h.remove()
-        want = [g.norm().item() for g in torch.autograd.grad(loss, outs)]
+        want = _block_output_norms(model, x, y)
         for block in model.block_list():
             block.full_hook_seen = False
         got = block_output_grad_norms(model, x, y)

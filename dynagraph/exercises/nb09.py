@@ -221,14 +221,7 @@ def _half_hooks(half_hooks: Callable[[], Any]) -> None:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh())
     x = torch.randn(32, 64)
-    halves: list[int] = []  # what each saved tensor weighs as a float16 copy
-
-    def weigh(t: torch.Tensor) -> torch.Tensor:
-        halves.append(t.numel() * 2)
-        return t
-    with torch.autograd.graph.saved_tensors_hooks(weigh, lambda t: t):
-        plain = model(x).sum()
-    want = torch.autograd.grad(plain, list(model.parameters()))
+    halves, want = _plain_run(model, x)
     with torch.autograd.graph.saved_tensors_hooks(spy, unpack):
         out = model(x).sum()
     # The activations that pack was given: nothing holds them now, unless the answer kept them
@@ -236,11 +229,31 @@ def _half_hooks(half_hooks: Callable[[], Any]) -> None:
     held = {t.untyped_storage().data_ptr() for t in (x, *model.parameters())}
     alive = [t for t in (ref() for ref in originals) if t is not None]
     kept = [t for t in alive if t.untyped_storage().data_ptr() not in held]
-    total = _graph_total(out)
-    expect(total <= sum(halves),
+    _check_packed(_graph_total(out), halves, packed_dtypes, kept)
+    _check_unpacked(out, list(model.parameters()), want)
+
+
+def _plain_run(model: nn.Module, x: torch.Tensor) -> tuple[int, tuple[torch.Tensor, ...]]:
+    """``(bytes, gradients)`` of ``model(x).sum()`` without the learner's hooks: what the
+    tensors it saves weigh as float16 copies, and its parameters' gradients."""
+    halves: list[int] = []  # what each saved tensor weighs as a float16 copy
+
+    def weigh(t: torch.Tensor) -> torch.Tensor:
+        halves.append(t.numel() * 2)
+        return t
+    with torch.autograd.graph.saved_tensors_hooks(weigh, lambda t: t):
+        plain = model(x).sum()
+    return sum(halves), torch.autograd.grad(plain, list(model.parameters()))
+
+
+def _check_packed(total: int, halves: int, packed_dtypes: set[torch.dtype], kept: list[torch.Tensor]) -> None:
+    """pack's checks: the graph keeps ``total`` bytes, at most ``halves`` (its saved tensors
+    as float16 copies); pack returned tensors of ``packed_dtypes`` (float16 only) and kept
+    none of the tensors it was given (``kept``: those still alive)."""
+    expect(total <= halves,
            tr("the graph keeps {total:,} bytes; float16 copies of what it saves weigh {halves:,}. "
               "pack should return a new float16 copy of the tensor, not the tensor itself or a "
-              "float32 copy.", total=total, halves=sum(halves)), code="pack = lambda t: t.half()")
+              "float32 copy.", total=total, halves=halves), code="pack = lambda t: t.half()")
     expect(packed_dtypes == {torch.float16},
            tr("pack kept tensors of dtype {dtypes}. The question asks for half precision, float16 "
               "(`torch.half`), for every saved tensor. (bfloat16 is another 16-bit format, with fewer "
@@ -251,8 +264,13 @@ def _half_hooks(half_hooks: Callable[[], Any]) -> None:
               "hooks keep them (in a dict, a list or a closure). Then the float16 copies save nothing. "
               "pack should return only the float16 copy; unpack should make a float32 tensor from "
               "that copy."), code="pack = lambda t: t.half()")
+
+
+def _check_unpacked(out: torch.Tensor, params: list[torch.Tensor], want: tuple[torch.Tensor, ...]) -> None:
+    """unpack's checks: backward from ``out`` runs and gives ``params`` float32 gradients
+    close to ``want`` (the plain model's), but not equal to them (float16 rounds)."""
     try:
-        got = torch.autograd.grad(out, list(model.parameters()))
+        got = torch.autograd.grad(out, params)
     except RuntimeError as e:  # unpack gave backward a float16 tensor: matmul of mixed dtypes
         expect("dtype" not in str(e),
                tr("backward failed ({error}): unpack gave it a tensor of another dtype than the one "
