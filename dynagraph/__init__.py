@@ -7,8 +7,9 @@ Example:
 """
 
 from ._device import device
-from ._language import language, set_language
+from ._language import language
 from ._records import Node
+from ._settings import set_language
 from ._tags import track_modules
 from .backward import BackwardTrace, trace_backward
 from .diff import GraphDiff, diff

@@ -11,7 +11,8 @@ shapes): they are code, and code reads the same in every language.
 
 For ``"zh"`` the font that draws Chinese (Noto Sans SC, from ``pip install
 pylopdf-fonts-zh-cn``) is handed to matplotlib, and draws Chinese picture titles on
-their PNG: see :mod:`dynagraph._fonts`.
+their PNG: see :mod:`dynagraph._fonts`. :func:`dynagraph.set_language`
+(:mod:`dynagraph._settings`) does both; this module holds only the setting and the catalogs.
 
 Each message is written in English in the code, as the argument of :func:`tr`; the
 translations live in catalogs keyed by that English text (``dynagraph/_zh.py`` for the
@@ -28,12 +29,9 @@ from __future__ import annotations
 
 import importlib
 import re
-import warnings
 from typing import Any
 
-from . import _fonts
-
-__all__ = ["LANGUAGES", "N_", "counted", "language", "set_language", "tr", "translated"]
+__all__ = ["LANGUAGES", "N_", "choose", "counted", "language", "tr", "translated"]
 
 LANGUAGES = ("en", "zh")  # English (the default) and Simplified Chinese
 _CATALOGS = {"zh": ("dynagraph._zh", "dynagraph.exercises._zh")}  # modules holding MESSAGES dicts
@@ -41,34 +39,21 @@ _current = ["en"]
 _loaded: dict[str, dict[str, str]] = {}
 
 
-def set_language(lang: str) -> None:
-    """Choose the language of learner-facing messages: ``"en"`` or ``"zh"``.
-
-    For ``"zh"``, matplotlib also gets a font for Chinese (see :mod:`dynagraph._fonts`).
+def choose(lang: str) -> None:
+    """Make ``lang`` the language of messages (:func:`dynagraph.set_language` also
+    hands matplotlib a font for it).
 
     Raises:
         ValueError: ``lang`` is not one of :data:`LANGUAGES`.
-
-    Warns:
-        UserWarning: ``"zh"`` without the font's wheel (once): ``pip install pylopdf-fonts-zh-cn``.
-
-    Example:
-        >>> dg.set_language("zh")
-        >>> dg.language()
-        'zh'
     """
     if lang not in LANGUAGES:
         raise ValueError(f"unknown language {lang!r}: use one of {', '.join(map(repr, LANGUAGES))} "
                          "('en' is English, 'zh' is Simplified Chinese)")
     _current[0] = lang
-    if _fonts.follow(lang):  # matplotlib's fallback font for Chinese (or back to the default)
-        warnings.warn(tr("Chinese text in plots and picture titles needs a font that has its glyphs: "
-                         "{install} (Noto Sans SC), then restart the kernel. Until then it shows "
-                         "as boxes.", install=_fonts.INSTALL), stacklevel=2)
 
 
 def language() -> str:
-    """The language chosen with :func:`set_language` (``"en"`` until then)."""
+    """The language chosen with :func:`dynagraph.set_language` (``"en"`` until then)."""
     return _current[0]
 
 

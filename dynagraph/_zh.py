@@ -24,7 +24,7 @@ MESSAGES: dict[str, str] = {
         "……还有 1 步",
     "the graph keeps {bytes} for backward":
         "计算图为反向传播保留了 {bytes}",
-    # _fonts.py: set_language("zh") without the font's wheel
+    # _settings.py: set_language("zh") without the font's wheel
     "Chinese text in plots and picture titles needs a font that has its glyphs: {install} (Noto Sans SC), then restart the kernel. Until then it shows as boxes.":
         "图表和图片标题里的中文需要有中文字形的字体：请运行 {install}（Noto Sans SC），然后重启内核。在此之前，中文会显示成方框。",
     # _page.py: a node's details on hover

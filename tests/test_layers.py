@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dynagraph"
 # The torch side and the drawing side are one level, beside each other: neither
 # imports the other. The views and the tools beside them are one level too.
 PLAIN_DATA = {"_records", "memory", "_language", "_zh"}  # records and their text: no torch
-PLATFORM = {"_torch", "_signals", "_guards", "render", "_fonts", "_device"}  # torch's internals, interrupts, renderer, fonts
+PLATFORM = {"_torch", "_signals", "_guards", "render", "_fonts", "_settings", "_device"}  # torch's internals, interrupts, renderer, fonts, settings
 TORCH_SIDE = {"_walk", "_measure", "_tags", "_source", "capture", "passes", "_patch", "_recorder"}
 DRAWING_SIDE = {"_dot", "_roll", "_transform", "_overview", "_match", "_picture", "_page", "_png", "_steps"}  # no torch
 VIEWS = {"__init__", "graph", "draw", "live", "_replay", "backward", "diff", "forward", "saving", "ddp", "ddp_worker"}
@@ -32,8 +32,6 @@ NO_TORCH = PLAIN_DATA | DRAWING_SIDE | {"graph"}
 
 # Imports that break the layers today: (importer, imported) -> why. Must shrink.
 LAYER_EXCEPTIONS = {
-    ("_language", "_fonts"): "set_language points matplotlib at a Chinese font: a setting that belongs "
-                             "in a platform module, not beside the catalogue",
     ("_page", "graph"): "the page reads Graph's fields and builds graphs again for a second size policy "
                         "(issue 35: code should pass plain records down, and the page build no graph)",
     ("_picture", "graph"): "the picture reads a Graph (type only) and builds type(graph)(...) for its variants",
