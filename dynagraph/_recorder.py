@@ -22,7 +22,7 @@ from torch import nn
 from . import _guards, _patch, _signals, _source, _tags, _torch
 from ._language import N_, tr, translated
 from ._measure import measure_into
-from ._records import Node, owner, upstream
+from ._records import Node, owner, shape_text, upstream
 from ._tags import tensors_in
 from ._walk import reach
 from .capture import record
@@ -102,7 +102,7 @@ def inside(module: str) -> str:
 
 
 def _shapes(shapes: Iterable[tuple[int, ...] | None]) -> str:
-    return ", ".join("nested" if s is None else str(tuple(s)) for s in shapes) or "()"
+    return ", ".join(map(shape_text, shapes)) or "()"
 
 
 class Recorder:
