@@ -45,7 +45,7 @@ def chinese():
 def test_counted_says_one_in_the_singular_and_more_in_the_plural(chinese):
     one, many = language.N_("1 edge norm"), language.N_("{n} edge norms")
     zh = [language.counted(n, one, many) for n in (0, 1, 2, 1200)]
-    language.set_language("en")
+    dg.set_language("en")
     en = [language.counted(n, one, many) for n in (0, 1, 2, 1200)]
     assert en == ["0 edge norms", "1 edge norm", "2 edge norms", "1,200 edge norms"]
     assert zh == ["0 条边有范数", "1 条边有范数", "2 条边有范数", "1,200 条边有范数"]
