@@ -523,8 +523,9 @@ def test_an_interrupt_during_a_release_is_delivered_after_it(monkeypatch, reques
     dynagraph's again."""
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("only the main thread gets signals")
-    # Python's own handler, as in a script or a kernel's cell: in the full suite something
-    # before this test leaves SIG_IGN, under which a Ctrl-C raises nothing to deliver
+    # Python's own handler, as in a script or a kernel's cell: pytest started as a background
+    # job of a script (`cmd &` without job control, as CI starts it) has SIGINT ignored from
+    # its start, and under SIG_IGN a Ctrl-C raises nothing to deliver
     found = signal.signal(signal.SIGINT, signal.default_int_handler)
     request.addfinalizer(lambda: signal.signal(signal.SIGINT, found))
     y, _ = _chain(_torch.SAFE_DEPTH + 500)
@@ -622,7 +623,8 @@ def test_real_ctrl_c_at_random_moments_of_deep_graphs_and_their_release():
     def small_stack():
         resource.setrlimit(resource.RLIMIT_STACK, (512 << 10, 512 << 10))
         # A child started with SIGINT ignored keeps it ignored (Python installs its handler
-        # only over the default): every Ctrl-C was "lost" when a test before left SIG_IGN.
+        # only over the default): every Ctrl-C was "lost" when pytest itself ran as a
+        # background job of a script (`cmd &` without job control ignores SIGINT), as CI runs it.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
 
     procs = [subprocess.Popen([sys.executable, "-c", CTRL_C.format(runs=110, steps=3_000, seed=seed)],
