@@ -34,21 +34,19 @@ words in its data (``words``), so an English output's data is as it always was.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from . import _dot, _guards, _overview, _picture, _png, _steps, render
 from ._dot import Overlay
 from ._language import language, tr
-from ._records import Node, kind_word, shape_text
-
-if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle at run time)
-    from .graph import Graph
+from ._records import GraphRecord, Node, kind_word, shape_text
 
 __all__ = ["MAX_BYTES", "PLACEHOLDER", "Output", "View", "fragment", "largest_output", "outputs",
            "stored_bytes"]
@@ -94,16 +92,17 @@ class View:
         return data, metadata
 
 
-def outputs(graph: Graph, text: str, overlay: Overlay | None = None, *, caption: str = "", table: str = "",
-            still: bool = True) -> list[Output]:
-    """The Jupyter outputs of any view (see the module docstring): ``text`` is the
+def outputs(graph: GraphRecord, text: str, overlay: Overlay | None = None, *, caption: str = "",
+            table: str = "", still: bool = True) -> list[Output]:
+    """The Jupyter outputs of any view (see the module docstring) of the graph whose
+    record is ``graph`` (:func:`dynagraph.graph.record_of`): ``text`` is the
     picture's ``text/plain``, ``caption`` heads the step list, ``table`` (HTML of plain
     tags) is shown first. ``still=False`` leaves out the PNG (a live view's redraws,
     where the script shows the picture): the picture's output is then its text."""
     return _guards.paused_gc(_outputs, graph, text, overlay or Overlay(), caption, table, still)
 
 
-def _outputs(graph: Graph, text: str, overlay: Overlay, caption: str, table: str,
+def _outputs(graph: GraphRecord, text: str, overlay: Overlay, caption: str, table: str,
              still: bool) -> list[Output]:
     made: list = []  # the stepper's data, made once per picture and number of steps
 
@@ -129,8 +128,8 @@ def _outputs(graph: Graph, text: str, overlay: Overlay, caption: str, table: str
     return outs
 
 
-def _shrunk(graph: Graph, drawn: _Drawn, steps: int, sizes: dict[str, int], size: int, room: int,
-            overlay: Overlay, still: bool) -> tuple[Graph, _Drawn, int] | None:
+def _shrunk(graph: GraphRecord, drawn: _Drawn, steps: int, sizes: dict[str, int], size: int, room: int,
+            overlay: Overlay, still: bool) -> tuple[GraphRecord, _Drawn, int] | None:
     """One step towards outputs of at most ``room`` bytes (they are ``size`` now, whose
     parts are ``sizes``): ``(graph, drawn, steps)`` with less in them, or ``None`` where
     nothing is left to take out."""
@@ -146,9 +145,7 @@ def _shrunk(graph: Graph, drawn: _Drawn, steps: int, sizes: dict[str, int], size
         return graph, drawn._replace(series={}), steps  # (the edges keep their drawn labels)
     if can_fold:  # fold more of the picture's middle
         budget = max(2, int(sizes["nodes"] * room / size * 0.8))
-        memory = getattr(graph, "memory", None)
-        folded = _picture.variant(graph, graph.nodes, graph.edges, blocks=graph.blocks, max_nodes=budget)
-        folded.memory = memory  # same node ids: the same memory
+        folded = dataclasses.replace(graph, max_nodes=budget)  # (same node ids: the same memory)
         smaller = _drawn(folded, overlay, still)
         if len(smaller.pic.graph.nodes) < sizes["nodes"]:
             return folded, smaller, steps
@@ -235,7 +232,7 @@ class _Drawn(NamedTuple):
     raster: bytes = b""  # the whole PNG, made in the SVG's run (a small DOT); empty: made by _with_png
 
 
-def _drawn(graph: Graph, overlay: Overlay, still: bool = False) -> _Drawn:
+def _drawn(graph: GraphRecord, overlay: Overlay, still: bool = False) -> _Drawn:
     """``graph`` drawn with ``overlay``: its SVG, hover texts and frames, and with
     ``still`` what its PNG is made from (no PNG yet: see :func:`_with_png`). A picture of
     at most :data:`dynagraph._png.ONE_RUN_NODES` nodes is rasterized whole in the SVG's renderer run (one
@@ -330,7 +327,7 @@ def _overview_note(drawn: _Drawn) -> str:
 LISTED_ITERATIONS = 12
 
 
-def _info(graph: Graph, pic: _picture.Picture, extra: Mapping[int, str]) -> dict[int, str]:
+def _info(graph: GraphRecord, pic: _picture.Picture, extra: Mapping[int, str]) -> dict[int, str]:
     """Hover text of each drawn node: name, kind, module, tensor, saved, source, and for
     a node of a rolled block what each iteration's node was (name and shape)."""
     drawn = pic.graph
@@ -340,7 +337,7 @@ def _info(graph: Graph, pic: _picture.Picture, extra: Mapping[int, str]) -> dict
     for old in extra:
         note_of(drawn_id(old, old), old)
     notes = {new: extra[old] for new, old in first.items()}  # (a lazy ``extra`` makes only these)
-    saved = getattr(graph, "memory", None)
+    saved = graph.memory
     for nid, text in (saved.dtype_notes(pic.mapping) if saved is not None else {}).items():
         notes[nid] = f"{text}\n{notes[nid]}" if nid in notes else text  # saved dtypes (mixed precision)
     stands: dict[int, list[Node]] = {}

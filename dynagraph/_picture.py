@@ -1,7 +1,8 @@
 """What is drawn, and the one route from a graph to DOT.
 
 The size policy (roll repeats, fold what is still too big) makes the picture of a
-graph; :func:`drawing` maps a view's :class:`~dynagraph._dot.Overlay` onto it and
+graph's record (:class:`~dynagraph._records.GraphRecord`: plain data, never a
+``Graph``); :func:`drawing` maps a view's :class:`~dynagraph._dot.Overlay` onto it and
 writes its DOT. ``Graph.to_dot``, every view and the page all draw through
 :func:`drawing`.
 """
@@ -10,19 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING
 
 from . import _dot, _fonts, _guards, _overview, _roll, _transform, memory, render
 from ._dot import Overlay
 from ._language import tr
-from ._records import Node, longest_chain
-
-if TYPE_CHECKING:  # graph.py imports this module (types only: no import circle at run time)
-    from ._roll import Block
-    from .graph import Graph
+from ._records import Block, GraphRecord, Node, longest_chain
 
 __all__ = ["MAX_NODES", "ROLL_ABOVE", "TALL", "Picture", "check_overview", "check_policy", "drawing",
            "picture", "sparkline"]
@@ -50,7 +46,8 @@ class Picture:
     """What is drawn for a graph, and where each of its nodes went.
 
     Attributes:
-        graph: The drawn :class:`dynagraph.Graph` (rolled and folded as needed).
+        graph: The record of what is drawn (rolled and folded as needed; no memory: the
+            drawn graph's memory is its original's, by :attr:`mapping`).
         mapping: ``{original id: drawn id}`` for every original node.
         iteration: ``{original id: (block index, iteration)}`` for nodes inside a
             rolled block.
@@ -62,7 +59,7 @@ class Picture:
             state they pass on.
     """
 
-    graph: Graph
+    graph: GraphRecord
     mapping: dict[int, int]
     iteration: dict[int, tuple[int, int]] = field(default_factory=dict)
     compact: bool = False
@@ -78,6 +75,17 @@ class Picture:
 
     def edge(self, edge: tuple[int, int]) -> tuple[int, int]:
         return self.mapping[edge[0]], self.mapping[edge[1]]
+
+    def moved(self, graph: GraphRecord, moves: Mapping[int, int]) -> Picture:
+        """This picture after a transform of what it draws: ``graph`` drawn instead, whose
+        ids are the drawn ids moved by ``moves`` (``{drawn id: new id}``, the mapping every
+        transform returns; an id not in it stays). Its maps stay consistent: each original
+        node goes where its drawn node went, and the iterations of rolled blocks are kept
+        while ``graph`` keeps every block (else no block is iterated: both are dropped)."""
+        mapping = {old: moves.get(new, new) for old, new in self.mapping.items()}
+        iteration = self.iteration if len(graph.blocks) == len(self.graph.blocks) else {}
+        return dataclasses.replace(self, graph=graph, mapping=mapping, iteration=iteration,
+                                   through=self.through if iteration else {})
 
 
 def check_overview(overview: object) -> None:
@@ -99,13 +107,14 @@ def check_policy(roll: object, max_nodes: object, depth: object = None, overview
         raise ValueError(f"max_nodes must be an int >= 2 or None (draw everything); got {max_nodes!r}")
 
 
-def picture(graph: Graph, *, roll: str | bool = "auto", max_nodes: int | None = MAX_NODES) -> Picture:
+def picture(graph: GraphRecord, *, roll: str | bool = "auto", max_nodes: int | None = MAX_NODES) -> Picture:
     """Apply the size policy: roll repeats (graphs over :data:`ROLL_ABOVE` nodes when
     ``roll="auto"``), then fold the middle of what is still over ``max_nodes``.
 
     ``roll=False`` and ``max_nodes=None`` draw every node.
     """
     check_policy(roll, max_nodes)
+    drawn = dataclasses.replace(graph, memory=None)  # (the picture's memory is the graph's: see Picture)
     if roll is True or (roll == "auto" and len(graph.nodes) > ROLL_ABOVE):
         rolled = _roll.roll(graph.nodes, graph.edges, module_types=graph.module_types)
         if rolled.blocks:
@@ -113,16 +122,12 @@ def picture(graph: Graph, *, roll: str | bool = "auto", max_nodes: int | None = 
                                   max_nodes=graph.max_nodes, module_types=rolled.module_types),
                           rolled.mapping, rolled.iteration, through=rolled.through)
         else:  # (its mapping: every node to itself)
-            pic = Picture(graph, rolled.mapping)
+            pic = Picture(drawn, rolled.mapping)
         pic = _merged(pic)
     else:
-        pic = Picture(graph, {n.id: n.id for n in graph.nodes})
+        pic = Picture(drawn, {n.id: n.id for n in graph.nodes})
     if max_nodes is not None and len(pic.graph.nodes) > max_nodes:
-        folded, fmap = pic.graph.folded(max_nodes)
-        iteration = pic.iteration if len(folded.blocks) == len(pic.graph.blocks) else {}
-        mapping = {old: fmap.get(new, new) for old, new in pic.mapping.items()}
-        pic = dataclasses.replace(pic, graph=folded, mapping=mapping, iteration=iteration,
-                                  through=pic.through if iteration else {})
+        pic = pic.moved(*_transform.folded(pic.graph, max_nodes))
     return pic
 
 
@@ -156,21 +161,20 @@ def _merged_once(pic: Picture, *, any_op: bool) -> Picture:
     if not chains and nodes is g.nodes:  # (open_leaf_modules opened none)
         return pic
     blocks = [dataclasses.replace(b, nodes=[i for i in b.nodes if i not in chains]) for b in g.blocks]
-    merged = variant(g, nodes, edges, blocks=blocks, max_nodes=g.max_nodes)
-    mapping = {old: chains.get(new, new) for old, new in pic.mapping.items()}
-    return dataclasses.replace(pic, graph=merged, mapping=mapping)
+    return pic.moved(variant(g, nodes, edges, blocks=blocks, max_nodes=g.max_nodes), chains)
 
 
-def variant(graph: Graph, nodes: list[Node], edges: list[tuple[int, int]], *, blocks: list[Block],
-            max_nodes: int | None, module_types: dict[str, str] | None = None) -> Graph:
-    """A graph like ``graph`` (its class, module types unless given, title, roll) with other
-    records and size limit, made by the public constructor (so without ``graph``'s memory)."""
+def variant(graph: GraphRecord, nodes: list[Node], edges: list[tuple[int, int]], *, blocks: list[Block],
+            max_nodes: int | None, module_types: dict[str, str] | None = None) -> GraphRecord:
+    """A record like ``graph`` (its module types unless given, title, roll, overview) with
+    other nodes, edges, blocks and size limit, and no memory (its ids are others)."""
     types = graph.module_types if module_types is None else module_types
-    return type(graph)(nodes, edges, types, graph.title, blocks=blocks, roll=graph.roll,
-                       max_nodes=max_nodes, overview=graph.overview)
+    return dataclasses.replace(graph, nodes=nodes, edges=edges, module_types=types, blocks=blocks,
+                               max_nodes=max_nodes, memory=None)
 
 
-def drawing(graph: Graph, overlay: Overlay | None = None, *, full: bool = False, own_title: bool = False,
+def drawing(graph: GraphRecord, overlay: Overlay | None = None, *, full: bool = False,
+            own_title: bool = False,
             layout: Callable[[str], bytes] | None = None) -> tuple[Picture, str, Series]:
     """The picture of ``graph`` under its size policy (``full=True``: every node), its
     DOT with ``overlay`` (in ``graph``'s ids), and the per-iteration gradient norms of
@@ -187,7 +191,7 @@ def drawing(graph: Graph, overlay: Overlay | None = None, *, full: bool = False,
     return _guards.paused_gc(_drawing, graph, overlay, full, own_title, layout)  # (a record per node)
 
 
-def _drawing(graph: Graph, overlay: Overlay | None, full: bool, own_title: bool = False,
+def _drawing(graph: GraphRecord, overlay: Overlay | None, full: bool, own_title: bool = False,
              layout: Callable[[str], bytes] | None = None) -> tuple[Picture, str, Series]:
     pic = picture(graph, roll=False if full else graph.roll, max_nodes=None if full else graph.max_nodes)
     asked = graph.overview is True or (graph.overview is None and graph.roll == "auto"
@@ -199,7 +203,7 @@ def _drawing(graph: Graph, overlay: Overlay | None, full: bool, own_title: bool 
     return _drawing_of(graph, pic, overlay, own_title)
 
 
-def _drawing_of(graph: Graph, pic: Picture, overlay: Overlay | None,
+def _drawing_of(graph: GraphRecord, pic: Picture, overlay: Overlay | None,
                 own_title: bool) -> tuple[Picture, str, Series]:
     """The DOT of picture ``pic`` of ``graph`` with ``overlay``, and its series (see drawing)."""
     drawn, series = _mapped(pic, overlay or Overlay())
@@ -209,7 +213,7 @@ def _drawing_of(graph: Graph, pic: Picture, overlay: Overlay | None,
     outside = own_title and _fonts.cjk_font() is not None
     if outside and title and _fonts.needs_cjk_font(title):
         pic.own_title, title = title, None
-    saved = getattr(graph, "memory", None)
+    saved = graph.memory
     if saved is not None:
         repeats = {nid: block.repeats for block in g.blocks for nid in block.nodes}
         notes, fills, line = memory.decorate(saved, pic.mapping, repeats)
@@ -224,7 +228,7 @@ def _drawing_of(graph: Graph, pic: Picture, overlay: Overlay | None,
     return pic, dot, series
 
 
-def _overview_of(graph: Graph, pic: Picture, overlay: Overlay | None, own_title: bool,
+def _overview_of(graph: GraphRecord, pic: Picture, overlay: Overlay | None, own_title: bool,
                  layout: Callable[[str], bytes]) -> tuple[Picture, str, Series] | None:
     """The module overview of ``graph`` (:mod:`dynagraph._overview`), or ``None`` where the
     op-level picture ``pic`` stays: no module tags, or at most MAX_SCREENS screens at 1:1
@@ -244,7 +248,8 @@ def _overview_of(graph: Graph, pic: Picture, overlay: Overlay | None, own_title:
     nodes, edges, boxed = _overview.boxes(graph.nodes, graph.edges, graph.module_types)
     small = variant(graph, nodes, edges, blocks=[], max_nodes=graph.max_nodes)
     top = picture(small, roll=graph.roll, max_nodes=graph.max_nodes)
-    top.graph.nodes = _overview.rolled_calls(top.graph.nodes, nodes, top.mapping)  # (a loop of calls)
+    calls = _overview.rolled_calls(top.graph.nodes, nodes, top.mapping)  # (a loop of calls)
+    top = dataclasses.replace(top, graph=dataclasses.replace(top.graph, nodes=calls))
     mapping = {old: top.mapping[boxed.get(old, old)] for old in detail.mapping}
     iteration = {old: top.iteration[boxed.get(old, old)] for old in detail.mapping
                  if boxed.get(old, old) in top.iteration}  # (boxes of one kind rolled: each its iteration)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 from ._language import N_, translated
 
-__all__ = ["KINDS", "Node", "chains", "consumers_of", "dtype_text", "kind_word", "longest_chain", "owner",
-           "producers_of", "shape_text", "upstream"]
+if TYPE_CHECKING:
+    from .memory import SavedMemory
+
+__all__ = ["KINDS", "Block", "GraphRecord", "Node", "chains", "consumers_of", "dtype_text", "kind_word",
+           "longest_chain", "owner", "producers_of", "shape_text", "upstream"]
 
 # What a node stands for; the renderer's legend is keyed on these.
 KINDS = ("op", "custom", "parameter", "input", "output", "module", "fold")
@@ -175,3 +178,54 @@ def chains(n: int, edges: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
             if indeg[j] == 0:
                 ready.append(j)
     return depth, order
+
+
+@dataclass
+class Block:
+    """One rolled region: its representative iteration, drawn once and labelled ×N.
+
+    Attributes:
+        label: Which layers or steps the block stands for, and their classes:
+            ``"layers.0–5: TransformerEncoderLayer"`` (from module tags or, without
+            them, from the parameters' names), ``"layers.0–11: Foo ×2, Bar ×10"``
+            (two classes with the same ops), ``"cell: LSTMCell, step 1–50"`` (one
+            module or shared weights at every step; ``"rnn: GRU, layer 1, step 6–8"``
+            for a recurrent layer, its steps counted across the blocks of one loop), else the names of the
+            representative's first and last ops (``"TBackward0 … TanhBackward0"``).
+        repeats: N, the number of iterations.
+        nodes: Ids of the representative's nodes (iteration 0), kept in the rolled graph:
+            its ops in creation order, then the leaves it owns.
+        loops: ``(src, dst)`` edges of the representative that carry state from
+            iteration k to k + 1; also in the rolled graph's edges.
+        module: Dotted module name shared by every op of every iteration, if any.
+        note: A line under the title where the iterations differ in the batch
+            dimension: ``"batch 1–3: SliceBackward0 ×2 on the loop edge"`` (a recurrence
+            over packed sequences, whose state loses rows as sequences end).
+    """
+
+    label: str
+    repeats: int
+    nodes: list[int]
+    loops: list[tuple[int, int]]
+    module: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class GraphRecord:
+    """What the drawing side draws: a graph's records and its size policy, no behaviour.
+
+    A :class:`dynagraph.Graph` hands this down (:func:`dynagraph.graph.record_of`); the
+    picture and the page take it and make others like it (``dataclasses.replace``), and
+    never build a ``Graph``. The fields are those of ``Graph`` of the same names.
+    """
+
+    nodes: list[Node]
+    edges: list[tuple[int, int]]
+    module_types: dict[str, str] = field(default_factory=dict)
+    title: str | None = None
+    blocks: list[Block] = field(default_factory=list)
+    roll: str | bool = "auto"
+    max_nodes: int | None = None
+    overview: bool | None = None
+    memory: SavedMemory | None = None

@@ -13,7 +13,7 @@ from . import _page, _picture
 from ._dot import Overlay
 from ._language import N_, counted, translated
 from ._records import Node
-from .graph import Graph
+from .graph import Graph, record_of
 
 __all__ = ["Replay"]
 
@@ -61,9 +61,9 @@ class Replay(_page.View):
 
     def to_dot(self) -> str:
         """DOT of the picture: the run order on the nodes, the norms on the edges."""
-        return _picture.drawing(self.graph(), self._overlays())[1]
+        return _picture.drawing(record_of(self.graph()), self._overlays())[1]
 
     def _outputs(self) -> list[_page.Output]:
         if not self.order:
             return [_page.Output({"text/plain": repr(self)}, {})]
-        return _page.outputs(self.graph(), repr(self), self._overlays(), caption=self._caption())
+        return _page.outputs(record_of(self.graph()), repr(self), self._overlays(), caption=self._caption())

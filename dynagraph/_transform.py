@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from ._dot import meta_line
-from ._records import Node, consumers_of, owner, producers_of
+from ._records import GraphRecord, Node, consumers_of, owner, producers_of
 
 
 def remap(edges: list[tuple[int, int]], mapping: Mapping[int, int]) -> list[tuple[int, int]]:
@@ -115,6 +115,15 @@ def fold(nodes: list[Node], edges: list[tuple[int, int]],
     kept = [n for n in nodes if n.id not in hidden]
     mapping = {i: fold_id for i in hidden}
     return kept + [fold_node], remap(edges, mapping), mapping
+
+
+def folded(graph: GraphRecord, max_nodes: int) -> tuple[GraphRecord, dict[int, int]]:
+    """:func:`fold` on a graph's record: the record with its middle folded (the rolled
+    blocks that lost a node left out, its memory by the new ids), and the mapping."""
+    nodes, edges, mapping = fold(graph.nodes, graph.edges, max_nodes)
+    blocks = [b for b in graph.blocks if not any(mapping.get(i, i) != i for i in b.nodes)]
+    memory = None if graph.memory is None else graph.memory.remap(mapping)
+    return replace(graph, nodes=nodes, edges=edges, blocks=blocks, memory=memory), mapping
 
 
 def _hidden(nodes: list[Node], ops: Sequence[Node], consumers: dict[int, list[int]],

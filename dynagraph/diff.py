@@ -11,7 +11,7 @@ from ._dot import Overlay
 from ._language import tr
 from ._match import Unplaced
 from ._records import Node
-from .graph import Graph
+from .graph import Graph, record_of
 
 __all__ = ["GraphDiff", "diff"]
 
@@ -90,11 +90,11 @@ class GraphDiff(_page.View):
 
     def to_dot(self) -> str:
         """DOT of the picture of ``b`` with its new nodes outlined in red."""
-        return _picture.drawing(self._graph(), self._overlay())[1]
+        return _picture.drawing(record_of(self._graph()), self._overlay())[1]
 
     def _outputs(self) -> list[_page.Output]:
         table = _steps.diff_table(self.rows, self.labels, self.total, notes=self._notes())
-        return _page.outputs(self._graph(), repr(self), self._overlay(), table=table)
+        return _page.outputs(record_of(self._graph()), repr(self), self._overlay(), table=table)
 
 
 def _columns(text: str) -> int:

@@ -5,18 +5,17 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import _page, _picture, _transform, render
 from ._language import tr
-from ._records import Node, kind_word
+from ._records import Block, GraphRecord, Node, kind_word
 from .memory import SavedMemory
 
 if TYPE_CHECKING:
     import graphviz
-
-    from ._roll import Block
 
 __all__ = ["Graph"]
 
@@ -63,12 +62,13 @@ class Graph(_page.View):
         self.overview = overview
         self.memory: SavedMemory | None = None
 
-    def _with(self, nodes: list[Node], edges: list[tuple[int, int]], *, blocks: list[Block] | None = None,
-              max_nodes: int | None = -1) -> Graph:
-        """A graph like this one with other nodes and edges (and size policy)."""
-        return Graph(nodes, edges, self.module_types, self.title,
-                     blocks=self.blocks if blocks is None else blocks, roll=self.roll,
-                     max_nodes=self.max_nodes if max_nodes == -1 else max_nodes, overview=self.overview)
+    @classmethod
+    def _of(cls, record: GraphRecord) -> Graph:
+        """The graph of ``record`` (a record the drawing side made from one of ours)."""
+        graph = cls(record.nodes, record.edges, record.module_types, record.title, blocks=record.blocks,
+                    roll=record.roll, max_nodes=record.max_nodes, overview=record.overview)
+        graph.memory = record.memory
+        return graph
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -104,29 +104,25 @@ class Graph(_page.View):
         """Every module at nesting ``depth`` merged into one node, and ``{old id: new id}``."""
         _picture.check_policy(self.roll, self.max_nodes, depth)
         nodes, edges, mapping = _transform.collapse(self.nodes, self.edges, self.module_types, depth)
-        return self._remapped(self._with(nodes, edges), mapping), mapping
+        memory = None if self.memory is None else self.memory.remap(mapping)
+        return Graph._of(replace(record_of(self), nodes=nodes, edges=edges, memory=memory)), mapping
 
     def folded(self, max_nodes: int) -> tuple[Graph, dict[int, int]]:
         """The middle folded into one node so that at most ``max_nodes`` remain, and
         ``{old id: new id}``."""
         _picture.check_policy(self.roll, max_nodes)
-        nodes, edges, mapping = _transform.fold(self.nodes, self.edges, max_nodes)
-        blocks = [b for b in self.blocks if not any(mapping.get(i, i) != i for i in b.nodes)]
-        return self._remapped(self._with(nodes, edges, blocks=blocks), mapping), mapping
+        folded, mapping = _transform.folded(record_of(self), max_nodes)
+        return Graph._of(folded), mapping
 
     def picture(self) -> Graph:
         """The graph as it is drawn: this one after the size policy (``roll``, ``max_nodes``)."""
-        pic = _picture.picture(self, roll=self.roll, max_nodes=self.max_nodes)
-        return self._remapped(pic.graph, pic.mapping)
-
-    def _remapped(self, graph: Graph, mapping: dict[int, int]) -> Graph:
-        """``graph`` (made from this one) with this one's memory by its node ids."""
-        graph.memory = None if self.memory is None else self.memory.remap(mapping)
-        return graph
+        pic = _picture.picture(record_of(self), roll=self.roll, max_nodes=self.max_nodes)
+        memory = None if self.memory is None else self.memory.remap(pic.mapping)
+        return Graph._of(replace(pic.graph, memory=memory))
 
     def to_dot(self, *, full: bool = False) -> str:
         """DOT source of the drawing (``full=True``: of every node, ignoring the size policy)."""
-        return _picture.drawing(self, full=full)[1]
+        return _picture.drawing(record_of(self), full=full)[1]
 
     def svg(self) -> str:
         """The drawing as compact SVG text."""
@@ -158,4 +154,11 @@ class Graph(_page.View):
         return graphviz.Source(self.to_dot())
 
     def _outputs(self) -> list[_page.Output]:
-        return _page.outputs(self, repr(self))
+        return _page.outputs(record_of(self), repr(self))
+
+
+def record_of(graph: Graph) -> GraphRecord:
+    """The plain record of ``graph`` that the drawing side takes (``_picture``, ``_page``):
+    its fields as they are now (a graph's fields may be set after it is made)."""
+    return GraphRecord(graph.nodes, graph.edges, graph.module_types, graph.title, graph.blocks, graph.roll,
+                       graph.max_nodes, graph.overview, graph.memory)

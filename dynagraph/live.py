@@ -19,7 +19,7 @@ from ._language import N_, counted, tr
 from ._recorder import Recorder, Step, cut, inside
 from ._records import Node, producers_of, upstream
 from .capture import param_names_of
-from .graph import Graph
+from .graph import Graph, record_of
 from .memory import SavedMemory
 
 __all__ = ["Recording", "Step", "live"]
@@ -237,7 +237,7 @@ class Recording(_page.View):
 
     def _display(self) -> list[_page.Output]:
         last, unused = self.unused()
-        return _page.outputs(self.graph(), repr(self), self._overlays(unused),
+        return _page.outputs(record_of(self.graph()), repr(self), self._overlays(unused),
                              caption=self._caption(last, unused))
 
 
@@ -329,7 +329,7 @@ class _View:
         try:
             so_far = tr("1 step so far") if len(rec.steps) == 1 else tr("{n} steps so far", n=len(rec.steps))
             graph = rec.graph(title=so_far)
-            outs = _page.outputs(graph, repr(graph), still=force)  # the last stays: with a PNG
+            outs = _page.outputs(record_of(graph), repr(graph), still=force)  # the last stays: with a PNG
             picture = outs[0]  # (and no script where even the script cannot fit: the text alone)
             script = outs[1] if len(outs) > 1 else _page.Output({"application/javascript": ""}, {})
             if force:

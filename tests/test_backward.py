@@ -11,6 +11,7 @@ from torch import nn
 
 import dynagraph as dg
 from dynagraph import _dot, _page, _picture, backward
+from dynagraph.graph import record_of
 
 from _helpers import Square, check_edge_norms, html_of, outputs_of, page_data, replayed, stored
 
@@ -148,14 +149,14 @@ def test_parallel_edges_drawn_as_one_carry_the_merged_norm():
     each = sorted(v for (src, dst, _), v in bt.edge_norms.items() if (src, dst) == (leaf(bt, "x"), mul))
     merged = bt.merged_norms[(leaf(bt, "x"), mul)]
     assert len(each) == 2 and each[0] == each[1] and each[0] == 0.5 and merged == 1.0
-    pic = _picture.picture(bt.graph(), roll=True)
+    pic = _picture.picture(record_of(bt.graph()), roll=True)
     assert pic.graph.blocks and pic.graph.blocks[0].repeats == 30
     drawn, _ = _picture._mapped(pic, bt._overlays())
     x_edge = pic.edge((leaf(bt, "x"), mul))
     assert Counter(pic.graph.edges)[x_edge] == 1  # the two edges drawn as one
     labels = dict(zip(pic.graph.edges, _dot._edge_norms(pic.graph.edges, drawn)))
     assert labels[x_edge] == merged
-    full = _picture.picture(bt.graph(), roll=False, max_nodes=None)
+    full = _picture.picture(record_of(bt.graph()), roll=False, max_nodes=None)
     drawn, _ = _picture._mapped(full, bt._overlays())
     from_x = [v for e, v in zip(full.graph.edges, _dot._edge_norms(full.graph.edges, drawn)) if e == (leaf(bt, "x"), mul)]
     assert from_x == each

@@ -16,6 +16,7 @@ from torch import nn
 import dynagraph as dg
 from dynagraph import _dot, _picture, render
 from dynagraph._records import KINDS, Node
+from dynagraph.graph import record_of
 
 from _helpers import Square, frame_rows, html_of, pictures, svg_texts
 
@@ -264,7 +265,7 @@ def test_in_a_tall_recording_frames_list_what_the_pruned_dot_holds():
     with dg.live(model, overview=False) as rec:  # op level: its frames
         model(torch.randn(2, 2)).sum()
     graph = rec.graph()
-    pic = _picture.picture(graph)
+    pic = _picture.picture(record_of(graph))
     assert pic.compact and not pic.graph.blocks
     listed = _dot.frames(pic.graph.nodes, pic.graph.edges, pic.graph.blocks, prune=True)
     assert {k: set(ids) for k, ids in enumerate(listed)} == frames_in_dot(graph.to_dot())

@@ -16,6 +16,7 @@ from torch import nn
 import dynagraph as dg
 from dynagraph import _overview, _page, _picture, memory, render
 from dynagraph._records import Node, owner
+from dynagraph.graph import record_of
 
 from _helpers import html_of, load_benchmark, outputs_of, page_data, svg_texts
 
@@ -42,9 +43,9 @@ def boxes_of(pic: _picture.Picture) -> dict[str, Node]:
 
 def test_a_tall_tagged_recording_draws_modules_as_boxes_within_three_screens(resnet):
     graph = resnet.graph()
-    op_level = _picture.picture(graph)  # what was drawn before: every op, rolled and merged
+    op_level = _picture.picture(record_of(graph))  # what was drawn before: every op, rolled and merged
     assert _overview.screens(render.pipe(_picture._drawing_of(graph, op_level, None, False)[1])) > 3
-    pic, _, _ = _picture.drawing(graph)
+    pic, _, _ = _picture.drawing(record_of(graph))
     assert pic.detail is not None and pic.detail_screens > _overview.MAX_SCREENS
     assert list(boxes_of(pic)) == ["stem", *(f"layers.{k}" for k in range(8)), "fc"]
     assert zoo.picture_size(graph)[2] <= _overview.MAX_SCREENS
@@ -58,7 +59,7 @@ def test_the_boxes_numbers_are_the_op_level_graphs(resnet):
     """Each box's op count and node count are those of the op-level graph's nodes in its
     module; its saved bytes, the op-level nodes' bytes (each storage once)."""
     graph = resnet.graph()
-    pic, dot, _ = _picture.drawing(graph)
+    pic, dot, _ = _picture.drawing(record_of(graph))
     drawn = {n.id: n for n in pic.graph.nodes}
     for path, box in boxes_of(pic).items():
         inside = [n for n in graph.nodes if n.module and (n.module == path or n.module.startswith(path + "."))]
@@ -76,7 +77,7 @@ def test_the_boxes_numbers_are_the_op_level_graphs(resnet):
 
 def test_a_box_stands_for_exactly_its_op_level_nodes_in_the_op_level_picture(resnet):
     graph = resnet.graph()
-    pic, _, _ = _picture.drawing(graph)
+    pic, _, _ = _picture.drawing(record_of(graph))
     detail = pic.detail
     for box, ids in pic.boxes.items():
         originals = {old for old, new in pic.mapping.items() if new == box}
@@ -87,7 +88,7 @@ def test_without_tags_the_op_level_picture_stays():
     case = zoo.resnet()
     graph = dg.draw(case.forward(), params=case.model)  # no track_modules, no live: no tags
     assert not any(n.module for n in graph.nodes)
-    pic, _, _ = _picture.drawing(graph)
+    pic, _, _ = _picture.drawing(record_of(graph))
     assert pic.detail is None and not any(n.kind == "module" for n in pic.graph.nodes)
     assert zoo.picture_size(graph)[2] > _overview.MAX_SCREENS  # (tall: the rule would apply with tags)
 
@@ -97,22 +98,22 @@ def test_track_modules_draws_the_overview_and_asking_for_every_node_draws_every_
     with dg.track_modules(case.model):
         loss = case.forward()
     graph = dg.draw(loss, params=case.model)
-    pic, _, _ = _picture.drawing(graph)
+    pic, _, _ = _picture.drawing(record_of(graph))
     assert pic.detail is not None and len(boxes_of(pic)) == 10
-    full, _, _ = _picture.drawing(graph, full=True)
+    full, _, _ = _picture.drawing(record_of(graph), full=True)
     assert full.detail is None and not any(n.kind == "module" for n in full.graph.nodes)
     for policy in ({"roll": False}, {"max_nodes": None}):  # every node asked for: no boxes
         with dg.track_modules(case.model):
             loss = case.forward()
         asked = dg.draw(loss, params=case.model, **policy)
-        assert _picture.drawing(asked)[0].detail is None
+        assert _picture.drawing(record_of(asked))[0].detail is None
 
 
 def test_a_short_tagged_recording_stays_op_level():
     model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
     with dg.live(model) as rec:
         model(torch.ones(2, 3)).sum()
-    pic, _, _ = _picture.drawing(rec.graph())
+    pic, _, _ = _picture.drawing(record_of(rec.graph()))
     assert pic.detail is None and "modules drawn as boxes" not in outputs_of(rec)["steps"]["text/plain"]
 
 
@@ -134,7 +135,7 @@ def test_groups_open_the_biggest_module_while_it_holds_over_a_quarter_of_the_ops
 
 def test_the_step_list_says_modules_are_boxes_and_asks_for_nothing(resnet):
     steps = outputs_of(resnet)["steps"]
-    pic, _, _ = _picture.drawing(resnet.graph())
+    pic, _, _ = _picture.drawing(record_of(resnet.graph()))
     said = (f"modules drawn as boxes (the picture of every op fills {pic.detail_screens:.1f} screens at 1:1): "
             "where the picture's script runs, a click on a box opens its ops")
     assert said in steps["text/plain"] and said in unescape(steps["text/html"])
@@ -152,7 +153,7 @@ def test_every_zoo_recording_fits_three_screens_and_the_budget(name):
     outs = rec._outputs()
     assert _page.stored_bytes(outs) <= _page.MAX_BYTES
     data = page_data(_page.fragment(outs))
-    pic, _, _ = _picture.drawing(graph, own_title=True)
+    pic, _, _ = _picture.drawing(record_of(graph), own_title=True)
     if pic.detail is not None:  # the op-level picture is in the output, with every box's ids
         assert data["inside"]["boxes"] == {str(b): ids for b, ids in pic.boxes.items()}
         ET.fromstring(base64.b64decode(data["inside"]["svg"]))
@@ -173,7 +174,7 @@ def test_a_click_on_a_box_opens_its_ops_in_the_browser(resnet, tmp_path):
     from _chromium import chromium, open_html
     html = html_of(resnet)
     data = page_data(html)
-    pic, _, _ = _picture.drawing(resnet.graph(), own_title=True)
+    pic, _, _ = _picture.drawing(record_of(resnet.graph()), own_title=True)
     box = boxes_of(pic)["layers.2"]
     detail = base64.b64decode(data["inside"]["svg"]).decode()
     names = {int(m[1]): m[0] for m in re.finditer(r'class="node[^"]*\bdg-n(\d+)', detail)}
@@ -266,11 +267,11 @@ def test_overview_false_draws_every_op_of_a_tall_tagged_recording(monkeypatch):
         case.forward()
     graph = rec.graph()
     assert rec.overview is False and graph.overview is False
-    pic, dot, _ = _picture.drawing(graph)
+    pic, dot, _ = _picture.drawing(record_of(graph))
     assert pic.detail is None and not any(n.kind == "module" for n in pic.graph.nodes)
     monkeypatch.setattr(_overview, "MAX_SCREENS", float("inf"))  # the op level as the rule would draw it
     graph.overview = None
-    assert dot == _picture.drawing(graph)[1]
+    assert dot == _picture.drawing(record_of(graph))[1]
     assert "inside" not in page_data(html_of(rec))
     assert "modules drawn as boxes" not in outputs_of(rec)["steps"]["text/plain"]
 
@@ -279,11 +280,11 @@ def test_overview_false_and_true_in_draw_and_trace_backward():
     case = zoo.resnet()
     with dg.track_modules(case.model):
         loss = case.forward()
-    assert _picture.drawing(dg.draw(loss, params=case.model))[0].detail is not None  # automatic: boxes
-    assert _picture.drawing(dg.draw(loss, params=case.model, overview=False))[0].detail is None
+    assert _picture.drawing(record_of(dg.draw(loss, params=case.model)))[0].detail is not None  # automatic: boxes
+    assert _picture.drawing(record_of(dg.draw(loss, params=case.model, overview=False)))[0].detail is None
     with dg.trace_backward(loss, params=case.model, overview=False) as bt:
         loss.backward()
-    assert bt.graph().overview is False and _picture.drawing(bt.graph())[0].detail is None
+    assert bt.graph().overview is False and _picture.drawing(record_of(bt.graph()))[0].detail is None
     assert "inside" not in page_data(html_of(bt))
 
 
@@ -291,11 +292,11 @@ def test_overview_true_draws_boxes_for_a_short_tagged_recording():
     model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
     with dg.live(model, overview=True) as rec:
         model(torch.ones(2, 3)).sum()
-    pic, _, _ = _picture.drawing(rec.graph())
+    pic, _, _ = _picture.drawing(record_of(rec.graph()))
     assert pic.detail is not None and sorted(boxes_of(pic)) == ["0", "1", "2"]
     assert "modules drawn as boxes" in outputs_of(rec)["steps"]["text/plain"]
     untagged = dg.draw(model(torch.ones(2, 3)).sum(), overview=True)  # no tags: every op, as it is
-    assert _picture.drawing(untagged)[0].detail is None
+    assert _picture.drawing(record_of(untagged))[0].detail is None
 
 
 @pytest.mark.parametrize("bad", ["yes", 1, 0, "auto"])
@@ -343,7 +344,7 @@ def test_a_shared_weight_whose_module_runs_no_op_is_no_box_of_0_ops():
     with dg.live(model, overview=True) as rec:
         model(torch.tensor([[1, 2, 3]]))
     graph = rec.graph()
-    pic, _, _ = _picture.drawing(graph)
+    pic, _, _ = _picture.drawing(record_of(graph))
     counts = _overview.op_counts(graph.nodes)
     boxes = boxes_of(pic)
     assert "shared" not in boxes and {"embed", "head"} <= set(boxes)  # ("shared" ran no op)
@@ -404,7 +405,7 @@ def test_a_module_called_twice_is_a_box_per_call_with_its_own_ops():
     with dg.live(model, overview=True) as rec:
         model(torch.ones(2, 4))
     graph = rec.graph()
-    pic, _, _ = _picture.drawing(graph)
+    pic, _, _ = _picture.drawing(record_of(graph))
     per_path = _check_boxes_per_call(graph, pic)
     assert per_path == {"inp": [1], "block.0": [1, 2], "block.1": [1, 2], "out": [1]}
     assert "a module called more than once is one box per call" in outputs_of(rec)["steps"]["text/plain"]
@@ -412,7 +413,7 @@ def test_a_module_called_twice_is_a_box_per_call_with_its_own_ops():
     with dg.track_modules(model):
         loss = model(torch.ones(2, 4))
     drawn = dg.draw(loss, params=model, overview=True)
-    assert sorted(n.label for n in _picture.drawing(drawn)[0].graph.nodes if n.kind == "module") == sorted(
+    assert sorted(n.label for n in _picture.drawing(record_of(drawn))[0].graph.nodes if n.kind == "module") == sorted(
         n.label for n in pic.graph.nodes if n.kind == "module")
     # a closed box of the block (few boxes allowed): a box per call of the block itself
     nodes, _, mapping = _overview.boxes(graph.nodes, graph.edges, graph.module_types, most=3)
@@ -440,7 +441,7 @@ def test_a_click_on_a_calls_box_lights_that_calls_ops_only(tmp_path):
         model(torch.ones(2, 4))
     html = html_of(rec)
     data = page_data(html)
-    pic, _, _ = _picture.drawing(rec.graph(), own_title=True)
+    pic, _, _ = _picture.drawing(record_of(rec.graph()), own_title=True)
     second = next(n for n in pic.graph.nodes if n.label.startswith("block.0: Linear, call 2 of 2"))
     first = next(n for n in pic.graph.nodes if n.label.startswith("block.0: Linear, call 1 of 2"))
     ids = data["inside"]["boxes"]
@@ -477,7 +478,7 @@ def test_a_loop_of_calls_rolls_its_boxes_and_says_which_calls():
     with dg.live(model, overview=True) as rec:
         model(torch.randn(30, 2, 8))  # (over 40 boxes: they roll)
     graph = rec.graph()
-    pic, _, _ = _picture.drawing(graph)
+    pic, _, _ = _picture.drawing(record_of(graph))
     repeats = {i: b.repeats for b in pic.graph.blocks for i in b.nodes}
     said: dict[str, int] = {}  # ops per module path: each box's ops times the calls it is drawn for
     calls_of = {}
@@ -502,7 +503,7 @@ def test_each_calls_box_says_the_bytes_its_own_ops_saved():
     with dg.live(model, overview=True, memory=True) as rec:
         model(torch.ones(2, 4))
     graph = rec.graph()
-    pic, dot, _ = _picture.drawing(graph)
+    pic, dot, _ = _picture.drawing(record_of(graph))
     tanh = [n for n in pic.graph.nodes if n.label.startswith("block.1: Tanh, call ")]
     assert len(tanh) == 2
     for box in tanh:

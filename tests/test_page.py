@@ -22,6 +22,7 @@ from torch import nn
 import dynagraph as dg
 from dynagraph import _dot, _page, _picture, _png, _steps, render
 from dynagraph._page import stored_bytes
+from dynagraph.graph import record_of
 
 from _helpers import (
     LESSON07_REPLAY,
@@ -779,8 +780,8 @@ def test_an_english_title_drawn_by_pillow_reads_as_graphviz_draws_it():
     pytest.importorskip("pylopdf_fonts_zh_cn")
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     title = "compute graph, batch 64"
-    by_graphviz = _raster(_page._drawn(dg.draw(2 * x + 1, title=title), _dot.Overlay()).dot, 72)
-    untitled = _raster(_page._drawn(dg.draw(2 * x + 1), _dot.Overlay()).dot, 72)
+    by_graphviz = _raster(_page._drawn(record_of(dg.draw(2 * x + 1, title=title)), _dot.Overlay()).dot, 72)
+    untitled = _raster(_page._drawn(record_of(dg.draw(2 * x + 1)), _dot.Overlay()).dot, 72)
     by_pillow = _png._titled(untitled, title, 72)
     assert by_pillow.height == by_graphviz.height  # the same room above the picture
     rows = by_graphviz.height - untitled.height
@@ -1141,7 +1142,7 @@ def test_the_png_is_the_renderers_picture_in_its_palette():
     (pic,) = [o for o in outs if o.metadata["dynagraph"] == "picture"]
     stored = Image.open(io.BytesIO(base64.b64decode(pic.data["image/png"])))
     assert stored.mode == "P" and len(stored.getcolors(256)) <= _png.PNG_COLOURS
-    raw = Image.open(io.BytesIO(render.svg_and_png(_page._drawn(g, _dot.Overlay(), True).dot, _png.PNG_DPI)[1]))
+    raw = Image.open(io.BytesIO(render.svg_and_png(_page._drawn(record_of(g), _dot.Overlay(), True).dot, _png.PNG_DPI)[1]))
     diff = ImageChops.difference(png, raw.convert("RGB")).convert("L")
     assert png.size == raw.size
     assert sum(1 for v in diff.get_flattened_data() if v > 24) <= 0.001 * png.width * png.height  # (64 colours)

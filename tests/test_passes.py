@@ -8,6 +8,7 @@ import dynagraph as dg
 from dynagraph import _dot, _page, _picture
 from dynagraph._walk import reach
 from dynagraph.capture import named_roots, walk
+from dynagraph.graph import record_of
 
 
 def reachable(*tensors):
@@ -89,7 +90,7 @@ def test_picture_legend_and_hover_name_the_passes():
     dot = graph.to_dot()
     assert "purple = first backward, teal = second backward" in dot
     assert dot.count('color="#7048e8" penwidth=2') == sum(n.derivative == 1 for n in graph.nodes)
-    info = _page._info(graph, _picture.picture(graph), {})
+    info = _page._info(record_of(graph), _picture.picture(record_of(graph)), {})
     assert any("made by: the second backward pass" in text for text in info.values())
 
 

@@ -12,6 +12,7 @@ import dynagraph as dg
 from dynagraph._picture import picture
 from dynagraph._roll import roll
 from dynagraph.capture import capture
+from dynagraph.graph import record_of
 
 # ---- the oracle: what a rolled picture claims about leaves holds in every iteration
 
@@ -361,7 +362,7 @@ def _per_step_weights(names):
         w = params[name] = nn.Parameter(torch.randn(3))
         h = torch.tanh(h * w)
     graph = dg.draw(h.sum(), params=params, roll=True)
-    pic = picture(graph, roll=True)
+    pic = picture(record_of(graph), roll=True)
     (block,) = pic.graph.blocks
     assert block.repeats == len(names)
     drawn = [n for n in pic.graph.nodes if n.kind == "parameter" and n.id in block.nodes]

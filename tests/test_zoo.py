@@ -16,6 +16,7 @@ from test_memory import packed_storages  # the saved_tensors_hooks oracle
 
 import dynagraph as dg
 from dynagraph import _page, _picture, render
+from dynagraph.graph import record_of
 
 from _helpers import frame_rows, html_of, load_benchmark, pictures, scripts_data, svg_texts
 
@@ -218,7 +219,7 @@ def test_rmsnorm_layers_roll_from_the_norms_first_op_to_the_residual_add(model):
     started at the weight's multiply and held the final norm's ops
     (tests/test_roll.py checks every op of a toy Llama against its layer)."""
     case = build(model)
-    pic = _picture.picture(dg.draw(case.forward(), params=case.model))
+    pic = _picture.picture(record_of(dg.draw(case.forward(), params=case.model)))
     assert pic.graph.blocks
     for block in pic.graph.blocks:
         ops = sorted((n for n in pic.graph.nodes if n.id in set(block.nodes) and n.kind == "op"), key=lambda n: n.seq)
@@ -312,7 +313,7 @@ def test_t5s_decoder_stack_is_drawn_under_its_encoder_stack(recorded):
         graph = rec.graph()
     else:
         graph = dg.draw(case.forward(), params=case.model)
-    pic, dot, _ = _picture.drawing(graph)  # a recording: the op-level picture its module overview opens
+    pic, dot, _ = _picture.drawing(record_of(graph))  # a recording: the op-level picture its module overview opens
     svg = render.compact_svg(render.pipe(pic.detail_dot or dot, "svg"))
     titles = dict(re.findall(r'class="cluster dg-frame dg-block[^"]*dg-f(\d+)">\s*<path[^>]*>\s*<text[^>]*>([^<]*)<', svg))
     frames = frame_rows(svg)  # "×2 &#160;encoder.block.0–1: ..." -> "encoder"

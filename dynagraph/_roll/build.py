@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from .._records import Node
+from .._records import Block, Node
 from .names import (
     Range,
     block_label,
@@ -25,37 +25,6 @@ from .runs import Run
 from .sequence import Seq, op_key
 
 _block_and_k = operator.itemgetter(0, 1)
-
-
-@dataclass
-class Block:
-    """One rolled region: its representative iteration, drawn once and labelled ×N.
-
-    Attributes:
-        label: Which layers or steps the block stands for, and their classes:
-            ``"layers.0–5: TransformerEncoderLayer"`` (from module tags or, without
-            them, from the parameters' names), ``"layers.0–11: Foo ×2, Bar ×10"``
-            (two classes with the same ops), ``"cell: LSTMCell, step 1–50"`` (one
-            module or shared weights at every step; ``"rnn: GRU, layer 1, step 6–8"``
-            for a recurrent layer, its steps counted across the blocks of one loop), else the names of the
-            representative's first and last ops (``"TBackward0 … TanhBackward0"``).
-        repeats: N, the number of iterations.
-        nodes: Ids of the representative's nodes (iteration 0), kept in the rolled graph:
-            its ops in creation order, then the leaves it owns.
-        loops: ``(src, dst)`` edges of the representative that carry state from
-            iteration k to k + 1; also in :attr:`Rolled.edges`.
-        module: Dotted module name shared by every op of every iteration, if any.
-        note: A line under the title where the iterations differ in the batch
-            dimension: ``"batch 1–3: SliceBackward0 ×2 on the loop edge"`` (a recurrence
-            over packed sequences, whose state loses rows as sequences end).
-    """
-
-    label: str
-    repeats: int
-    nodes: list[int]
-    loops: list[tuple[int, int]]
-    module: str | None = None
-    note: str | None = None
 
 
 @dataclass
