@@ -19,8 +19,7 @@ from ._language import N_, tr, translated
 from ._records import consumers_of, producers_of, shape_text, upstream
 
 if TYPE_CHECKING:
-    from ._records import Node
-    from ._roll import Block
+    from ._records import Block, Node
 
 __all__ = ["FAINT", "SPLIT_LEAVES", "STYLE", "Overlay", "StepText", "frames", "meta_line", "node_label",
            "quote", "to_dot"]
@@ -165,7 +164,7 @@ def to_dot(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],
         module_types: ``{module name: class name}`` for cluster titles.
         title: Drawn above the graph.
         overlay: An :class:`Overlay` (badges, edge norms, highlights).
-        blocks: Rolled blocks (:class:`dynagraph._roll.Block`): each drawn as a frame
+        blocks: Rolled blocks (:class:`dynagraph._records.Block`): each drawn as a frame
             titled ``×N`` around its representative nodes, its loop edges dashed.
         split_leaves: Draw a parameter or input that feeds more than this many ops
             once per op instead of as one node with a large fan-out (which makes

@@ -16,8 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ._records import Node
-from ._roll import Block
+from ._records import Block, Node
 from .backward import BackwardTrace
 from .graph import Graph
 from .live import Recording, Step
