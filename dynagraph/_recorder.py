@@ -263,6 +263,7 @@ class Recorder:
         pending: list[tuple[_torch.GradFn, int]] = []  # (input, id of the node it feeds)
         module: str | None = None  # the current step's module
         calls: dict[str, int] = {}  # and the module calls running at it
+        made_by: tuple[int | None, ...] | None = None  # Node.calls of its nodes (the same for all)
         calls_key, step_calls = _tags.CALLS, self._step_calls
 
         def enter(fn: _torch.GradFn) -> Any:
@@ -284,7 +285,7 @@ class Recorder:
                 node.module = owner(node.label)
             elif named and module is not None:
                 node.module = module
-                node.calls = _tags.calls_of(calls, module)
+                node.calls = made_by
                 meta.setdefault(module_key, module)
                 meta.setdefault(calls_key, calls)
             inputs = fn.next_functions
@@ -295,6 +296,7 @@ class Recorder:
 
         for step, fns in todo:
             module, calls = step.module, step_calls[step.index]
+            made_by = _tags.calls_of(calls, module) if named else None  # (once a step, not a node)
             reach(fns, enter)
             if new:
                 self._give(step, new)
