@@ -263,7 +263,6 @@ class Recorder:
         pending: list[tuple[_torch.GradFn, int]] = []  # (input, id of the node it feeds)
         module: str | None = None  # the current step's module
         calls: dict[str, int] = {}  # and the module calls running at it
-        made_by: tuple[int | None, ...] | None = None  # Node.calls of its nodes (the same for all)
         calls_key, step_calls = _tags.CALLS, self._step_calls
 
         def enter(fn: _torch.GradFn) -> Any:
@@ -296,7 +295,7 @@ class Recorder:
 
         for step, fns in todo:
             module, calls = step.module, step_calls[step.index]
-            made_by = _tags.calls_of(calls, module) if named else None  # (once a step, not a node)
+            made_by = _tags.calls_of(calls, module) if named else None  # its nodes' Node.calls, once a step
             reach(fns, enter)
             if new:
                 self._give(step, new)
