@@ -22,7 +22,7 @@ from torch import nn
 from . import _guards, _patch, _signals, _source, _tags, _torch
 from ._language import N_, tr, translated
 from ._measure import measure_into
-from ._records import Node, owner, shape_text, upstream
+from ._records import Node, owner, producers_of, shape_text, upstream
 from ._tags import tensors_in
 from ._walk import reach
 from .capture import record
@@ -343,14 +343,14 @@ class Recorder:
                 nid = None if t is None or t.grad_fn is None else _torch.metadata(t.grad_fn).get(self.key)
                 if nid is not None:
                     alive.setdefault(nid, t)
-        producers: dict[int, list[int]] = {}
-        for src, dst in self.edges:
-            producers.setdefault(dst, []).append(src)
+        producers = producers_of(self.edges)
         below = upstream([p for nid in alive for p in producers.get(nid, ())], producers.get)
         roots = [(t, nid) for nid, t in alive.items() if nid not in below]
         if roots:
             _torch.hold_deep_graph(roots, held, self.edges)
-        reached = upstream([nid for _, nid in roots], producers.get)
+        # what the roots reach, with no second walk: each node of `below` feeds a live output,
+        # and each live output that is no root feeds another, so in the end a root
+        reached = below.union(nid for _, nid in roots)
         _torch.keep_wrappers([fn for nid, fn in enumerate(held) if nid not in reached])
 
     def drop(self) -> None:
