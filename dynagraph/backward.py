@@ -102,7 +102,6 @@ class BackwardTrace(Replay):
         return ddp.marked(self, overlay) if self.launches else overlay
 
 
-
 LISTED_NORMS = 6  # gradient norms a step's text lists; more are cut to the first ones and the last
 
 
