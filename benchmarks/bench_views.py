@@ -29,8 +29,10 @@
 # DYNAGRAPH_DOT says otherwise; torchviz's own ``pipe`` needs a system ``dot``), and the
 # ratio of the two (target: at most ZOO_RATIO where torchviz finishes). Beside the
 # seconds, the CPU seconds of each (this process and the renderers it ran: what other work
-# on a busy machine does not change) and their ratio. ``--zoo`` runs only this part
-# (``--only``: the zoo's models whose name contains it).
+# on a busy machine does not change) and their ratio. Beside them, the same view without
+# its still PNG (``image/png``, what viewers without scripts show; torchviz makes none):
+# its seconds and their ratio to torchviz's, what the PNG costs apart. ``--zoo`` runs only
+# this part (``--only``: the zoo's models whose name contains it).
 #
 # Then long recordings: a ``dg.live(memory=True)`` recording of a loop of 80,000 and
 # 300,000 small ops (``y = y * 1.0``), displayed in a child like the views; each must stay
@@ -392,16 +394,17 @@ def zoo_rows(repeats: int, timeout: float, only: tuple[str, ...] = ()) -> tuple[
     models, left_out = zoo.available()
     models = {k: f for k, f in models.items() if not only or any(o in k for o in only)}
     lines = [f"skipped {name}: {why}" for name, why in left_out.items()]
-    lines += ["| model | view | dynagraph s | all outputs KB | torchviz s | ratio | dynagraph CPU s | "
-              "torchviz CPU s | CPU ratio | verdict |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines += ["| model | view | dynagraph s | all outputs KB | torchviz s | ratio | without PNG s | "
+              "its ratio | dynagraph CPU s | torchviz CPU s | CPU ratio | verdict |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     print("\n".join(lines), flush=True)
     passed = True
-    ratios: list[tuple[float, float]] = []  # (seconds, CPU seconds) ratio per view where torchviz finishes
+    # per view where torchviz finishes: the ratio in seconds, in CPU seconds, and without the PNG
+    ratios: list[tuple[float, float, float]] = []
     for name, factory in models.items():
         for view in ("draw", "live", "backward"):
-            ours, our_cpu, theirs, kb = [], [], [], 0.0
-            for _ in range(repeats):  # interleaved: a busy moment hits both alike
+            ours, our_cpu, bare, theirs, kb = [], [], [], [], 0.0
+            for _ in range(repeats):  # interleaved: a busy moment hits all alike
                 obj = zoo._view(factory(), view)
                 render.clear_cache()
                 start, cpu = time.perf_counter(), cpu_seconds()
@@ -409,19 +412,25 @@ def zoo_rows(repeats: int, timeout: float, only: tuple[str, ...] = ()) -> tuple[
                 ours.append(time.perf_counter() - start)
                 our_cpu.append(cpu_seconds() - cpu)
                 kb = _page.stored_bytes(outs) / 1000
+                render.clear_cache()
+                with _without_png():
+                    start = time.perf_counter()
+                    obj._outputs()
+                    bare.append(time.perf_counter() - start)
                 tv = torchviz_layout(factory(), timeout)
                 theirs.append(tv)
-            s, cpu_s = statistics.median(ours), statistics.median(our_cpu)
+            s, cpu_s, bare_s = statistics.median(ours), statistics.median(our_cpu), statistics.median(bare)
             if all(isinstance(t, tuple) for t in theirs):
                 tv_s = statistics.median(t[0] for t in theirs)  # type: ignore[index]
                 tv_cpu = statistics.median(t[1] for t in theirs)  # type: ignore[index]
                 ratio, tv_text = s / tv_s, seconds_text(tv_s)
                 ok = ratio <= ZOO_RATIO and s <= TIME_TARGET and kb <= SIZE_TARGET
-                ratio_text = f"{ratio:.2f}x"
+                ratio_text = f"{ratio:.2f}x | {seconds_text(bare_s)} | {bare_s / tv_s:.2f}x"
                 cpu_text = (f"{tv_cpu:.2f} | {cpu_s / tv_cpu:.2f}x" if tv_cpu > 0 else f"{tv_cpu:.2f} | -")
-                ratios.append((ratio, cpu_s / tv_cpu if tv_cpu > 0 else math.inf))
+                ratios.append((ratio, cpu_s / tv_cpu if tv_cpu > 0 else math.inf, bare_s / tv_s))
             else:
-                tv_text, ratio_text = str(next(t for t in theirs if not isinstance(t, tuple))), "-"
+                tv_text = str(next(t for t in theirs if not isinstance(t, tuple)))
+                ratio_text = f"- | {seconds_text(bare_s)} | -"
                 ok = s <= TIME_TARGET and kb <= SIZE_TARGET
                 cpu_text = "- | -"
             passed &= ok
@@ -434,17 +443,31 @@ def zoo_rows(repeats: int, timeout: float, only: tuple[str, ...] = ()) -> tuple[
     return lines, passed
 
 
-def ratio_summary(ratios: list[tuple[float, float]]) -> str:
+def ratio_summary(ratios: list[tuple[float, ...]]) -> str:
     """How many zoo views meet :data:`ZOO_RATIO` where torchviz finishes, in seconds and in
-    CPU seconds (what other work on the machine changes less), with the range of each."""
+    CPU seconds (what other work on the machine changes less), with the range of each;
+    and, where a third ratio is given, in seconds without the view's still PNG."""
     if not ratios:
         return "no view to compare: torchviz finished on none"
     def part(values: list[float], what: str) -> str:
         met = sum(v <= ZOO_RATIO for v in values)
         return f"{what} {met} of {len(values)} ({min(values):.2f}-{max(values):.2f}x)"
-    seconds, cpu = zip(*ratios)
+    seconds, cpu, *bare = zip(*ratios)
     return (f"at most {ZOO_RATIO:g}x torchviz where it finishes: "
-            f"{part(list(seconds), 'in seconds')}, {part(list(cpu), 'in CPU seconds')}")
+            f"{part(list(seconds), 'in seconds')}, {part(list(cpu), 'in CPU seconds')}"
+            + (f"; without the PNG: {part(list(bare[0]), 'in seconds')}" if bare else ""))
+
+
+@contextlib.contextmanager
+def _without_png():
+    """Views made inside leave out their still PNG (as a live view's redraws do,
+    ``still=False``): what the rest of a view costs, beside torchviz, which makes none."""
+    outputs = _page.outputs
+    _page.outputs = functools.partial(outputs, still=False)
+    try:
+        yield
+    finally:
+        _page.outputs = outputs
 
 
 # -- running children ----------------------------------------------------------------------

@@ -108,6 +108,8 @@ def test_views_quick_run_prints_both_tables(views, capsys):
     zoo = [line for line in rows if line.startswith("| unet | ")]
     assert [line.split(" | ")[1] for line in zoo] == ["draw", "live", "backward"]
     assert all(re.search(r"\| [\d.]+x \| (PASS|MISS) \|$", line) for line in zoo), zoo
+    # each beside the same view without its PNG: its seconds and ratio, no more than the view's
+    assert all(re.search(r"\| [\d.]+x \| [\d.]+ \| [\d.]+x \| [\d.]+ \|", line) for line in zoo), zoo
     assert isinstance(result["zoo"], bool) and "zoo beside torchviz: " in out.splitlines()[-1]
 
 
@@ -115,6 +117,9 @@ def test_the_zoo_summary_counts_the_views_within_the_ratio_in_seconds_and_cpu(vi
     line = views.ratio_summary([(1.2, 2.0), (3.0, 1.4), (0.5, 0.4), (1.5, float("inf"))])
     assert "in seconds 3 of 4 (0.50-3.00x)" in line and "in CPU seconds 2 of 4 (0.40-infx)" in line
     assert "torchviz finished on none" in views.ratio_summary([])
+    # with each view's ratio without its PNG: counted apart
+    line = views.ratio_summary([(3.0, 3.1, 0.5), (2.0, 2.2, 1.6)])
+    assert line.endswith("; without the PNG: in seconds 1 of 2 (0.50-1.60x)"), line
 
 
 def test_long_lines_fail_a_recording_over_either_target(views):
@@ -212,3 +217,18 @@ def test_views_models_run_and_count_their_nodes(views):
     assert views.autograd_nodes(model(x).sum()) == 11  # 2 x (Addmm, T, 2 AccumulateGrad, ReLU) + Sum
     with pytest.raises(ValueError, match="unknown variant: 'fast'"):
         views.watcher("fast", model)
+
+
+def test_views_made_without_png_leave_out_only_the_png_and_the_switch_is_undone(views):
+    import dynagraph as dg
+    x = torch.ones(3, requires_grad=True)
+    graph = dg.draw((x * 2).sum())
+    with views._without_png():
+        bare = graph._outputs()
+    whole = graph._outputs()
+    assert not any("image/png" in o.data for o in bare)
+    assert any("image/png" in o.data for o in whole)
+    assert [o.metadata.get("dynagraph") for o in bare] == [o.metadata.get("dynagraph") for o in whole]
+    with pytest.raises(KeyboardInterrupt), views._without_png():
+        raise KeyboardInterrupt
+    assert any("image/png" in o.data for o in graph._outputs())
