@@ -28,13 +28,18 @@ from typing import Any
 import torch
 
 from . import _torch
+from ._guards import guarded
 from ._walk import reach
 
 __all__ = ["KEY", "active", "derivative_of", "track_passes"]
 
 KEY = "dynagraph.pass"
 _used = False  # capture reads node.metadata for the mark only once tracking has been used
-_lock = threading.Lock()  # one patch of the engine's entry at a time
+_lock = threading.Lock()  # one change of what follows at a time
+# The engine's entry is process-wide: it is watched while any block is open, in any thread
+# (blocks may overlap and end in any order), and put back when the last one ends.
+_open: dict[object, None] = {}  # the open blocks, noted by a token of each
+_watching: list[tuple[Callable[..., Any], Callable[..., Any]]] = []  # (torch's entry, ours) while in place
 
 
 def active() -> bool:
@@ -94,6 +99,8 @@ def _watched(run: Callable[..., Any]) -> Callable[..., Any]:
     def engine_run_backward(t_outputs: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
         # (autograd.backward and autograd.grad both call it as (outputs, grads, retain_graph,
         # create_graph, inputs, allow_unreachable, accumulate_grad=...))
+        if not _open:  # left in place under another patch after the last block: it marks nothing
+            return run(t_outputs, *args, **kwargs)
         try:  # bookkeeping never breaks the user's backward
             top, leaves = _mark_old(_grad_fns(list(t_outputs)) + _grad_fns(args[0] if args else None))
         except Exception:  # noqa: BLE001 - a graph walked differently (torch.func's wrapped tensors)
@@ -131,7 +138,8 @@ def track_passes() -> Iterator[None]:
     mark (``None``).
 
     The engine's Python entry (``torch.autograd._engine_run_backward``) is wrapped
-    inside the block and restored on exit, even if the block raises.
+    while any block is open, in any thread, and put back when the last one ends, even
+    if a block raises or is interrupted, and whatever order overlapping blocks end in.
 
     Example:
         >>> with dg.track_passes():
@@ -141,13 +149,41 @@ def track_passes() -> Iterator[None]:
     """
     global _used
     _used = True
-    with _lock:
+    token = object()
+    try:
+        try:
+            guarded(_lock, _opened, token)
+            yield
+        finally:
+            guarded(_lock, _closed, token)
+    finally:
+        guarded(_lock, _closed, token)  # again: it finishes a first close that an interrupt cut short
+
+
+def _opened(token: object) -> None:
+    _open[token] = None  # noted before anything changes, so _closed undoes it all
+    _sync()
+
+
+def _closed(token: object) -> None:
+    _open.pop(token, None)
+    _sync()
+
+
+def _sync() -> None:
+    """The engine's entry watched while a block is open, torch's own once none is.
+
+    Ours is in place when the entry is the newest one noted. A watcher is noted before it
+    is put in place, and its note dropped after torch's entry is back, so an interrupt
+    between the two leaves a stale note, never a watcher without one. Where another patch
+    was put over ours (it will put ours back), ours stays: it marks nothing while no block
+    is open."""
+    in_place = bool(_watching) and _torch.engine_entry() is _watching[-1][1]
+    if _open and not in_place:
         run = _torch.engine_entry()
         if run is not None:
-            _torch.set_engine_entry(_watched(run))
-    try:
-        yield
-    finally:
-        if run is not None:
-            with _lock:
-                _torch.set_engine_entry(run)
+            _watching.append((run, _watched(run)))
+            _torch.set_engine_entry(_watching[-1][1])
+    elif not _open and in_place:
+        _torch.set_engine_entry(_watching[-1][0])
+        _watching.pop()

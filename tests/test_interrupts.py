@@ -115,6 +115,7 @@ def torch_state(model):
             "torch function on": torch._C._is_torch_function_enabled(),
             "grad on": torch.is_grad_enabled(), "inference mode": torch.is_inference_mode_enabled(),
             "garbage collector on": gc.isenabled(),  # paused while dynagraph walks
+            "engine entry": torch.autograd._engine_run_backward,  # track_passes watches it
             "global hooks": [list(getattr(m, name)) for name in GLOBAL_HOOKS],
             "model hooks": [list(getattr(mod, name)) for mod in model.modules() for name in MODEL_HOOKS]}
 
@@ -207,6 +208,29 @@ def test_an_interrupt_anywhere_in_track_modules_leaves_nothing_behind():
         custom_function_works()
 
     interrupt_everywhere(lambda: dg.track_modules(model), lambda m: m(torch.ones(1, 2)), model, then)
+
+
+def derivative_orders():
+    x = torch.tensor([0.5, -1.0], requires_grad=True)
+    with dg.track_passes():
+        g, = torch.autograd.grad((x.sin() * x).sum(), x, create_graph=True)
+    return sorted({n.derivative for n in dg.draw(g).nodes if n.kind == "op"})
+
+
+def test_an_interrupt_anywhere_in_track_passes_leaves_torch_s_engine_entry():
+    model = tiny()
+    assert derivative_orders() == [0, 1]
+
+    def then():
+        assert derivative_orders() == [0, 1]
+        custom_function_works()
+
+    def body(_):
+        x = torch.tensor([0.5], requires_grad=True)
+        torch.autograd.grad((x * x).sum(), x, create_graph=True)
+
+    landed = interrupt_everywhere(lambda: dg.track_passes(), body, model, then)
+    assert landed["entry"] >= 4 and landed["exit"] >= 4, landed  # the injection reached the patch
 
 
 def test_an_interrupt_anywhere_in_trace_backward_leaves_no_hook_that_fires(monkeypatch):

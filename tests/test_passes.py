@@ -120,3 +120,52 @@ def test_torch_func_transforms_still_run_inside():
 def test_pass_name():
     assert [_dot.pass_name(k) for k in range(5)] == [
         "forward", "first backward", "second backward", "third backward", "4th backward"]
+
+
+def test_blocks_in_two_threads_that_end_out_of_order_leave_torch_s_entry():
+    """The engine's entry is process-wide: a block that ends while another thread's is still
+    open must not take the watcher from under it, and the last to end puts torch's back."""
+    import threading
+    before = torch.autograd._engine_run_backward
+    opened, first_ended, marks = threading.Event(), threading.Event(), {}
+
+    def second():
+        with dg.track_passes():
+            opened.set()
+            first_ended.wait(10)
+            x = torch.tensor([0.5], requires_grad=True)
+            g, = torch.autograd.grad((x.sin() * x).sum(), x, create_graph=True)
+            marks["second"] = {n.derivative for n in dg.draw(g).nodes if n.kind == "op"}
+
+    thread = threading.Thread(target=second)
+    with dg.track_passes():
+        thread.start()
+        assert opened.wait(10)
+    first_ended.set()  # the first block ended, the second is still open
+    thread.join(10)
+    assert marks["second"] == {0, 1}  # still watched after the first block ended
+    assert torch.autograd._engine_run_backward is before
+
+
+def test_a_watcher_left_under_another_patch_marks_nothing_and_is_reused():
+    before = torch.autograd._engine_run_backward
+    calls = []
+
+    def other(*args, **kwargs):  # a patch put over ours inside the block, taken out after it
+        calls.append(1)
+        return watcher(*args, **kwargs)
+
+    x = torch.tensor([0.5], requires_grad=True)
+    with dg.track_passes():
+        watcher = torch.autograd._engine_run_backward
+        torch.autograd._engine_run_backward = other
+    assert torch.autograd._engine_run_backward is other  # ours could not be taken out from under it
+    torch.autograd._engine_run_backward = watcher  # the other patch ends: ours is back, idle
+    y = (x.sin() * x).sum()
+    g, = torch.autograd.grad(y, x, create_graph=True)
+    assert {n.derivative for n in dg.draw(g).nodes} == {None}  # no block open: nothing marked
+    with dg.track_passes():
+        assert torch.autograd._engine_run_backward is watcher  # reused, not wrapped again
+        g, = torch.autograd.grad((x.sin() * x).sum(), x, create_graph=True)
+    assert torch.autograd._engine_run_backward is before
+    assert {n.derivative for n in dg.draw(g).nodes if n.kind == "op"} == {0, 1}
