@@ -336,8 +336,12 @@ MESSAGES: dict[str, str] = {
     "1 step so far":
         "已记录 1 步",
     # the reprs a notebook shows as text (print(graph), a cell's last value in a terminal)
-    "<dynagraph.Graph: {nodes} nodes, {edges} edges ({kinds}){rest}>":
-        "<dynagraph.Graph：{nodes} 个节点，{edges} 条边（{kinds}）{rest}>",
+    "<dynagraph.Graph: {nodes}, {edges} ({kinds}){rest}>":
+        "<dynagraph.Graph：{nodes}，{edges}（{kinds}）{rest}>",
+    "1 edge":
+        "1 条边",
+    "{n} edges":
+        "{n} 条边",
     ", {block} \u00d7{n}":
         "，{block} \u00d7{n}",
     "; {summary}":

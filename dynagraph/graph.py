@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import _page, _picture, _transform, render
-from ._language import tr
+from ._language import N_, counted, tr
 from ._records import Block, GraphRecord, Node, kind_word
 from .memory import SavedMemory
 
@@ -77,12 +77,13 @@ class Graph(_page.View):
         """``<dynagraph.Graph: 4 nodes, 3 edges (input 1, op 2, output 1)>``, in the current
         language (op, module and block names as they are)."""
         kinds = Counter(n.kind for n in self.nodes)
-        parts = tr(", ").join(f"{kind_word(k)} {kinds[k]}" for k in sorted(kinds))
+        parts = tr(", ").join(f"{kind_word(k)} {kinds[k]:,}" for k in sorted(kinds))
         rest = "".join(tr(", {block} \u00d7{n}", block=b.label, n=b.repeats) for b in self.blocks)
         if self.memory is not None:
             rest += tr("; {summary}", summary=self.memory.summary())
-        return tr("<dynagraph.Graph: {nodes} nodes, {edges} edges ({kinds}){rest}>",
-                  nodes=len(self.nodes), edges=len(self.edges), kinds=parts, rest=rest)
+        return tr("<dynagraph.Graph: {nodes}, {edges} ({kinds}){rest}>",
+                  nodes=counted(len(self.nodes), N_("1 node"), N_("{n} nodes")),
+                  edges=counted(len(self.edges), N_("1 edge"), N_("{n} edges")), kinds=parts, rest=rest)
 
     def counts(self) -> Counter[str]:
         """How many autograd nodes carry each name, e.g. ``{'MulBackward0': 2}``

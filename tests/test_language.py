@@ -7,6 +7,7 @@ import string
 from pathlib import Path
 
 import pytest
+import torch
 
 import dynagraph as dg
 from dynagraph import _language as language
@@ -124,3 +125,19 @@ def test_chinese_fields_are_not_set_apart_by_the_templates_spaces(chinese):
     assert language.tr("{b} is {ratio}x faster than {a}", b="packed", a="loop", ratio="9.4").startswith("packed 的")
     dg.set_language("en")
     assert language.tr("{b} is {ratio}x faster than {a}", b="打包", a="循环", ratio="9.4") == "打包 is 9.4x faster than 循环"
+
+
+def test_graph_repr_counts_one_edge_in_the_singular_and_thousands_with_commas(chinese):
+    w = torch.ones(2, requires_grad=True)
+    leaf = dg.draw(w)  # a leaf alone: its input node and the output node, one edge
+    y = w
+    for _ in range(1_100):
+        y = y * 1.0
+    long = dg.draw(y)
+    assert (len(leaf.nodes), len(leaf.edges), len(long.nodes), len(long.edges)) == (2, 1, 1_102, 1_101)
+    zh = [repr(leaf), repr(long)]
+    dg.set_language("en")
+    assert [repr(leaf), repr(long)] == ["<dynagraph.Graph: 2 nodes, 1 edge (input 1, output 1)>",
+                                        "<dynagraph.Graph: 1,102 nodes, 1,101 edges (input 1, op 1,100, output 1)>"]
+    assert zh == ["<dynagraph.Graph：2 个节点，1 条边（输入 1、输出 1）>",
+                  "<dynagraph.Graph：1,102 个节点，1,101 条边（输入 1、操作 1,100、输出 1）>"]
