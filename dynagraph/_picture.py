@@ -209,7 +209,9 @@ def _drawing_of(graph: GraphRecord, pic: Picture, overlay: Overlay | None,
     drawn, series = _mapped(pic, overlay or Overlay())
     g = pic.graph
     legend = _dot.pass_legend(g.nodes)
-    title = f"{g.title}\n{legend}" if g.title and legend else g.title or legend or None
+    own = (g.title or "") + (tr("; {n} more new, not outlined: inside a rolled loop, a fold or a module box "
+                                "with old ones", n=drawn.unlit) if drawn.unlit else "")
+    title = f"{own}\n{legend}" if own and legend else own or legend or None
     outside = own_title and _fonts.cjk_font() is not None
     if outside and title and _fonts.needs_cjk_font(title):
         pic.own_title, title = title, None
@@ -266,8 +268,12 @@ def _overview_of(graph: GraphRecord, pic: Picture, overlay: Overlay | None, own_
 
 def _mapped(pic: Picture, overlay: Overlay) -> tuple[Overlay, Series]:
     """The DOT part of ``overlay`` in drawn ids, and per-iteration norms of rolled edges."""
-    out = Overlay(highlight={pic.mapping[i] for i in overlay.highlight if i in pic.mapping},
-                  forward=overlay.forward)
+    out = Overlay(forward=overlay.forward)
+    if overlay.highlight:  # a drawn node is outlined when every node it stands for is
+        mixed = {new for old, new in pic.mapping.items() if old not in overlay.highlight}
+        lit = [pic.mapping[i] for i in overlay.highlight if i in pic.mapping]
+        out.highlight = set(lit) - mixed
+        out.unlit = sum(new in mixed for new in lit)
     if overlay.faint:  # a drawn node is faint when every node it stands for is
         shown = {pic.mapping[i] for i in pic.mapping if i not in overlay.faint}
         out.faint = {pic.mapping[i] for i in overlay.faint if i in pic.mapping} - shown
