@@ -76,7 +76,7 @@ def _best_run(seq: Seq, lo: int, hi: int, min_repeats: int) -> Run | None:
         if best is not None and covered <= best.covered:
             break  # sorted by cover: nothing left can beat it
         phase = _phase(seq, start, length, period)
-        run = _verified(seq, Run(phase, period, length // period), min_repeats)
+        run = _verified(seq, Run(phase, period, (start + length - phase) // period), min_repeats)
         if run is not None and (best is None or run.covered > best.covered):
             best = run
     return best
@@ -129,14 +129,41 @@ def _phase(seq: Seq, start: int, length: int, period: int) -> int:
     Among the starts that keep every iteration, prefer a boundary between modules
     (fewest shared dotted parts), then the fewest ops and edges carrying state
     across the boundary, then a first op fed by no other op, then the earliest.
+    Where that start cuts a module of one iteration in two (a pre-norm layer after a
+    first layer that differs: iteration k would end with layer k + 1's norm, and the
+    last one hold the final norm), the first start that cuts none, one iteration fewer.
     """
     spare = length % period
-    if spare == 0:
-        return start
     edges_cut, sources_cut = _cuts(seq, start, length, period)
-    return min(range(start, start + spare + 1), key=lambda s: (
-        _shared_depth(seq, s + period), sources_cut[s - start],
-        edges_cut[s - start], seq.indeg[s], s))
+
+    def rank(s: int) -> tuple[int, ...]:
+        return _shared_depth(seq, s + period), sources_cut[s - start], edges_cut[s - start], seq.indeg[s], s
+
+    best = min(range(start, start + spare + 1), key=rank)
+    if not _splits_module(seq, best, period, (start + length - best) // period):
+        return best
+    whole = [s for s in range(start + spare + 1, start + period)
+             if not _splits_module(seq, s, period, (start + length - s) // period)]
+    return min(whole, key=rank, default=best)
+
+
+def _splits_module(seq: Seq, start: int, period: int, repeats: int) -> bool:
+    """Whether the boundary after the first iteration from ``start`` falls inside a module
+    (by module tags) that is not around every op of the iterations (one layer's, not the
+    list of layers). Without tags, no: a module found from parameters is a guess there
+    (an op that reads none takes its consumers' module)."""
+    at = start + period
+    tags = seq.tags
+    left = next((m for m in reversed(tags[start:at]) if m), None)
+    right = next((m for m in tags[at:at + period] if m), None)
+    if left is None or right is None or repeats < 2:
+        return False
+    parts = list(itertools.takewhile(lambda ab: ab[0] == ab[1], zip(left.split("."), right.split("."))))
+    if not parts:
+        return False
+    inside = ".".join(a for a, _ in parts)
+    return any(m and m != inside and not m.startswith(inside + ".")
+               for m in tags[start:start + repeats * period])
 
 
 def _cuts(seq: Seq, start: int, length: int, period: int) -> tuple[list[int], list[int]]:
