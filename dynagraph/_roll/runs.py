@@ -131,7 +131,8 @@ def _phase(seq: Seq, start: int, length: int, period: int) -> int:
     across the boundary, then a first op fed by no other op, then the earliest.
     Where that start cuts a module of one iteration in two (a pre-norm layer after a
     first layer that differs: iteration k would end with layer k + 1's norm, and the
-    last one hold the final norm), the first start that cuts none, one iteration fewer.
+    last one hold the final norm), the best start of the period that cuts none, one
+    iteration fewer.
     """
     spare = length % period
     edges_cut, sources_cut = _cuts(seq, start, length, period)
@@ -149,8 +150,8 @@ def _phase(seq: Seq, start: int, length: int, period: int) -> int:
 
 def _splits_module(seq: Seq, start: int, period: int, repeats: int) -> bool:
     """Whether the boundary after the first iteration from ``start`` falls inside a module
-    (by module tags) that is not around every op of the iterations (one layer's, not the
-    list of layers). Without tags, no: a module found from parameters is a guess there
+    (by module tags) that is not around every op of the iterations on either side (one
+    layer's, not the list of layers). Without tags, no: a module found from parameters is a guess there
     (an op that reads none takes its consumers' module)."""
     at = start + period
     tags = seq.tags
@@ -163,7 +164,7 @@ def _splits_module(seq: Seq, start: int, period: int, repeats: int) -> bool:
         return False
     inside = ".".join(a for a, _ in parts)
     return any(m and m != inside and not m.startswith(inside + ".")
-               for m in tags[start:start + repeats * period])
+               for m in tags[start:start + 2 * period])  # (the two iterations on either side)
 
 
 def _cuts(seq: Seq, start: int, length: int, period: int) -> tuple[list[int], list[int]]:
