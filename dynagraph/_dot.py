@@ -138,6 +138,9 @@ class Overlay:
             or empty.
         forward: The edge norms are tangents flowing forward (a forward-mode trace): the
             arrows keep the forward direction instead of turning to the gradient's.
+        received: ``{node id: norm}`` of all the gradient a node with several consumers was
+            sent, summed (what autograd adds up for it): a drawn edge that stands for
+            several of its consumers' edges carries this.
         unlit: In drawn ids only: how many ``highlight`` nodes are inside drawn nodes
             that also stand for others, and so are not outlined.
     """
@@ -155,6 +158,7 @@ class Overlay:
     totals: list[int] = field(default_factory=list)
     parallel_norms: dict[tuple[int, int], list[float]] = field(default_factory=dict)
     forward: bool = False
+    received: dict[int, float] = field(default_factory=dict)
     unlit: int = 0
 
 
