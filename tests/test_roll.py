@@ -746,14 +746,15 @@ class _FeatureLlama(_Llama):
         return self.head(self.norm(x)).pow(2).mean()
 
 
+@pytest.mark.parametrize("tagged", [False, True], ids=["untagged", "tagged"])
 @pytest.mark.parametrize("layers", [2, 3, 4, 6])
-def test_roll_frames_never_hold_part_of_a_layer_when_the_first_layer_differs(layers):
+def test_roll_frames_never_hold_part_of_a_layer_when_the_first_layer_differs(layers, tagged):
     """Layers 1 to L-1 are alike; the final norm is like each layer's first norm. The frame
     started after layer 0's first norm and ran to the next layer's, so each iteration held
     two layers' halves and the last one the final norm (x3 for 3 layers; x2 of two layers
     each for 4 and 6). Every op drawn in an iteration must come from the layer it stands for,
-    and nothing computed after the last layer may be in one. (By module tags: without them a
-    module is a guess from parameters, and such a frame is still drawn.)"""
+    and nothing computed after the last layer may be in one, with module tags or without
+    (each op's module then read from the parameters it reads)."""
     torch.manual_seed(0)
     model = _FeatureLlama(layers=layers)
     del model.emb
@@ -761,7 +762,7 @@ def test_roll_frames_never_hold_part_of_a_layer_when_the_first_layer_differs(lay
     for layer in model.layers:
         layer.register_forward_pre_hook(lambda m, a: spans.append([_seq_now()]))
         layer.register_forward_hook(lambda m, a, out: spans[-1].append(_seq_now()))
-    with dg.track_modules(model):
+    with dg.track_modules(model) if tagged else contextlib.nullcontext():
         y = model(torch.randn(2, 5, 8))
     nodes, edges, types = capture(y, params=model)
     rolled = roll(nodes, edges, module_types=types)

@@ -150,9 +150,10 @@ def _phase(seq: Seq, start: int, length: int, period: int) -> int:
 
 def _splits_module(seq: Seq, start: int, period: int, repeats: int) -> bool:
     """Whether the boundary after the first iteration from ``start`` falls inside a module
-    (by module tags) that is not around every op of the iterations on either side (one
-    layer's, not the list of layers). Without tags, no: a module found from parameters is a guess there
-    (an op that reads none takes its consumers' module)."""
+    that is not around every op of the iterations on either side (one layer's, not the
+    list of layers). An op's module is its own (``Seq.tags``: its tag, or the module of
+    the parameters it reads), not one taken from its consumers, which can be another's
+    (a residual add before a final norm, a Tanh before the next Linear)."""
     at = start + period
     tags = seq.tags
     left = next((m for m in reversed(tags[start:at]) if m), None)
