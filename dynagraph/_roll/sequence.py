@@ -39,7 +39,7 @@ class Seq:
     bridges: int = 0  # the last ``bridges`` ops: state resized between iterations (see find_bridges)
     leaf_edges: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # from or to a non-op
     batchless: bool = False  # ops compared without their first dimension (see read_sequence)
-    tags: list[str | None] = dataclasses.field(default_factory=list)  # each op's own module (tag, else parameters')
+    tags: list[str | None] = dataclasses.field(default_factory=list)  # each op's own module: tag, or params'
 
     @functools.cached_property
     def producers(self) -> list[list[int]]:
