@@ -122,7 +122,9 @@ class Overlay:
             from ``src`` to ``dst``, in the order they come in the edge list: each
             drawn edge is labelled with its own (``edge_norms`` labels them only when
             the picture draws them as fewer edges, merged).
-        highlight: Node ids outlined in red (a diff's new nodes).
+        highlight: Node ids outlined in red (a diff's new nodes). A drawn node is
+            outlined only when every node it stands for is (a rolled loop's node stands
+            for old iterations too); the picture's title counts the others (``unlit``).
         faint: Node ids drawn faint (grey text and outline, a pale fill): in a
             recording, the nodes that do not feed the output it is drawn for.
         block_notes: ``{block index: text}`` added under a rolled block's ``×N`` title
@@ -136,6 +138,11 @@ class Overlay:
             or empty.
         forward: The edge norms are tangents flowing forward (a forward-mode trace): the
             arrows keep the forward direction instead of turning to the gradient's.
+        received: ``{node id: norm}`` of all the gradient a node with several consumers was
+            sent, summed (what autograd adds up for it): a drawn edge that stands for
+            several of its consumers' edges carries this.
+        unlit: In drawn ids only: how many ``highlight`` nodes are inside drawn nodes
+            that also stand for others, and so are not outlined.
     """
 
     badges: dict[int, str] = field(default_factory=dict)
@@ -151,6 +158,8 @@ class Overlay:
     totals: list[int] = field(default_factory=list)
     parallel_norms: dict[tuple[int, int], list[float]] = field(default_factory=dict)
     forward: bool = False
+    received: dict[int, float] = field(default_factory=dict)
+    unlit: int = 0
 
 
 def to_dot(nodes: Sequence[Node], edges: Sequence[tuple[int, int]],

@@ -209,7 +209,9 @@ def _drawing_of(graph: GraphRecord, pic: Picture, overlay: Overlay | None,
     drawn, series = _mapped(pic, overlay or Overlay())
     g = pic.graph
     legend = _dot.pass_legend(g.nodes)
-    title = f"{g.title}\n{legend}" if g.title and legend else g.title or legend or None
+    own = (g.title or "") + (tr("; {n} more new, not outlined: inside a rolled loop, a fold or a module box "
+                                "with old ones", n=drawn.unlit) if drawn.unlit else "")
+    title = f"{own}\n{legend}" if own and legend else own or legend or None
     outside = own_title and _fonts.cjk_font() is not None
     if outside and title and _fonts.needs_cjk_font(title):
         pic.own_title, title = title, None
@@ -266,8 +268,12 @@ def _overview_of(graph: GraphRecord, pic: Picture, overlay: Overlay | None, own_
 
 def _mapped(pic: Picture, overlay: Overlay) -> tuple[Overlay, Series]:
     """The DOT part of ``overlay`` in drawn ids, and per-iteration norms of rolled edges."""
-    out = Overlay(highlight={pic.mapping[i] for i in overlay.highlight if i in pic.mapping},
-                  forward=overlay.forward)
+    out = Overlay(forward=overlay.forward)
+    if overlay.highlight:  # a drawn node is outlined when every node it stands for is
+        mixed = {new for old, new in pic.mapping.items() if old not in overlay.highlight}
+        lit = [pic.mapping[i] for i in overlay.highlight if i in pic.mapping]
+        out.highlight = set(lit) - mixed
+        out.unlit = sum(new in mixed for new in lit)
     if overlay.faint:  # a drawn node is faint when every node it stands for is
         shown = {pic.mapping[i] for i in pic.mapping if i not in overlay.faint}
         out.faint = {pic.mapping[i] for i in overlay.faint if i in pic.mapping} - shown
@@ -279,7 +285,29 @@ def _mapped(pic: Picture, overlay: Overlay) -> tuple[Overlay, Series]:
                 out.notes.setdefault(pic.mapping[nid], overlay.notes[nid])
             if nid in overlay.fills:
                 out.fills.setdefault(pic.mapping[nid], overlay.fills[nid])
-    by_edge: dict[tuple[int, int], dict[int, float]] = {}
+    by_edge, sources = _drawn_norms(pic, overlay)
+    for new, (edge, *more) in sources.items():
+        if not more and edge in overlay.parallel_norms:  # drawn one to one: each edge its own norm
+            out.parallel_norms[new] = overlay.parallel_norms[edge]
+    series: dict[tuple[int, int], list[float | None]] = {}
+    for edge, values in by_edge.items():
+        known = [v for v in values.values() if v is not None]
+        finite = [v for v in known if math.isfinite(v)]
+        if known:  # (none: it stands for edges whose gradients add up in ways no norm tells)
+            out.edge_norms[edge] = max(finite) if finite else math.inf
+        if len(values) > 1:
+            series[edge] = [values.get(k) for k in range(max(values) + 1)]
+    out.block_notes = _sparklines(pic, series, "tangent" if overlay.forward else "grad")  # (every iteration)
+    return out, {f"{a}-{b}": [_round(v) for v in s] for (a, b), s in _capped(pic, series).items()}
+
+
+def _drawn_norms(pic: Picture, overlay: Overlay) -> tuple[dict[tuple[int, int], dict[int, float | None]],
+                                                          dict[tuple[int, int], list[tuple[int, int]]]]:
+    """Per drawn edge, its norm in each iteration (0 outside rolled blocks), and the pairs of
+    ``overlay.edge_norms`` it stands for. A drawn edge that stands for several pairs in one
+    iteration (into a module box, a merged chain, a fold) carries them together
+    (:func:`_together`); ``None`` where that is not known."""
+    pairs: dict[tuple[int, int], dict[int, list[tuple[tuple[int, int], float]]]] = {}
     sources: dict[tuple[int, int], list[tuple[int, int]]] = {}  # drawn pair -> the pairs it stands for
     for edge, v in overlay.edge_norms.items():
         new = pic.edge(edge)
@@ -287,19 +315,34 @@ def _mapped(pic: Picture, overlay: Overlay) -> tuple[Overlay, Series]:
             continue
         at = pic.iteration.get(edge[0]) or pic.through.get(edge[0]) or pic.iteration.get(edge[1])
         k = at[1] if at else 0  # (a bridge drawn as a loop edge: the iteration it leaves)
-        by_edge.setdefault(new, {})[k] = v
+        pairs.setdefault(new, {}).setdefault(k, []).append((edge, v))
         sources.setdefault(new, []).append(edge)
-    for new, (edge, *more) in sources.items():
-        if not more and edge in overlay.parallel_norms:  # drawn one to one: each edge its own norm
-            out.parallel_norms[new] = overlay.parallel_norms[edge]
-    series: dict[tuple[int, int], list[float | None]] = {}
-    for edge, values in by_edge.items():
-        finite = [v for v in values.values() if math.isfinite(v)]
-        out.edge_norms[edge] = max(finite) if finite else math.inf
-        if len(values) > 1:
-            series[edge] = [values.get(k) for k in range(max(values) + 1)]
-    out.block_notes = _sparklines(pic, series, "tangent" if overlay.forward else "grad")  # (every iteration)
-    return out, {f"{a}-{b}": [_round(v) for v in s] for (a, b), s in _capped(pic, series).items()}
+    consumers: dict[int, int] = {}
+    for src, _ in overlay.edge_norms:
+        consumers[src] = consumers.get(src, 0) + 1
+    by_edge = {new: {k: group[0][1] if len(group) == 1 else _together(group, overlay, consumers)
+                     for k, group in per_k.items()} for new, per_k in pairs.items()}
+    return by_edge, sources
+
+
+def _together(group: list[tuple[tuple[int, int], float]], overlay: Overlay,
+              consumers: Mapping[int, int]) -> float | None:
+    """The norm of what several pairs ``(src, dst)`` carry, drawn as one edge: the gradients
+    of different sources taken as one vector; those a source was sent by several of its
+    consumers add up, and their sum's norm is the source's ``received`` norm where all its
+    consumers are in ``group`` (else unknown: ``None``). Tangents: one per source."""
+    by_src: dict[int, list[float]] = {}
+    for (src, _), v in group:
+        by_src.setdefault(src, []).append(v)
+    norms = []
+    for src, vs in by_src.items():
+        if len(vs) == 1 or overlay.forward:
+            norms.append(vs[0])
+        elif len(vs) == consumers[src] and src in overlay.received:
+            norms.append(overlay.received[src])
+        else:
+            return None
+    return math.sqrt(sum(v * v for v in norms))
 
 
 def _capped(pic: Picture, series: dict[tuple[int, int], list[float | None]]

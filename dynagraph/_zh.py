@@ -379,6 +379,9 @@ MESSAGES: dict[str, str] = {
     # diff.py: the title of a diff's picture, when some new nodes could not be placed
     "; {n} more new, not placed, among those marked ?":
         "；标有 ? 的节点中另有 {n} 个是新增的，无法定位",
+    # _picture.py: the title of a diff's picture, when some new nodes are inside drawn nodes that also stand for old ones
+    "; {n} more new, not outlined: inside a rolled loop, a fold or a module box with old ones":
+        "；另有 {n} 个新增节点未用红框标出：它们与旧节点同在一个只画一次的循环（×N）、折叠区或模块框中",
     # _png.py and _page.py: a view that had to be made smaller
     "Cropped: the top {shown} px of a {w} x {h} px picture. The whole picture shows in Jupyter once this cell has run or the notebook is trusted.":
         "已裁剪：显示 {w} x {h} 像素中最上面的 {shown} 像素。在 Jupyter 中运行此单元格或信任此笔记本后即可看到完整图片。",

@@ -25,7 +25,7 @@ __all__ = ["BackwardTrace", "trace_backward"]
 # all that dst sent src (parallel edges summed); with a gradient norm (on the device, read
 # after the block) or the note saying why there is none.
 Edge = tuple[int, int, int]
-_Norms = list[tuple[Edge | tuple[int, int], torch.Tensor | str]]
+_Norms = list[tuple[Edge | tuple[int, int] | tuple[int], torch.Tensor | str]]  # (node,): what it received
 _Slot = tuple[int, int] | None  # (child id, output number of the child), or None
 _Grads = Sequence[torch.Tensor | None]  # what a backward hook receives, per input or output
 
@@ -47,6 +47,10 @@ class BackwardTrace(Replay):
             ``src`` together: the norm of the sum of the gradients of its parallel
             edges (what ``src`` receives from ``dst``), or the edge's own norm when it
             is the only one. A picture that draws parallel edges as one shows this.
+        received_norms: ``{node id: L2 norm}`` of all the gradient a node with several
+            consumers was sent, as autograd summed it (its hook's incoming gradient; the
+            outputs of a node with several taken as one vector). A picture that draws
+            several of those edges as one (into a module box) shows this.
         notes: ``{(src, dst, slot): reason}`` for edges whose gradient has no norm to
             read (the ``meta`` device, a layout torch cannot reduce); they are not in
             ``edge_norms``.
@@ -69,6 +73,7 @@ class BackwardTrace(Replay):
         self.order: list[int] = []
         self.edge_norms: dict[Edge, float] = {}
         self.merged_norms: dict[tuple[int, int], float] = {}
+        self.received_norms: dict[int, float] = {}
         self.notes: dict[Edge, str] = {}
         self.launches: list[ddp.Launch] = []
         self.overview: bool | None = None  # modules as boxes: see dynagraph.draw
@@ -98,6 +103,7 @@ class BackwardTrace(Replay):
             parallel.setdefault((src, dst), []).append(v)
         steps = [(_ran(by_id[nid], arriving.get(nid, [])), [nid]) for nid in self.order]
         overlay = Overlay(badges=badges, edge_norms=dict(self.merged_norms), steps=steps, mode="light",
+                          received=dict(self.received_norms),
                           parallel_norms={pair: vs for pair, vs in parallel.items() if len(vs) > 1})
         return ddp.marked(self, overlay) if self.launches else overlay
 
@@ -177,12 +183,16 @@ def trace_backward(roots: Roots, *, params: Params = None,
     trace.overview = overview
     outputs = {n.id for n in nodes if n.kind == "output"}
     roots_of = {src: dst for src, dst in edges if dst in outputs}
+    consumers: dict[int, set[int]] = {}
+    for src, dst in edges:
+        consumers.setdefault(src, set()).add(dst)
+    fanout = {src for src, dsts in consumers.items() if len(dsts) > 1}
     pending: _Norms = []
     handles: list[RemovableHandle] = []
     pause = _Pause()
     try:
         try:
-            _guards.paused_gc(_add_hooks, fns, slots, roots_of, trace.order, pending, handles, pause)
+            _guards.paused_gc(_add_hooks, fns, slots, roots_of, trace.order, pending, handles, pause, fanout)
             del slots  # the hooks hold the graph only until removed
             with ddp.launches_of(params, trace) if ddp.is_ddp(params) else contextlib.nullcontext():
                 yield trace
@@ -231,12 +241,13 @@ class _Pause:
 
 
 def _add_hooks(fns: list, slots: dict[int, list], roots_of: dict[int, int], order: list[int],
-               pending: _Norms, handles: list[RemovableHandle], pause: _Pause) -> None:
+               pending: _Norms, handles: list[RemovableHandle], pause: _Pause, fanout: set[int]) -> None:
     """Hook each node of ``fns``, noting each handle in ``handles`` as it is made (no
-    interrupt falls between the two)."""
+    interrupt falls between the two); a node of ``fanout`` also notes what it received."""
     for nid, fn in enumerate(fns):
         if fn is not None:
-            handles.append(fn.register_hook(_hook(nid, slots[nid], roots_of.get(nid), order, pending, pause)))
+            hook = _hook(nid, slots[nid], roots_of.get(nid), order, pending, pause, nid in fanout)
+            handles.append(fn.register_hook(hook))
 
 
 def _read(pending: _Norms, trace: BackwardTrace) -> None:
@@ -251,6 +262,12 @@ def _read(pending: _Norms, trace: BackwardTrace) -> None:
     merged: dict[tuple[int, int], float | None] = {}  # None: a note, no merged norm
     for key, v in pending:
         value = None if isinstance(v, str) else next(values)
+        if len(key) == 1:  # what a node of several consumers received
+            if value is None:
+                trace.received_norms.pop(key[0], None)
+            else:
+                trace.received_norms[key[0]] = value
+            continue
         if len(key) == 2:  # a pair's merged norm (parallel edges)
             merged[key[0], key[1]] = value
             continue
@@ -279,7 +296,9 @@ def _read_norms(pending: _Norms, values: list[float], trace: BackwardTrace) -> N
     edge_norms = trace.edge_norms
     merged: dict[tuple[int, int], float] = {}
     for (key, _), value in zip(pending, values):
-        if len(key) == 2:  # a pair's merged norm (parallel edges), queued after its edges
+        if len(key) == 1:  # what a node of several consumers received
+            trace.received_norms[key[0]] = value
+        elif len(key) == 2:  # a pair's merged norm (parallel edges), queued after its edges
             merged[key] = value
         else:
             edge_norms[key] = value
@@ -289,7 +308,7 @@ def _read_norms(pending: _Norms, values: list[float], trace: BackwardTrace) -> N
 
 
 def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
-          pending: _Norms, pause: _Pause) -> Callable[[_Grads, _Grads], None]:
+          pending: _Norms, pause: _Pause, fanout: bool = False) -> Callable[[_Grads, _Grads], None]:
     """Post-hook of node ``nid``: note that it ran, and the norm of each gradient it sent.
 
     Each norm is taken at once (on the device, no sync), not queued: a held gradient
@@ -300,7 +319,8 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
     input came from, or ``None``. Each input is its own edge, ``(child, nid, k)``; where
     one child feeds several inputs (``x * x``) the norm of all it is sent together is
     queued too, under ``(child, nid)``. Autograd runs one node at a time per device, so
-    post-hooks fire in the order the nodes ran.
+    post-hooks fire in the order the nodes ran. A node of several consumers (``fanout``)
+    also queues the norm of what it received, under ``(nid,)``.
     """
     sent = [(k, (s[0], nid, k)) for k, s in enumerate(slots) if s is not None]  # (input number, its edge)
     children = [edge[0] for _, edge in sent] if len(sent) > 1 else []
@@ -315,6 +335,10 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
                 pause.start()
             if out_edge is not None and grad_outputs and grad_outputs[0] is not None:
                 pending.append((out_edge, norm_of(grad_outputs[0])))
+            if fanout:
+                received = [norm_of(g) for g in grad_outputs if g is not None]
+                if received:
+                    pending.append(((nid,), _joined(received)))
             last: torch.Tensor | None = None  # an add sends one tensor to both inputs: one norm
             norm: torch.Tensor | str = ""
             for k, edge in sent:

@@ -622,3 +622,70 @@ def test_a_one_node_trace_says_1_node_run():
         dg.set_language("en")
     assert said[0].startswith("反向传播：节点共运行 1 次。") and said[1].startswith("<dynagraph.BackwardTrace：节点共运行 1 次，")
     assert said[2].startswith(f"反向传播：节点共运行 {len(many.order)} 次。")
+
+
+class _Swish(nn.Module):
+    def forward(self, x):
+        return x * torch.sigmoid(x)  # x read by two ops of this module
+
+
+class _Residual(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return x + torch.tanh(self.fc(x))  # x read by the add and the Linear
+
+
+def _received(root, params):
+    """The oracle, in float64, from plain hooks: ``{(src id, dst id): gradient}`` that node
+    ``dst`` sent ``src`` (slots of one output added up; several outputs joined)."""
+    from dynagraph.capture import named_roots, param_names_of, walk
+    _, _, fns = walk(named_roots(root), param_names_of(params)[0])
+    ids = {fn: nid for nid, fn in enumerate(fns) if fn is not None}
+    sent, handles = {}, []
+    for fn, nid in ids.items():
+        def hook(grad_inputs, grad_outputs, nid=nid, fn=fn):
+            for (child, out), g in zip(fn.next_functions, grad_inputs):
+                if child is not None and g is not None:
+                    key = (ids[child], nid, out)
+                    sent[key] = sent[key] + g.double() if key in sent else g.double()
+        handles.append(fn.register_hook(hook))
+    return sent, handles
+
+
+def test_an_edge_drawn_for_several_edges_carries_all_they_carry_together():
+    """A module box reads its input in two ops (x * sigmoid(x), x + f(x)): its drawn edge
+    stood for two autograd edges and was labelled with one of them (0.156 where the
+    Linear's output was sent 0.652 in all). Each labelled edge must carry the norm of
+    all the gradient its autograd edges carry, each source's gradients summed (as its
+    .grad would be), the sources' taken as one vector."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), _Swish(), _Residual(), _Swish(), nn.Linear(4, 1))
+    with dg.track_modules(model):
+        loss = model(torch.randn(5, 4)).sum()
+    with dg.trace_backward(loss, params=model, overview=True) as bt:
+        sent, handles = _received(loss, model)
+        loss.backward()
+    for handle in handles:
+        handle.remove()
+    pic, dot, _ = _picture.drawing(record_of(bt.graph()), bt._overlays())
+    assert any(n.kind == "module" for n in pic.graph.nodes)  # (drawn as boxes)
+    stands_for = {}
+    for src, dst in set(bt.edges):
+        new = pic.edge((src, dst))
+        if new[0] != new[1] and bt.nodes[dst].kind != "output":
+            stands_for.setdefault(new, set()).add((src, dst))
+    several = 0
+    for (a, b), pairs_ in stands_for.items():
+        (label,) = re.findall(rf'n{a} -> n{b} \[[^\n]*?<TD>([^<]+)</TD>', dot)
+        by_src = {}
+        for (src, dst, out), g in sent.items():
+            if (src, dst) in pairs_:
+                key = (src, out)
+                by_src[key] = by_src[key] + g if key in by_src else g
+        want = sum(torch.linalg.vector_norm(g).item() ** 2 for g in by_src.values()) ** 0.5
+        assert float(label) == pytest.approx(want, rel=6e-3), (a, b)
+        several += len(pairs_) > 1
+    assert several >= 2  # (the two swishes' boxes, the residual's)

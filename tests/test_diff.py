@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from torch import nn
 
 import dynagraph as dg
+from dynagraph import _picture
+from dynagraph.graph import record_of
 
 from _helpers import html_of, pictures, svg_texts
 
@@ -176,6 +178,49 @@ def test_a_loop_that_grows_before_other_ops_of_its_name_lights_the_loop():
     assert all(start < d.b.node(i).seq < end for i in d.new)  # in the loop, before the sin
     assert d.unplaced == []
     assert dict((n, y - x) for n, x, y in d.rows)["MulBackward0"] == 2
+
+
+@pytest.mark.parametrize("how", ["rolled", "folded", "overview"])
+def test_a_drawn_node_is_outlined_only_when_every_node_it_stands_for_is_new(how):
+    """A rolled loop's node stands for every iteration, a fold for the nodes it hides:
+    five more RNN steps lit the whole x35 block (30 of its steps are old) and the fold.
+    Each outlined node must stand for new nodes alone, and the title counts the new
+    nodes that no outline shows (an overview draws a box per call: the new calls' boxes
+    are outlined, and the title adds nothing)."""
+    torch.manual_seed(0)
+    model, xs = nn.ModuleDict({"cell": nn.RNNCell(3, 4)}), torch.randn(40, 2, 3)
+    spans = []
+
+    def graph(n):
+        h = torch.zeros(2, 4)
+        with dg.track_modules(model):
+            for t in range(n):
+                if t == 30:
+                    start = seq_now()
+                h = model["cell"](xs[t], h)
+            spans.append((start, seq_now()) if n > 30 else None)
+            loss = h.tanh().sum()
+        kwargs = {"rolled": {}, "folded": {"roll": False, "max_nodes": 30}, "overview": {"overview": True}}[how]
+        return dg.draw(loss, params=model, **kwargs)
+
+    a, b = graph(30), graph(35)
+    d = dg.diff(a, b)
+    start, end = spans[1]
+    inserted = {n.id for n in b.nodes if n.seq is not None and start < n.seq < end}
+    assert set(d.new) == inserted and d.unplaced == []
+    pic = _picture.drawing(record_of(d._graph()), d._overlay())[0]
+    assert (pic.boxes != {}) == (how == "overview")
+    dot = d.to_dot()
+    outlined = {int(i) for i in re.findall(r'^\s*n(\d+) \[.*color="#e03131" penwidth=2.5', dot, re.M)}
+    stands_for: dict[int, set[int]] = {}
+    for old, new in pic.mapping.items():
+        stands_for.setdefault(new, set()).add(old)
+    assert all(stands_for[i] <= inserted for i in outlined)
+    shown = sum(len(stands_for[i]) for i in outlined)
+    unlit = len(inserted) - shown
+    assert (unlit > 0) == (how != "overview")  # (each call is a box of its own: all new)
+    line = "more new, not outlined: inside a rolled loop, a fold or a module box with old ones"
+    assert (f"; {unlit} {line}" in dot) if unlit else (line not in dot)
 
 
 # Random programs that grow in one place: a chain of values, each step reading the last

@@ -736,6 +736,47 @@ def test_roll_frames_of_rmsnorm_layers_hold_exactly_their_layers(layers):
         assert (place[1] if place else None) == (inside[0] if inside else None), (node.name, node.seq)
 
 
+class _FeatureLlama(_Llama):
+    """:class:`_Llama` on float features, no embedding: layer 0's first norm reads a tensor
+    that needs no gradient, so it records only the weight's multiply, and layer 0 differs."""
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(self.norm(x)).pow(2).mean()
+
+
+@pytest.mark.parametrize("tagged", [False, True], ids=["untagged", "tagged"])
+@pytest.mark.parametrize("layers", [2, 3, 4, 6])
+def test_roll_frames_never_hold_part_of_a_layer_when_the_first_layer_differs(layers, tagged):
+    """Layers 1 to L-1 are alike; the final norm is like each layer's first norm. The frame
+    started after layer 0's first norm and ran to the next layer's, so each iteration held
+    two layers' halves and the last one the final norm (x3 for 3 layers; x2 of two layers
+    each for 4 and 6). Every op drawn in an iteration must come from the layer it stands for,
+    and nothing computed after the last layer may be in one, with module tags or without
+    (each op's module then read from the parameters it reads)."""
+    torch.manual_seed(0)
+    model = _FeatureLlama(layers=layers)
+    del model.emb
+    spans = []
+    for layer in model.layers:
+        layer.register_forward_pre_hook(lambda m, a: spans.append([_seq_now()]))
+        layer.register_forward_hook(lambda m, a, out: spans[-1].append(_seq_now()))
+    with dg.track_modules(model) if tagged else contextlib.nullcontext():
+        y = model(torch.randn(2, 5, 8))
+    nodes, edges, types = capture(y, params=model)
+    rolled = roll(nodes, edges, module_types=types)
+    assert [b.repeats for b in rolled.blocks] == ([layers - 1] if layers > 2 else [])  # layers 1 to L-1
+    firsts = {}
+    for node in nodes:
+        place = rolled.iteration.get(node.id)
+        if node.seq is None or place is None:
+            continue
+        inside = [k for k, (lo, hi) in enumerate(spans) if lo < node.seq < hi]
+        assert len(inside) == 1, (node.name, node.seq)  # (none: computed after the last layer)
+        assert inside[0] - place[1] == firsts.setdefault(place[0], inside[0] - place[1]), (node.name, node.seq)
+
+
 class _VitBlock(nn.Module):
     def __init__(self, d=8):
         super().__init__()

@@ -76,7 +76,7 @@ def _best_run(seq: Seq, lo: int, hi: int, min_repeats: int) -> Run | None:
         if best is not None and covered <= best.covered:
             break  # sorted by cover: nothing left can beat it
         phase = _phase(seq, start, length, period)
-        run = _verified(seq, Run(phase, period, length // period), min_repeats)
+        run = _verified(seq, Run(phase, period, (start + length - phase) // period), min_repeats)
         if run is not None and (best is None or run.covered > best.covered):
             best = run
     return best
@@ -129,14 +129,43 @@ def _phase(seq: Seq, start: int, length: int, period: int) -> int:
     Among the starts that keep every iteration, prefer a boundary between modules
     (fewest shared dotted parts), then the fewest ops and edges carrying state
     across the boundary, then a first op fed by no other op, then the earliest.
+    Where that start cuts a module of one iteration in two (a pre-norm layer after a
+    first layer that differs: iteration k would end with layer k + 1's norm, and the
+    last one hold the final norm), the best start of the period that cuts none, one
+    iteration fewer.
     """
     spare = length % period
-    if spare == 0:
-        return start
     edges_cut, sources_cut = _cuts(seq, start, length, period)
-    return min(range(start, start + spare + 1), key=lambda s: (
-        _shared_depth(seq, s + period), sources_cut[s - start],
-        edges_cut[s - start], seq.indeg[s], s))
+
+    def rank(s: int) -> tuple[int, ...]:
+        return _shared_depth(seq, s + period), sources_cut[s - start], edges_cut[s - start], seq.indeg[s], s
+
+    best = min(range(start, start + spare + 1), key=rank)
+    if not _splits_module(seq, best, period, (start + length - best) // period):
+        return best
+    whole = [s for s in range(start + spare + 1, start + period)
+             if not _splits_module(seq, s, period, (start + length - s) // period)]
+    return min(whole, key=rank, default=best)
+
+
+def _splits_module(seq: Seq, start: int, period: int, repeats: int) -> bool:
+    """Whether the boundary after the first iteration from ``start`` falls inside a module
+    that is not around every op of the iterations on either side (one layer's, not the
+    list of layers). An op's module is its own (``Seq.tags``: its tag, or the module of
+    the parameters it reads), not one taken from its consumers, which can be another's
+    (a residual add before a final norm, a Tanh before the next Linear)."""
+    at = start + period
+    tags = seq.tags
+    left = next((m for m in reversed(tags[start:at]) if m), None)
+    right = next((m for m in tags[at:at + period] if m), None)
+    if left is None or right is None or repeats < 2:
+        return False
+    parts = list(itertools.takewhile(lambda ab: ab[0] == ab[1], zip(left.split("."), right.split("."))))
+    if not parts:
+        return False
+    inside = ".".join(a for a, _ in parts)
+    return any(m and m != inside and not m.startswith(inside + ".")
+               for m in tags[start:start + 2 * period])  # (the two iterations on either side)
 
 
 def _cuts(seq: Seq, start: int, length: int, period: int) -> tuple[list[int], list[int]]:

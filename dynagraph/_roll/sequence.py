@@ -39,6 +39,7 @@ class Seq:
     bridges: int = 0  # the last ``bridges`` ops: state resized between iterations (see find_bridges)
     leaf_edges: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # from or to a non-op
     batchless: bool = False  # ops compared without their first dimension (see read_sequence)
+    tags: list[str | None] = dataclasses.field(default_factory=list)  # each op's own module: tag, or params'
 
     @functools.cached_property
     def producers(self) -> list[list[int]]:
@@ -112,8 +113,9 @@ def read_sequence(nodes: Sequence[Node], edges: Iterable[tuple[int, int]], first
         if not hints[i]:
             hints[i] = common_module(owner(leaves[x].label) for x in feeds[i]
                                      if leaves[x].kind == "parameter")
+    own = list(hints)  # (a tag, or the module of the parameters the op reads: not inherited)
     before, after = _nearest(inherited_modules(hints, out))
-    return Seq(ops, keys, out, indeg, before, after, feeds, spans, leaves, len(last), loose, batchless)
+    return Seq(ops, keys, out, indeg, before, after, feeds, spans, leaves, len(last), loose, batchless, own)
 
 
 def inherited_modules(hints: list[str | None], out: Sequence[Sequence[int]]) -> list[str | None]:
