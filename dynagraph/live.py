@@ -382,7 +382,7 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
 
     Raises:
         TypeError: ``model`` is not an ``nn.Module``.
-        ValueError: ``interval`` is not positive.
+        ValueError: ``interval`` is not a positive number.
         TypeError: ``memory`` is not a bool.
         ValueError: ``overview`` is not ``None``, ``True`` or ``False``.
         RendererNotFoundError: ``view=True`` in IPython and no Graphviz renderer.
@@ -396,8 +396,8 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
     """
     if model is not None and not isinstance(model, nn.Module):
         raise TypeError(f"model must be an nn.Module (or pass params=); got {type(model).__name__}")
-    if interval <= 0:
-        raise ValueError(f"interval must be > 0 seconds; got {interval!r}")
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not interval > 0:  # nan too
+        raise ValueError(f"interval must be > 0 seconds; got {interval!r} (pass a number such as 0.5)")
     module_names: dict[int, str] = {}
     names, types = param_names_of(model if model is not None else params, module_names)
     if not isinstance(memory, bool):

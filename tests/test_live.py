@@ -474,7 +474,7 @@ def test_view_without_a_renderer_fails_before_recording(monkeypatch, tmp_path):
 
 
 def test_interval_must_be_positive():
-    for bad in (0, -1.0):
+    for bad in (0, -1.0, float("nan"), "1", None, True):  # a str or None gave Python's '<=' not supported
         with pytest.raises(ValueError, match="interval must be > 0 seconds; got"):
             with dg.live(interval=bad):
                 pass
