@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+import operator
 import os
 import re
 import sys
@@ -131,7 +132,21 @@ class StepMemory:
         return self.ops[self.peak_index]
 
     def at(self, index: int) -> dict[str, int]:
-        """``{kind: bytes}`` alive after event ``index``."""
+        """``{kind: bytes}`` alive after event ``index`` (``-1`` is the last event).
+
+        Raises:
+            TypeError: ``index`` is not an int.
+            IndexError: there is no event ``index``.
+        """
+        n = len(self.phases)
+        try:
+            index = operator.index(index if not isinstance(index, bool) else None)  # numpy ints too
+        except TypeError:
+            raise TypeError(f"index must be an event number, an int such as 0 or -1 (the last event); "
+                            f"got {index!r} ({type(index).__name__})") from None
+        if not -n <= index < n:
+            raise IndexError(f"index={index} names no event: this step has {n} memory events "
+                             f"(0 to {n - 1}, or -1 for the last)")
         return {kind: values[index] for kind, values in self.kinds.items()}
 
     @property

@@ -206,6 +206,19 @@ def test_unknown_kind_is_refused():
         mem.most("weights")
 
 
+def test_at_an_event_that_is_not_there_is_refused_naming_it():
+    mem = dg.step_memory(lambda: torch.ones(10))
+    n = len(mem.phases)
+    assert mem.at(-1) == mem.at_end and mem.at(-n) == mem.at(0)
+    with pytest.raises(IndexError, match=f"index={n} names no event: this step has {n} memory events"):
+        mem.at(n)  # was Python's "list index out of range"
+    with pytest.raises(IndexError, match="names no event"):
+        mem.at(-n - 1)
+    for bad in (1.5, "0", None, True):
+        with pytest.raises(TypeError, match=r"index must be an event number, an int such as 0 or -1"):
+            mem.at(bad)
+
+
 def test_inside_another_profiler_is_refused():
     with torch.profiler.profile(), pytest.raises(RuntimeError, match="another torch profiler is running"):
         dg.step_memory(lambda: None)
