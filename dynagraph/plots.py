@@ -30,6 +30,18 @@ MAX_SHOWN = 60  # bars or rows; more are unreadable, and tick labels make drawin
 LABEL_CHARS = 40  # a longer name is shown as its start and end: a 100k-character name stays one line
 
 
+def _check_ax(ax: object) -> None:
+    """Refuse an ``ax`` that is not one matplotlib Axes, before anything is computed or drawn."""
+    if ax is None:
+        return
+    from matplotlib.axes import Axes
+    if not isinstance(ax, Axes):
+        hint = (" plt.subplots(1, 2) returns an array of Axes: pass one of them, such as ax=axes[0]."
+                if hasattr(ax, "__len__") else "")
+        raise TypeError(f"ax must be a matplotlib Axes (fig, ax = plt.subplots()) or None (a new figure); "
+                        f"got {type(ax).__name__}.{hint}")
+
+
 def _axes(ax: Axes | None, size: tuple[float, float]) -> Axes:
     if ax is not None:
         return ax
@@ -122,6 +134,7 @@ def plot_grad_norms(source: NamedTensors | Mapping[str, float], *, per: str = "m
     Raises:
         ValueError: ``per`` is not ``"module"`` or ``"parameter"``, or ``source``
             has no parameters.
+        TypeError: ``ax`` is not a matplotlib Axes.
 
     Warns:
         UserWarning: no parameter has a gradient (before ``backward()``, or after
@@ -129,6 +142,7 @@ def plot_grad_norms(source: NamedTensors | Mapping[str, float], *, per: str = "m
     """
     if per not in ("module", "parameter"):
         raise ValueError(f"per must be 'module' or 'parameter'; got {per!r}")
+    _check_ax(ax)
     is_norms = isinstance(source, dict) and all(isinstance(v, float) for v in source.values())
     norms = _norms_of(source, is_norms)
     every = per_module(norms) if per == "module" else dict(norms)
@@ -218,9 +232,15 @@ def plot_grad_history(history: GradHistory, *, kind: str = "lines", ax: Axes | N
 
     Raises:
         ValueError: unknown ``kind``, an empty history, or one with no parameters.
+        TypeError: ``history`` is not a :class:`GradHistory`, or ``ax`` is not a matplotlib Axes.
     """
+    from .history import GradHistory
+    if not isinstance(history, GradHistory):
+        raise TypeError(f"history must be a dg.GradHistory (record() it after each backward); "
+                        f"got {type(history).__name__}")
     if kind not in ("lines", "heatmap"):
         raise ValueError(f"kind must be 'lines' or 'heatmap'; got {kind!r}")
+    _check_ax(ax)
     if not history.steps:
         raise ValueError("the history is empty: call history.record() after backward() first")
     if not history.names:
@@ -281,8 +301,15 @@ def plot_step_memory(memory: StepMemory, *, ax: Axes | None = None) -> Axes:
 
     Returns:
         The matplotlib ``Axes``.
+
+    Raises:
+        TypeError: ``memory`` is not a :class:`StepMemory`, or ``ax`` is not a matplotlib Axes.
     """
     from .memory import fmt_bytes
+    from .step_memory import StepMemory
+    if not isinstance(memory, StepMemory):
+        raise TypeError(f"memory must be what dg.step_memory(step) returns; got {type(memory).__name__}")
+    _check_ax(ax)
     ax = _axes(ax, (8.0, 3.6))
     xs = list(range(len(memory.phases)))
     shown = [k for k, v in memory.kinds.items() if any(v)]
