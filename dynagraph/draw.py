@@ -67,7 +67,7 @@ def draw(roots: Roots, *, params: Params = None, depth: int | None = None,
 
     Raises:
         TypeError: a root is not a tensor, ``params`` is of the wrong type,
-            ``title`` is not a string, or ``memory`` is not a bool.
+            ``title`` is not a string, or ``memory`` or ``show_saved`` is not a bool.
         ValueError: no roots, a root with no graph, or a bad ``depth``/``max_nodes``/``overview``.
 
     Example:
@@ -81,6 +81,8 @@ def draw(roots: Roots, *, params: Params = None, depth: int | None = None,
         raise TypeError(f"title must be a string; got {type(title).__name__}")
     if not isinstance(memory, bool):
         raise TypeError(f"memory must be True or False; got {type(memory).__name__}")
+    if not isinstance(show_saved, bool):  # a truthy "False" would list them
+        raise TypeError(f"show_saved must be True or False; got {show_saved!r} ({type(show_saved).__name__})")
     saved = SavedMemory() if memory else None
     nodes, edges, module_types = capture(roots, params=params, show_saved=show_saved, memory=saved)
     graph = Graph(nodes, edges, module_types, title=title, roll=roll, max_nodes=max_nodes,

@@ -204,6 +204,12 @@ def test_depth_without_module_tags_warns_that_nothing_collapsed():
     assert "module" not in {n.kind for n in graph.nodes}
 
 
+@pytest.mark.parametrize("bad", ["False", "yes", 1, None])
+def test_show_saved_that_is_no_bool_raises_at_draw(bad):
+    with pytest.raises(TypeError, match=rf"show_saved must be True or False; got {bad!r}"):
+        dg.draw(torch.ones(1, requires_grad=True) * 2, show_saved=bad)  # "False" listed the saved tensors
+
+
 def test_non_string_title_raises_at_draw():
     with pytest.raises(TypeError, match="title must be a string; got int"):
         dg.draw(torch.ones(1, requires_grad=True) * 2, title=3)
