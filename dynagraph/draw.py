@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from ._picture import MAX_NODES, check_policy
+from ._picture import MAX_NODES, check_policy, check_title
 from .capture import Params, Roots, capture
 from .graph import Graph
 from .memory import SavedMemory
@@ -77,8 +77,7 @@ def draw(roots: Roots, *, params: Params = None, depth: int | None = None,
         [('AccumulateGrad', 1), ('AddBackward0', 1), ('MulBackward0', 1)]
     """
     check_policy(roll, max_nodes, depth, overview)  # before the walk: fail at once
-    if title is not None and not isinstance(title, str):
-        raise TypeError(f"title must be a string; got {type(title).__name__}")
+    check_title(title)
     if not isinstance(memory, bool):
         raise TypeError(f"memory must be True or False; got {type(memory).__name__}")
     if not isinstance(show_saved, bool):  # a truthy "False" would list them

@@ -74,6 +74,16 @@ def test_every_node_runs_after_all_its_consumers(factory):
             assert first[dst] < first[src], (bt.nodes[src].name, bt.nodes[dst].name)
 
 
+def test_graph_title_that_is_no_string_raises_at_once():
+    x = torch.ones(2, requires_grad=True)
+    y = (2 * x).sum()
+    with dg.trace_backward(y) as bt:
+        y.backward()
+    with pytest.raises(TypeError, match="title must be a string; got int"):
+        bt.graph(title=3)  # was an AttributeError from the DOT writer when the picture was made
+    assert bt.graph(title="doubled").title == "doubled"
+
+
 def test_parameters_accumulate_grad_is_in_the_order():
     model, loss = mlp()
     bt = traced(loss, params=model)

@@ -177,6 +177,13 @@ def test_depth_zero_raises():
         dg.draw(x * 2, depth=0)
 
 
+@pytest.mark.parametrize("bad", [0, True, 1.5])
+def test_depth_that_is_no_positive_int_raises(bad):
+    x = torch.ones(1, requires_grad=True)
+    with pytest.raises(ValueError, match=rf"depth must be an int >= 1 .*got {bad!r}"):
+        dg.draw(x * 2, depth=bad)  # True was taken as depth 1, as max_nodes=True is not
+
+
 def test_max_nodes_one_raises():
     x = torch.ones(1, requires_grad=True)
     with pytest.raises(ValueError, match=r"max_nodes must be an int >= 2 or None .*got 1"):
