@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import operator
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -117,7 +117,7 @@ class GradHistory:
         return plot_grad_history(self, kind=kind, ax=ax)
 
 
-def _step_number(step: object) -> int:
+def _step_number(step: Any) -> int:
     """``step`` as an int; a float, a str or a bool is refused, not rounded."""
     try:
         if isinstance(step, bool):

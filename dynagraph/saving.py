@@ -73,7 +73,7 @@ def load_view(path: str | os.PathLike[str]) -> _View:
                          f"(expected {FORMAT!r}); save it again with dg.save_view")
     try:
         return _DECODERS[data["kind"]](data)
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:  # a field missing or of the wrong kind
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:  # a field missing or wrong
         raise ValueError(f"{str(path)!r} is a damaged saved view ({type(e).__name__}: {e}); "
                          f"save it again with dg.save_view") from e
 

@@ -140,7 +140,9 @@ class StepMemory:
         """
         n = len(self.phases)
         try:
-            index = operator.index(index if not isinstance(index, bool) else None)  # numpy ints too
+            if isinstance(index, bool):
+                raise TypeError
+            index = operator.index(index)  # numpy and torch integers too
         except TypeError:
             raise TypeError(f"index must be an event number, an int such as 0 or -1 (the last event); "
                             f"got {index!r} ({type(index).__name__})") from None

@@ -216,7 +216,7 @@ def test_every_plot_refuses_an_ax_that_is_not_one_axes(model, history):
 
 
 def test_plots_refuse_what_is_not_their_source(model):
-    with pytest.raises(TypeError, match="history must be a dg.GradHistory .*; got dict"):
+    with pytest.raises(TypeError, match=r"history must be a dg\.GradHistory .*; got dict"):
         dg.plot_grad_history({"w": [1.0]})  # was 'dict' object has no attribute 'steps'
     with pytest.raises(TypeError, match=r"memory must be what dg\.step_memory\(step\) returns; got Sequential"):
         dg.plot_step_memory(model)

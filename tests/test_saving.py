@@ -87,7 +87,7 @@ def test_a_path_that_is_no_file_name_raises_naming_it(tmp_path):
 def test_load_view_of_a_binary_file_raises(tmp_path):
     path = tmp_path / "picture.png"
     path.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")  # was a UnicodeDecodeError
-    with pytest.raises(ValueError, match="picture.png' is not a saved view: not JSON"):
+    with pytest.raises(ValueError, match=r"picture\.png' is not a saved view: not JSON"):
         dg.load_view(path)
 
 
@@ -97,7 +97,7 @@ def test_load_view_of_a_damaged_view_raises(tmp_path):
     good = json.loads(path.read_text())
     damaged = {"no kind": {k: v for k, v in good.items() if k != "kind"}, "unknown kind": {**good, "kind": "chart"},
                "no nodes": {k: v for k, v in good.items() if k != "nodes"}, "nodes a str": {**good, "nodes": "x"}}
-    for name, data in damaged.items():  # each was a KeyError or Python's dict-update message
+    for data in damaged.values():  # each was a KeyError or Python's dict-update message
         path.write_text(json.dumps(data))
         with pytest.raises(ValueError, match=r"g\.json' is a damaged saved view \(.*\); save it again with "
                                              r"dg\.save_view"):
