@@ -321,6 +321,13 @@ def test_complex_gradient_norm_keeps_the_imaginary_part():
     assert one(bt, leaf(bt, "z"), dst) == pytest.approx(want)
 
 
+def test_complex_norms_on_every_edge_match_hooks():
+    torch.manual_seed(0)
+    z = torch.randn(3, dtype=torch.complex64, requires_grad=True)
+    bt, sent = replayed((z * z).sin().abs().sum(), {"z": z})  # complex on every edge up to abs
+    check_edge_norms(bt, sent, rel=1e-5)  # (the oracle took the real part only, and disagreed)
+
+
 def test_half_gradient_norm_does_not_overflow():
     w = torch.zeros(100, dtype=torch.float16, requires_grad=True)
     bt = traced((w.float() * 9999.9).sum(), params={"w": w})  # fp16 grads of 9999.9: norm 99,999
