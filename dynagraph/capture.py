@@ -154,7 +154,8 @@ def named_roots(roots: Roots) -> list[tuple[str, torch.Tensor]]:
                 f"root {label!r} has no grad_fn and does not require grad, so autograd "
                 "recorded no graph for it. Make its inputs require grad "
                 "(torch.ones(3, requires_grad=True)) and compute it outside "
-                "torch.no_grad() / torch.inference_mode()."
+                "torch.no_grad() / torch.inference_mode(). Inside torch.vmap no tensor shows "
+                "its graph: draw what the vmap call returns."
             )
     return items
 

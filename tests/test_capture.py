@@ -391,6 +391,14 @@ def test_root_without_grad_fn_raises():
         dg.draw(torch.ones(3) * 2)
 
 
+def test_root_inside_vmap_raises_saying_to_draw_what_vmap_returns():
+    x = torch.ones(2, 3, requires_grad=True)  # it requires grad, outside no_grad: the old advice did not fit
+    with pytest.raises(ValueError, match=r"Inside torch\.vmap no tensor shows its graph: draw what the vmap "
+                                         r"call returns"):
+        torch.vmap(lambda w: dg.draw((w * 2).sum()))(x)
+    assert dg.draw(torch.vmap(lambda w: (w * 2).sum())(x)).counts()["MulBackward0"] == 1  # as the message says
+
+
 def test_root_made_under_no_grad_raises():
     x = torch.ones(3, requires_grad=True)
     with torch.no_grad():
