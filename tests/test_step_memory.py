@@ -194,10 +194,22 @@ def test_device_must_be_cpu_or_cuda():
         dg.step_memory(lambda: None, device="tpu")
 
 
+def test_device_takes_what_dg_device_returns():
+    for device in (dg.device(), torch.device("cpu"), "cpu:0"):  # each was "unknown device"
+        want = "cuda" if torch.device(device).type == "cuda" else "cpu"
+        assert dg.step_memory(lambda: torch.ones(10), device=device).device == want
+    for bad in (torch.device("meta"), "meta", 0):
+        with pytest.raises(ValueError, match=r"unknown device: .* \(must be 'cpu' or 'cuda', or a torch\.device "
+                                             r"of either, such as dg\.device\(\)\)"):
+            dg.step_memory(lambda: None, device=bad)
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
 def test_cuda_without_a_gpu_says_so():
     with pytest.raises(ValueError, match="torch sees no GPU here"):
         dg.step_memory(lambda: None, device="cuda")
+    with pytest.raises(ValueError, match=r"device=device\(type='cuda'\) but torch sees no GPU here"):
+        dg.step_memory(lambda: None, device=torch.device("cuda"))
 
 
 def test_unknown_kind_is_refused():
