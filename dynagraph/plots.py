@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, cast
@@ -95,6 +96,18 @@ def _per_title(per: str, over_steps: bool = False) -> str:
     return tr("gradient norm per parameter") if per == "parameter" else tr("gradient norm per module")
 
 
+def _given_norms(source: object) -> Mapping[str, float] | None:
+    """``source`` when it is a dict of norms (a GradNorms keeps its notes), as floats when
+    some are ints or numpy numbers; ``None`` when it is a source of tensors."""
+    if not isinstance(source, dict):
+        return None
+    if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in source.values()):
+        return None  # (a bool is no norm; a tensor is a parameter)
+    if all(type(v) is float for v in source.values()):
+        return source
+    return {k: float(v) for k, v in source.items()}
+
+
 def _norms_of(source: NamedTensors | Mapping[str, float], is_norms: bool) -> Mapping[str, float]:
     """The norms to plot; raises on nothing to plot, warns when no parameter has a gradient."""
     norms = cast("Mapping[str, float]", source) if is_norms else grad_norms(cast(NamedTensors, source))
@@ -143,8 +156,9 @@ def plot_grad_norms(source: NamedTensors | Mapping[str, float], *, per: str = "m
     if per not in ("module", "parameter"):
         raise ValueError(f"per must be 'module' or 'parameter'; got {per!r}")
     _check_ax(ax)
-    is_norms = isinstance(source, dict) and all(isinstance(v, float) for v in source.values())
-    norms = _norms_of(source, is_norms)
+    given = _given_norms(source)
+    is_norms = given is not None
+    norms = _norms_of(source if given is None else given, is_norms)
     every = per_module(norms) if per == "module" else dict(norms)
     names = _pick(every)
     values = {n: every[n] for n in names}

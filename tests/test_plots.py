@@ -215,6 +215,11 @@ def test_every_plot_refuses_an_ax_that_is_not_one_axes(model, history):
         axes[0].clear()
 
 
+def test_plot_grad_norms_takes_norms_given_as_ints_and_numpy_numbers():
+    ax = dg.plot_grad_norms({"a.weight": 1, "b.weight": np.float32(0.5), "c.weight": 2.0}, per="parameter")
+    assert bar_heights(ax) == [1.0, 0.5, 2.0]  # was "expected (name, tensor) pairs; got ('a.weight', 1)"
+
+
 def test_plots_refuse_what_is_not_their_source(model):
     with pytest.raises(TypeError, match=r"history must be a dg\.GradHistory .*; got dict"):
         dg.plot_grad_history({"w": [1.0]})  # was 'dict' object has no attribute 'steps'
