@@ -248,8 +248,7 @@ def plot_grad_history(history: GradHistory, *, kind: str = "lines", ax: Axes | N
         ValueError: unknown ``kind``, an empty history, or one with no parameters.
         TypeError: ``history`` is not a :class:`GradHistory`, or ``ax`` is not a matplotlib Axes.
     """
-    from .history import GradHistory
-    if not isinstance(history, GradHistory):
+    if not all(hasattr(type(history), a) for a in ("record", "norms")):  # (history.py imports plots)
         raise TypeError(f"history must be a dg.GradHistory (record() it after each backward); "
                         f"got {type(history).__name__}")
     if kind not in ("lines", "heatmap"):
@@ -320,8 +319,7 @@ def plot_step_memory(memory: StepMemory, *, ax: Axes | None = None) -> Axes:
         TypeError: ``memory`` is not a :class:`StepMemory`, or ``ax`` is not a matplotlib Axes.
     """
     from .memory import fmt_bytes
-    from .step_memory import StepMemory
-    if not isinstance(memory, StepMemory):
+    if not all(hasattr(type(memory), a) for a in ("at", "peak_index")):  # (step_memory.py imports plots)
         raise TypeError(f"memory must be what dg.step_memory(step) returns; got {type(memory).__name__}")
     _check_ax(ax)
     ax = _axes(ax, (8.0, 3.6))
