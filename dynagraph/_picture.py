@@ -95,11 +95,17 @@ def check_overview(overview: object) -> None:
                          f"tall), True (wherever ops carry module tags) or False (never); got {overview!r}")
 
 
+def check_title(title: object) -> None:
+    """Raise ``TypeError`` naming a ``title`` that is neither a string nor ``None``."""
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"title must be a string; got {type(title).__name__}")
+
+
 def check_policy(roll: object, max_nodes: object, depth: object = None, overview: object = None) -> None:
     """Raise ``ValueError`` naming a bad ``roll``, ``max_nodes``, ``depth`` or ``overview``
     (the one place they are checked)."""
     check_overview(overview)
-    if depth is not None and (not isinstance(depth, int) or depth < 1):
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
         raise ValueError(f"depth must be an int >= 1 (1 collapses top-level submodules); got {depth!r}")
     if roll not in ("auto", True, False):
         raise ValueError(f"roll must be 'auto', True or False; got {roll!r}")

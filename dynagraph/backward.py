@@ -87,7 +87,12 @@ class BackwardTrace(Replay):
         return node.name
 
     def graph(self, title: str | None = None) -> Graph:
-        """The captured graph (without the backward annotations)."""
+        """The captured graph (without the backward annotations).
+
+        Raises:
+            TypeError: ``title`` is not a string.
+        """
+        _picture.check_title(title)  # (else the picture failed later, inside the DOT writer)
         return Graph(self.nodes, self.edges, self.module_types, title=title, overview=self.overview)
 
     def _overlays(self) -> Overlay:

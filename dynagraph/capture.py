@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -134,8 +135,11 @@ def named_roots(roots: Roots) -> list[tuple[str, torch.Tensor]]:
     elif isinstance(roots, (list, tuple)):
         items = [(f"output[{i}]", v) for i, v in enumerate(roots)]
     else:
-        raise TypeError(
+        fields = [f.name for f in dataclasses.fields(roots)] if dataclasses.is_dataclass(roots) else []
+        raise TypeError(  # a model's output as a dataclass: name the tensor it holds
             f"roots must be a tensor, or a list, tuple or dict of tensors; got {type(roots).__name__}"
+            + (f" (a dataclass with fields {', '.join(fields)}: pass one of its tensors, such as "
+               f"out.{fields[0]})" if fields else "")
         )
     if not items:
         raise ValueError(f"roots is empty ({roots!r}): pass at least one tensor to draw")
@@ -154,7 +158,8 @@ def named_roots(roots: Roots) -> list[tuple[str, torch.Tensor]]:
                 f"root {label!r} has no grad_fn and does not require grad, so autograd "
                 "recorded no graph for it. Make its inputs require grad "
                 "(torch.ones(3, requires_grad=True)) and compute it outside "
-                "torch.no_grad() / torch.inference_mode()."
+                "torch.no_grad() / torch.inference_mode(). Inside torch.vmap no tensor shows "
+                "its graph: draw what the vmap call returns."
             )
     return items
 

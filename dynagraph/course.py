@@ -286,6 +286,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     how.add_argument("--missing", action="store_true",
                      help="place only the course files not there yet; keep the others")
     args = parser.parse_args(argv)
+    if not args.folder.strip():  # Path("") is the current folder: the course would land there unasked
+        print(f"dynagraph.course: the folder name {args.folder!r} is empty: "
+              "pass a folder, such as my-course, or . for the current folder", file=sys.stderr)
+        return 1
     try:
         paths = place(args.folder, force=args.force, missing=args.missing)
     except (FileExistsError, FileNotFoundError, NotADirectoryError, IsADirectoryError) as e:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from ._picture import MAX_NODES, check_policy
+from ._picture import MAX_NODES, check_policy, check_title
 from .capture import Params, Roots, capture
 from .graph import Graph
 from .memory import SavedMemory
@@ -67,7 +67,7 @@ def draw(roots: Roots, *, params: Params = None, depth: int | None = None,
 
     Raises:
         TypeError: a root is not a tensor, ``params`` is of the wrong type,
-            ``title`` is not a string, or ``memory`` is not a bool.
+            ``title`` is not a string, or ``memory`` or ``show_saved`` is not a bool.
         ValueError: no roots, a root with no graph, or a bad ``depth``/``max_nodes``/``overview``.
 
     Example:
@@ -77,10 +77,11 @@ def draw(roots: Roots, *, params: Params = None, depth: int | None = None,
         [('AccumulateGrad', 1), ('AddBackward0', 1), ('MulBackward0', 1)]
     """
     check_policy(roll, max_nodes, depth, overview)  # before the walk: fail at once
-    if title is not None and not isinstance(title, str):
-        raise TypeError(f"title must be a string; got {type(title).__name__}")
+    check_title(title)
     if not isinstance(memory, bool):
         raise TypeError(f"memory must be True or False; got {type(memory).__name__}")
+    if not isinstance(show_saved, bool):  # a truthy "False" would list them
+        raise TypeError(f"show_saved must be True or False; got {show_saved!r} ({type(show_saved).__name__})")
     saved = SavedMemory() if memory else None
     nodes, edges, module_types = capture(roots, params=params, show_saved=show_saved, memory=saved)
     graph = Graph(nodes, edges, module_types, title=title, roll=roll, max_nodes=max_nodes,

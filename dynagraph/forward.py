@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import math
+import warnings
 import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
@@ -105,6 +107,7 @@ class _Recorder(TorchFunctionMode):
         self.edges: list[tuple[int, int, int, int]] = []  # (producer, consumer, slot, which result)
         self.read: set[int] = set()  # node ids some op read
         self.norms: dict[tuple[int, int], torch.Tensor] = {}  # (node id, result) -> tangent norm (0-dim)
+        self.meta = 0  # tangents on the meta device (no values: their norms are nan)
 
     def __torch_function__(self, func: Callable[..., Any], types: Collection[type], args: Sequence[Any] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
@@ -149,7 +152,11 @@ class _Recorder(TorchFunctionMode):
     def _made(self, nid: int, k: int, tensor: torch.Tensor, tangent: torch.Tensor) -> None:
         """Node ``nid`` made ``tensor`` as its ``k``-th result, with ``tangent``."""
         self.made[id(tensor)] = (weakref.ref(tensor), nid, k)
-        self.norms[nid, k] = torch.linalg.vector_norm(tangent.detach())
+        if tangent.is_meta:  # a shape, no values: nan, said on exit (a meta norm stopped the exit)
+            self.norms[nid, k] = torch.tensor(math.nan, dtype=torch.float64)
+            self.meta += 1
+        else:
+            self.norms[nid, k] = torch.linalg.vector_norm(tangent.detach())
 
     def _source(self, tensor: torch.Tensor) -> tuple[int, int] | None:
         """The node that made ``tensor`` and which of its results it is: a recorded op, or
@@ -252,3 +259,7 @@ def _finish(rec: _Recorder, trace: ForwardTrace) -> None:
     trace.edge_norms = {(a, b, slot): norms[a, k] for a, b, slot, k in edges}
     rec.made.clear()
     rec.norms.clear()
+    if rec.meta:
+        warnings.warn(f"trace_forward: tangents on the meta device have a shape but no values, so their "
+                      f"norms show as nan ({rec.meta} in this trace). "
+                      "Make the dual tensors on the cpu or a GPU to see the numbers", stacklevel=4)

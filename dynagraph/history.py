@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+import operator
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -66,14 +67,19 @@ class GradHistory:
 
         Warns when no parameter has a gradient (``record()`` before ``backward()``,
         or after ``zero_grad()``): that step is all ``nan``.
+
+        Raises:
+            TypeError: ``step`` is not an int or None (a float is not rounded).
         """
+        if step is not None:
+            step = _step_number(step)
         grads = [t.grad.detach() for _, t in self._pairs if t.grad is not None]
         if self._pairs and not grads:
             warnings.warn("GradHistory.record(): no parameter has a gradient, so this step is all "
                           "nan; call record() after loss.backward() and before optimizer.zero_grad()",
                           stacklevel=2)
         self._pending.append(self._row(grads))
-        self.steps.append(len(self.steps) if step is None else int(step))
+        self.steps.append(len(self.steps) if step is None else step)
 
     def _row(self, grads: list[torch.Tensor]) -> torch.Tensor:
         """This step's norms as one device tensor (no host copy); notes go to ``self.notes``."""
@@ -109,3 +115,14 @@ class GradHistory:
     def plot(self, kind: str = "lines", ax: Axes | None = None) -> Axes:
         """Plot the history; returns the matplotlib ``Axes`` (see :func:`plot_grad_history`)."""
         return plot_grad_history(self, kind=kind, ax=ax)
+
+
+def _step_number(step: Any) -> int:
+    """``step`` as an int; a float, a str or a bool is refused, not rounded."""
+    try:
+        if isinstance(step, bool):
+            raise TypeError
+        return operator.index(step)  # an int, a numpy or torch integer
+    except TypeError:
+        raise TypeError(f"step must be an int (the step's number, such as the loop's i) or None "
+                        f"(count from 0); got {step!r} ({type(step).__name__})") from None

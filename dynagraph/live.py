@@ -121,9 +121,10 @@ class Recording(_page.View):
         modules as boxes as :attr:`overview` says (set ``graph.overview`` to change it).
 
         Raises:
-            TypeError: ``upto`` is not a whole number.
+            TypeError: ``upto`` is not a whole number, or ``title`` is not a string.
             IndexError: ``upto`` names no step.
         """
+        _picture.check_title(title)  # (else the picture failed later, inside the DOT writer)
         keep = None
         if upto is not None:
             upto = _step_number(upto)
@@ -382,7 +383,8 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
 
     Raises:
         TypeError: ``model`` is not an ``nn.Module``.
-        ValueError: ``interval`` is not positive.
+        ValueError: both ``model`` and ``params`` are given.
+        ValueError: ``interval`` is not a positive number.
         TypeError: ``memory`` is not a bool.
         ValueError: ``overview`` is not ``None``, ``True`` or ``False``.
         RendererNotFoundError: ``view=True`` in IPython and no Graphviz renderer.
@@ -396,8 +398,12 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
     """
     if model is not None and not isinstance(model, nn.Module):
         raise TypeError(f"model must be an nn.Module (or pass params=); got {type(model).__name__}")
-    if interval <= 0:
-        raise ValueError(f"interval must be > 0 seconds; got {interval!r}")
+    if model is not None and params is not None:  # (params= was dropped without a word)
+        raise ValueError("pass a model or params=, not both (with a model, params= was ignored): "
+                         "dg.live(model) names the model's modules and parameters; "
+                         "dg.live(params={'x': x}) names the tensors you list")
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not interval > 0:  # nan too
+        raise ValueError(f"interval must be > 0 seconds; got {interval!r} (pass a number such as 0.5)")
     module_names: dict[int, str] = {}
     names, types = param_names_of(model if model is not None else params, module_names)
     if not isinstance(memory, bool):

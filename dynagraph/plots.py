@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, cast
@@ -28,6 +29,18 @@ __all__ = ["plot_grad_history", "plot_grad_norms", "plot_step_memory"]
 
 MAX_SHOWN = 60  # bars or rows; more are unreadable, and tick labels make drawing slow
 LABEL_CHARS = 40  # a longer name is shown as its start and end: a 100k-character name stays one line
+
+
+def _check_ax(ax: object) -> None:
+    """Refuse an ``ax`` that is not one matplotlib Axes, before anything is computed or drawn."""
+    if ax is None:
+        return
+    from matplotlib.axes import Axes
+    if not isinstance(ax, Axes):
+        hint = (" plt.subplots(1, 2) returns an array of Axes: pass one of them, such as ax=axes[0]."
+                if hasattr(ax, "__len__") else "")
+        raise TypeError(f"ax must be a matplotlib Axes (fig, ax = plt.subplots()) or None (a new figure); "
+                        f"got {type(ax).__name__}.{hint}")
 
 
 def _axes(ax: Axes | None, size: tuple[float, float]) -> Axes:
@@ -83,6 +96,18 @@ def _per_title(per: str, over_steps: bool = False) -> str:
     return tr("gradient norm per parameter") if per == "parameter" else tr("gradient norm per module")
 
 
+def _given_norms(source: object) -> Mapping[str, float] | None:
+    """``source`` when it is a dict of norms (a GradNorms keeps its notes), as floats when
+    some are ints or numpy numbers; ``None`` when it is a source of tensors."""
+    if not isinstance(source, dict):
+        return None
+    if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in source.values()):
+        return None  # (a bool is no norm; a tensor is a parameter)
+    if all(type(v) is float for v in source.values()):
+        return source
+    return {k: float(v) for k, v in source.items()}
+
+
 def _norms_of(source: NamedTensors | Mapping[str, float], is_norms: bool) -> Mapping[str, float]:
     """The norms to plot; raises on nothing to plot, warns when no parameter has a gradient."""
     norms = cast("Mapping[str, float]", source) if is_norms else grad_norms(cast(NamedTensors, source))
@@ -122,6 +147,7 @@ def plot_grad_norms(source: NamedTensors | Mapping[str, float], *, per: str = "m
     Raises:
         ValueError: ``per`` is not ``"module"`` or ``"parameter"``, or ``source``
             has no parameters.
+        TypeError: ``ax`` is not a matplotlib Axes.
 
     Warns:
         UserWarning: no parameter has a gradient (before ``backward()``, or after
@@ -129,8 +155,10 @@ def plot_grad_norms(source: NamedTensors | Mapping[str, float], *, per: str = "m
     """
     if per not in ("module", "parameter"):
         raise ValueError(f"per must be 'module' or 'parameter'; got {per!r}")
-    is_norms = isinstance(source, dict) and all(isinstance(v, float) for v in source.values())
-    norms = _norms_of(source, is_norms)
+    _check_ax(ax)
+    given = _given_norms(source)
+    is_norms = given is not None
+    norms = _norms_of(source if given is None else given, is_norms)
     every = per_module(norms) if per == "module" else dict(norms)
     names = _pick(every)
     values = {n: every[n] for n in names}
@@ -218,9 +246,14 @@ def plot_grad_history(history: GradHistory, *, kind: str = "lines", ax: Axes | N
 
     Raises:
         ValueError: unknown ``kind``, an empty history, or one with no parameters.
+        TypeError: ``history`` is not a :class:`GradHistory`, or ``ax`` is not a matplotlib Axes.
     """
+    if not all(hasattr(type(history), a) for a in ("record", "norms")):  # (history.py imports plots)
+        raise TypeError(f"history must be a dg.GradHistory (record() it after each backward); "
+                        f"got {type(history).__name__}")
     if kind not in ("lines", "heatmap"):
         raise ValueError(f"kind must be 'lines' or 'heatmap'; got {kind!r}")
+    _check_ax(ax)
     if not history.steps:
         raise ValueError("the history is empty: call history.record() after backward() first")
     if not history.names:
@@ -281,8 +314,14 @@ def plot_step_memory(memory: StepMemory, *, ax: Axes | None = None) -> Axes:
 
     Returns:
         The matplotlib ``Axes``.
+
+    Raises:
+        TypeError: ``memory`` is not a :class:`StepMemory`, or ``ax`` is not a matplotlib Axes.
     """
     from .memory import fmt_bytes
+    if not all(hasattr(type(memory), a) for a in ("at", "peak_index")):  # (step_memory.py imports plots)
+        raise TypeError(f"memory must be what dg.step_memory(step) returns; got {type(memory).__name__}")
+    _check_ax(ax)
     ax = _axes(ax, (8.0, 3.6))
     xs = list(range(len(memory.phases)))
     shown = [k for k, v in memory.kinds.items() if any(v)]

@@ -40,7 +40,7 @@ def save_view(view: _View, path: str | os.PathLike[str]) -> Path:
         The path written.
 
     Raises:
-        TypeError: ``view`` is not one of those three.
+        TypeError: ``view`` is not one of those three, or ``path`` is not a str or a path.
 
     Example:
         >>> dg.save_view(bt, "trace.json")        # in a worker process
@@ -48,7 +48,7 @@ def save_view(view: _View, path: str | os.PathLike[str]) -> Path:
     """
     if not isinstance(view, (Graph, Recording, BackwardTrace)):
         raise TypeError(f"save_view takes a Graph, Recording or BackwardTrace; got {type(view).__name__}")
-    path = Path(path)
+    path = _path(path)
     path.write_text(json.dumps(_encode(view), ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
     return path
 
@@ -60,18 +60,30 @@ def load_view(path: str | os.PathLike[str]) -> _View:
         FileNotFoundError: no file at ``path``.
         ValueError: the file is not JSON written by :func:`save_view` (or by another
             version's layout: the message names the format it found).
+        TypeError: ``path`` is not a str or a path.
     """
-    path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    path = _path(path)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:  # (a binary file is not UTF-8)
         raise ValueError(f"{str(path)!r} is not a saved view: not JSON ({e})") from e
     found = data.get("format") if isinstance(data, dict) else None
     if found != FORMAT:
         raise ValueError(f"{str(path)!r} is not a saved view of this dynagraph: format {found!r} "
                          f"(expected {FORMAT!r}); save it again with dg.save_view")
-    return _DECODERS[data["kind"]](data)
+    try:
+        return _DECODERS[data["kind"]](data)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:  # a field missing or wrong
+        raise ValueError(f"{str(path)!r} is a damaged saved view ({type(e).__name__}: {e}); "
+                         f"save it again with dg.save_view") from e
+
+
+def _path(path: object) -> Path:
+    """``path`` as a Path; anything but a str or an os.PathLike is refused, naming it."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file name, a str or a pathlib.Path such as 'view.json'; "
+                        f"got {path!r} ({type(path).__name__})")
+    return Path(path)
 
 
 # -- records <-> JSON (tuples become lists in JSON: each decoder puts them back) --

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+import operator
 import os
 import re
 import sys
@@ -131,7 +132,23 @@ class StepMemory:
         return self.ops[self.peak_index]
 
     def at(self, index: int) -> dict[str, int]:
-        """``{kind: bytes}`` alive after event ``index``."""
+        """``{kind: bytes}`` alive after event ``index`` (``-1`` is the last event).
+
+        Raises:
+            TypeError: ``index`` is not an int.
+            IndexError: there is no event ``index``.
+        """
+        n = len(self.phases)
+        try:
+            if isinstance(index, bool):
+                raise TypeError
+            index = operator.index(index)  # numpy and torch integers too
+        except TypeError:
+            raise TypeError(f"index must be an event number, an int such as 0 or -1 (the last event); "
+                            f"got {index!r} ({type(index).__name__})") from None
+        if not -n <= index < n:
+            raise IndexError(f"index={index} names no event: this step has {n} memory events "
+                             f"(0 to {n - 1}, or -1 for the last)")
         return {kind: values[index] for kind, values in self.kinds.items()}
 
     @property
@@ -168,15 +185,16 @@ class StepMemory:
                   phase=phase, op=op, k=self.peak_index, n=len(self.phases) - 1, kinds=parts, cuda=cuda)
 
 
-def step_memory(step: Callable[[], Any], *, device: str | None = None) -> StepMemory:
+def step_memory(step: Callable[[], Any], *, device: str | torch.device | None = None) -> StepMemory:
     """Run ``step()`` once and return the bytes alive by kind after each memory event.
 
     Args:
         step: A function of no arguments that runs one training step (for example
             ``zero_grad``, forward, ``backward()``, ``optimizer.step()``). It runs once,
             for real: parameters and optimizer state change as they would.
-        device: Whose memory to read: ``"cpu"`` or ``"cuda"``; by default ``"cuda"``
-            where a GPU is available, else ``"cpu"``.
+        device: Whose memory to read: ``"cpu"`` or ``"cuda"`` (or a ``torch.device`` of
+            either, such as :func:`dynagraph.device`); by default ``"cuda"`` where a GPU
+            is available, else ``"cpu"``.
 
     Returns:
         A :class:`StepMemory`: ``kinds`` (bytes of each kind after each event), the
@@ -184,7 +202,8 @@ def step_memory(step: Callable[[], Any], *, device: str | None = None) -> StepMe
 
     Raises:
         TypeError: ``step`` is not callable.
-        ValueError: ``device`` is not ``"cpu"`` or ``"cuda"``, or is ``"cuda"`` without a GPU.
+        ValueError: ``device`` is not ``"cpu"`` or ``"cuda"``, is ``"cuda"`` without a GPU,
+            or names a GPU other than the current one.
         RuntimeError: another profiler is running, or this torch has no memory profiler.
         Whatever ``step`` raises, with a note: the profiler is stopped first and nothing is kept.
     """
@@ -229,14 +248,24 @@ def _chatter_dropped() -> Iterator[None]:
                 sys.stderr.write(kept)
 
 
-def _checked_device(device: str | None) -> str:
+def _checked_device(device: str | torch.device | None) -> str:
+    """``"cpu"`` or ``"cuda"`` for ``device``: either name, or a torch.device of either
+    (what :func:`dynagraph.device` returns, ``"cuda:0"``)."""
     if device is None:
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if device not in ("cpu", "cuda"):
-        raise ValueError(f"unknown device: {device!r} (must be 'cpu' or 'cuda')")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device='cuda' but torch sees no GPU here: use device='cpu'")
-    return device
+    try:
+        parsed = torch.device(device) if isinstance(device, (str, torch.device)) else None
+    except RuntimeError:  # not a device torch knows ("tpu")
+        parsed = None
+    if parsed is None or parsed.type not in ("cpu", "cuda"):
+        raise ValueError(f"unknown device: {device!r} (must be 'cpu' or 'cuda', or a torch.device of either, "
+                         "such as dg.device())")
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} but torch sees no GPU here: use device='cpu'")
+    if parsed.type == "cuda" and parsed.index not in (None, torch.cuda.current_device()):
+        raise ValueError(f"device={device!r} is not the current GPU (cuda:{torch.cuda.current_device()}), "
+                         "whose memory the measure reads: call torch.cuda.set_device first, or pass 'cuda'")
+    return parsed.type
 
 
 def _profile(step: Callable[[], Any], device: str) -> Any:

@@ -107,6 +107,11 @@ def frame_rows(svg: str) -> dict[int, tuple[float, float]]:
     return rows
 
 
+def _wide(g):
+    """``g`` in float64, or complex128 when complex (``double()`` drops the imaginary part)."""
+    return g.to(torch.complex128) if g.is_complex() else g.double()
+
+
 def sent_norms(root, params):
     """The oracle of every edge of a backward replay, taken in float64 by plain
     post-hooks: ``{(src id, dst id, input number): norm}`` of what node ``dst`` sent node
@@ -125,12 +130,12 @@ def sent_norms(root, params):
             summed = {}
             for k, ((child, out), g) in enumerate(zip(fn.next_functions, grad_inputs)):
                 if child is not None and g is not None:
-                    sent[(ids[child], nid, k)] = torch.linalg.vector_norm(g.double()).item()
+                    sent[(ids[child], nid, k)] = torch.linalg.vector_norm(_wide(g)).item()
                     key = (ids[child], out)
                     summed[key] = summed[key] + g if key in summed else g
             per_child = {}
             for (child, _), g in summed.items():
-                per_child.setdefault(child, []).append(torch.linalg.vector_norm(g.double()).item())
+                per_child.setdefault(child, []).append(torch.linalg.vector_norm(_wide(g)).item())
             for child, norms in per_child.items():
                 sent[(child, nid)] = sum(n * n for n in norms) ** 0.5
         handles.append(fn.register_hook(hook))

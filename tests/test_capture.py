@@ -391,6 +391,28 @@ def test_root_without_grad_fn_raises():
         dg.draw(torch.ones(3) * 2)
 
 
+def test_root_inside_vmap_raises_saying_to_draw_what_vmap_returns():
+    x = torch.ones(2, 3, requires_grad=True)  # it requires grad, outside no_grad: the old advice did not fit
+    with pytest.raises(ValueError, match=r"Inside torch\.vmap no tensor shows its graph: draw what the vmap "
+                                         r"call returns"):
+        torch.vmap(lambda w: dg.draw((w * 2).sum()))(x)
+    assert dg.draw(torch.vmap(lambda w: (w * 2).sum())(x)).counts()["MulBackward0"] == 1  # as the message says
+
+
+def test_root_that_is_a_dataclass_raises_naming_its_fields():
+    @dataclasses.dataclass
+    class Out:  # what a model's forward may return (transformers' outputs are dicts, and are drawn)
+        logits: torch.Tensor
+        loss: torch.Tensor
+
+    x = torch.ones(2, requires_grad=True)
+    out = Out(x * 2, (x * 2).sum())
+    with pytest.raises(TypeError, match=r"got Out \(a dataclass with fields logits, loss: pass one of its "
+                                        r"tensors, such as out\.logits\)"):
+        dg.draw(out)
+    assert dg.draw(out.loss).counts()["SumBackward0"] == 1
+
+
 def test_root_made_under_no_grad_raises():
     x = torch.ones(3, requires_grad=True)
     with torch.no_grad():

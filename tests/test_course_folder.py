@@ -124,6 +124,17 @@ def test_main_says_in_one_line_why_a_folder_cannot_take_the_course(tmp_path, cap
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["00_index.ipynb"]
 
 
+def test_main_refuses_an_empty_folder_name(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for blank in ("", " "):  # "" placed the course in the current folder; " " in a folder named by a space
+        assert course.main([blank]) == 1
+        err = capsys.readouterr().err
+        assert err == (f"dynagraph.course: the folder name {blank!r} is empty: pass a folder, such as my-course, "
+                       "or . for the current folder\n")
+    assert list(tmp_path.iterdir()) == []
+    assert course.main(["."]) == 0 and (tmp_path / "00_index.ipynb").exists()  # "." still means here
+
+
 def test_course_files_missing_raises_with_how_to_get_them(monkeypatch, tmp_path):
     monkeypatch.setattr(course, "_PACKAGED", "no_such_folder")
     monkeypatch.setattr(course, "_CLONE", tmp_path / "notebooks")

@@ -177,6 +177,13 @@ def test_depth_zero_raises():
         dg.draw(x * 2, depth=0)
 
 
+@pytest.mark.parametrize("bad", [0, True, 1.5])
+def test_depth_that_is_no_positive_int_raises(bad):
+    x = torch.ones(1, requires_grad=True)
+    with pytest.raises(ValueError, match=rf"depth must be an int >= 1 .*got {bad!r}"):
+        dg.draw(x * 2, depth=bad)  # True was taken as depth 1, as max_nodes=True is not
+
+
 def test_max_nodes_one_raises():
     x = torch.ones(1, requires_grad=True)
     with pytest.raises(ValueError, match=r"max_nodes must be an int >= 2 or None .*got 1"):
@@ -202,6 +209,12 @@ def test_depth_without_module_tags_warns_that_nothing_collapsed():
     with pytest.warns(UserWarning, match=r"depth=1\) collapsed nothing.*dg.track_modules"):
         graph = dg.draw(loss, params=model, depth=1)
     assert "module" not in {n.kind for n in graph.nodes}
+
+
+@pytest.mark.parametrize("bad", ["False", "yes", 1, None])
+def test_show_saved_that_is_no_bool_raises_at_draw(bad):
+    with pytest.raises(TypeError, match=rf"show_saved must be True or False; got {bad!r}"):
+        dg.draw(torch.ones(1, requires_grad=True) * 2, show_saved=bad)  # "False" listed the saved tensors
 
 
 def test_non_string_title_raises_at_draw():

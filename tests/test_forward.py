@@ -131,6 +131,21 @@ def test_mode_removed_even_when_the_block_raises():
     assert torch._C._len_torch_function_stack() == depth
 
 
+def test_meta_tangents_are_nan_with_a_warning_not_a_crash():
+    depth = torch._C._len_torch_function_stack()
+    with pytest.warns(UserWarning, match=r"tangents on the meta device have a shape but no values, so their "
+                                         r"norms show as nan \(2 in this trace\)"):
+        with fwAD.dual_level(), dg.trace_forward() as ft:  # its exit raised "Cannot copy out of meta tensor"
+            x = fwAD.make_dual(torch.ones(3, device="meta"), torch.ones(3, device="meta"))
+            x * 2
+    assert torch._C._len_torch_function_stack() == depth
+    assert [ft.node(n).label for n in ft.order] == ["input", "mul"]
+    assert all(math.isnan(v) for v in [*ft.tangent_norms.values(), *ft.edge_norms.values()])
+    assert "2 node runs" in repr(ft) and "digraph" in ft.to_dot()
+    steps = ft._outputs()[-1].data["text/plain"].splitlines()
+    assert steps[1] == "1. input: tangent in, \u2016t\u2016 = nan"
+
+
 def test_bad_params_raise():
     with pytest.raises(TypeError, match="params must be a mapping"), dg.trace_forward(params=[1]):
         pass

@@ -474,10 +474,27 @@ def test_view_without_a_renderer_fails_before_recording(monkeypatch, tmp_path):
 
 
 def test_interval_must_be_positive():
-    for bad in (0, -1.0):
+    for bad in (0, -1.0, float("nan"), "1", None, True):  # a str or None gave Python's '<=' not supported
         with pytest.raises(ValueError, match="interval must be > 0 seconds; got"):
             with dg.live(interval=bad):
                 pass
+
+
+def test_model_and_params_together_raise():
+    model, x = nn.Linear(2, 1), torch.ones(2, requires_grad=True)
+    with pytest.raises(ValueError, match=r"pass a model or params=, not both \(with a model, params= was ignored\)"):
+        with dg.live(model, params={"x": x}):  # the names in params= were dropped without a word
+            pass
+    assert torch._C._len_torch_function_stack() == 0
+
+
+def test_graph_title_that_is_no_string_raises_at_once():
+    x = torch.ones(2, requires_grad=True)
+    with dg.live(params={"x": x}) as rec:
+        (2 * x).sum()
+    with pytest.raises(TypeError, match="title must be a string; got int"):
+        rec.graph(title=3)  # was an AttributeError from the DOT writer when the picture was made
+    assert rec.graph(title="doubled").title == "doubled"
 
 
 def test_model_must_be_a_module():

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -363,6 +364,22 @@ def test_mixed_plain_and_odd_grads_keep_their_order():
     result = dg.grad_norms(odd)
     assert list(result) == ["a", "z", "b"]
     assert [result[k] for k in result] == pytest.approx([oracle(t.grad) for t in odd.values()], rel=1e-6)
+
+
+@pytest.mark.parametrize("bad", [1.5, "3", float("nan"), True])
+def test_history_record_step_that_is_no_int_raises_saying_what_to_pass(bad):
+    hist = dg.GradHistory({"w": torch.ones(2, requires_grad=True)})
+    with pytest.raises(TypeError, match=r"step must be an int \(the step's number, such as the loop's i\) or None"):
+        hist.record(bad)  # int() gave Python's own message for "3" and nan, and rounded 1.5 down
+    hist.record()
+    assert hist.steps == [0] and len(hist.norms["w"]) == 1  # nothing stored for the refused step
+
+
+def test_history_record_step_takes_numpy_and_torch_integers():
+    hist = dg.GradHistory({"w": torch.ones(2, requires_grad=True)})
+    hist.record(np.int64(4))
+    hist.record(torch.tensor(7))
+    assert hist.steps == [4, 7] and all(type(s) is int for s in hist.steps)
 
 
 def test_record_before_backward_warns():

@@ -195,6 +195,38 @@ def test_plot_grad_history_bad_kind_raises(history):
         dg.plot_grad_history(history, kind="bars")
 
 
+def test_every_plot_refuses_an_ax_that_is_not_one_axes(model, history):
+    fig, axes = plt.subplots(1, 2)  # an array of Axes: the usual slip
+    mem = dg.step_memory(lambda: torch.ones(10))
+    plots_of = {"grad norms": lambda ax: dg.plot_grad_norms(model, ax=ax),
+                "grad norms per parameter": lambda ax: dg.plot_grad_norms(model, per="parameter", ax=ax),
+                "history lines": lambda ax: dg.plot_grad_history(history, ax=ax),
+                "history heatmap": lambda ax: history.plot(kind="heatmap", ax=ax),
+                "step memory": lambda ax: mem.plot(ax=ax)}
+    for name, plot in plots_of.items():  # each was an AttributeError from inside the plot ('no attribute bar')
+        with pytest.raises(TypeError, match=r"ax must be a matplotlib Axes .*got ndarray\. plt\.subplots\(1, 2\) "
+                                            r"returns an array of Axes: pass one of them, such as ax=axes\[0\]"):
+            plot(axes)
+        with pytest.raises(TypeError, match=r"ax must be a matplotlib Axes \(fig, ax = plt\.subplots\(\)\) or None "
+                                            r"\(a new figure\); got Figure\.$"):
+            plot(fig)
+        assert not any(a.has_data() for a in axes), name  # refused before drawing anything
+        assert plot(axes[0]) is axes[0], name
+        axes[0].clear()
+
+
+def test_plot_grad_norms_takes_norms_given_as_ints_and_numpy_numbers():
+    ax = dg.plot_grad_norms({"a.weight": 1, "b.weight": np.float32(0.5), "c.weight": 2.0}, per="parameter")
+    assert bar_heights(ax) == [1.0, 0.5, 2.0]  # was "expected (name, tensor) pairs; got ('a.weight', 1)"
+
+
+def test_plots_refuse_what_is_not_their_source(model):
+    with pytest.raises(TypeError, match=r"history must be a dg\.GradHistory .*; got dict"):
+        dg.plot_grad_history({"w": [1.0]})  # was 'dict' object has no attribute 'steps'
+    with pytest.raises(TypeError, match=r"memory must be what dg\.step_memory\(step\) returns; got Sequential"):
+        dg.plot_step_memory(model)
+
+
 def test_plot_grad_history_empty_raises(model):
     with pytest.raises(ValueError, match=r"the history is empty: call history\.record\(\)"):
         dg.plot_grad_history(dg.GradHistory(model))

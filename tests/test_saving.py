@@ -1,6 +1,7 @@
 """save_view / load_view: a view written in one process opens in another as the same view."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -71,6 +72,36 @@ def test_a_view_saved_in_another_process_opens_here(tmp_path):
 def test_save_view_of_another_object_raises(tmp_path):
     with pytest.raises(TypeError, match="save_view takes a Graph, Recording or BackwardTrace; got Tensor"):
         dg.save_view(torch.ones(1), tmp_path / "x.json")
+
+
+def test_a_path_that_is_no_file_name_raises_naming_it(tmp_path):
+    x = torch.ones(2, requires_grad=True)
+    for bad in (3, None, ["view.json"]):  # pathlib's "expected str, bytes or os.PathLike object" named no argument
+        with pytest.raises(TypeError, match=r"path must be a file name, a str or a pathlib\.Path such as "
+                                            rf"'view\.json'; got {re.escape(repr(bad))}"):
+            dg.save_view(dg.draw(2 * x), bad)
+        with pytest.raises(TypeError, match="path must be a file name"):
+            dg.load_view(bad)
+
+
+def test_load_view_of_a_binary_file_raises(tmp_path):
+    path = tmp_path / "picture.png"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")  # was a UnicodeDecodeError
+    with pytest.raises(ValueError, match=r"picture\.png' is not a saved view: not JSON"):
+        dg.load_view(path)
+
+
+def test_load_view_of_a_damaged_view_raises(tmp_path):
+    x = torch.ones(2, requires_grad=True)
+    path = dg.save_view(dg.draw(2 * x), tmp_path / "g.json")
+    good = json.loads(path.read_text())
+    damaged = {"no kind": {k: v for k, v in good.items() if k != "kind"}, "unknown kind": {**good, "kind": "chart"},
+               "no nodes": {k: v for k, v in good.items() if k != "nodes"}, "nodes a str": {**good, "nodes": "x"}}
+    for data in damaged.values():  # each was a KeyError or Python's dict-update message
+        path.write_text(json.dumps(data))
+        with pytest.raises(ValueError, match=r"g\.json' is a damaged saved view \(.*\); save it again with "
+                                             r"dg\.save_view"):
+            dg.load_view(path)
 
 
 def test_load_view_of_other_json_raises(tmp_path):

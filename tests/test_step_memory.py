@@ -194,16 +194,41 @@ def test_device_must_be_cpu_or_cuda():
         dg.step_memory(lambda: None, device="tpu")
 
 
+def test_device_takes_what_dg_device_returns():
+    for device in (dg.device(), torch.device("cpu"), "cpu:0"):  # each was "unknown device"
+        want = "cuda" if torch.device(device).type == "cuda" else "cpu"
+        assert dg.step_memory(lambda: torch.ones(10), device=device).device == want
+    for bad in (torch.device("meta"), "meta", 0):
+        with pytest.raises(ValueError, match=r"unknown device: .* \(must be 'cpu' or 'cuda', or a torch\.device "
+                                             r"of either, such as dg\.device\(\)\)"):
+            dg.step_memory(lambda: None, device=bad)
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
 def test_cuda_without_a_gpu_says_so():
     with pytest.raises(ValueError, match="torch sees no GPU here"):
         dg.step_memory(lambda: None, device="cuda")
+    with pytest.raises(ValueError, match=r"device=device\(type='cuda'\) but torch sees no GPU here"):
+        dg.step_memory(lambda: None, device=torch.device("cuda"))
 
 
 def test_unknown_kind_is_refused():
     mem = dg.step_memory(lambda: torch.ones(10))
     with pytest.raises(ValueError, match="unknown kind: 'weights'"):
         mem.most("weights")
+
+
+def test_at_an_event_that_is_not_there_is_refused_naming_it():
+    mem = dg.step_memory(lambda: torch.ones(10))
+    n = len(mem.phases)
+    assert mem.at(-1) == mem.at_end and mem.at(-n) == mem.at(0)
+    with pytest.raises(IndexError, match=f"index={n} names no event: this step has {n} memory events"):
+        mem.at(n)  # was Python's "list index out of range"
+    with pytest.raises(IndexError, match="names no event"):
+        mem.at(-n - 1)
+    for bad in (1.5, "0", None, True):
+        with pytest.raises(TypeError, match=r"index must be an event number, an int such as 0 or -1"):
+            mem.at(bad)
 
 
 def test_inside_another_profiler_is_refused():
