@@ -51,7 +51,8 @@ class Graph(_page.View):
                  module_types: dict[str, str] | None = None, title: str | None = None, *,
                  blocks: Iterable[Block] = (), roll: str | bool = "auto",
                  max_nodes: int | None = _picture.MAX_NODES, overview: bool | None = None) -> None:
-        _picture.check_overview(overview)
+        _picture.check_policy(roll, max_nodes, None, overview)
+        _picture.check_title(title)
         self.nodes = nodes
         self.edges = edges
         self.module_types = module_types or {}
@@ -135,7 +136,7 @@ class Graph(_page.View):
         Raises:
             ValueError: unknown suffix.
         """
-        path = Path(path)
+        path = file_path(path, "graph.svg")
         fmt = path.suffix.lstrip(".").lower()
         fmt = {"gv": "dot", "jpeg": "jpg"}.get(fmt, fmt)
         if fmt == "dot":
@@ -156,6 +157,15 @@ class Graph(_page.View):
 
     def _outputs(self) -> list[_page.Output]:
         return _page.outputs(record_of(self), repr(self))
+
+
+def file_path(path: object, example: str) -> Path:
+    """``path`` as a Path; anything but a str or an os.PathLike is refused, naming it
+    (``example``: a file name of the kind asked for)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file name, a str or a pathlib.Path such as {example!r}; "
+                        f"got {path!r} ({type(path).__name__})")
+    return Path(path)
 
 
 def record_of(graph: Graph) -> GraphRecord:

@@ -18,7 +18,7 @@ from typing import Any
 
 from ._records import Block, Node
 from .backward import BackwardTrace
-from .graph import Graph
+from .graph import Graph, file_path
 from .live import Recording, Step
 from .memory import SavedMemory, SavedTensor
 
@@ -48,7 +48,7 @@ def save_view(view: _View, path: str | os.PathLike[str]) -> Path:
     """
     if not isinstance(view, (Graph, Recording, BackwardTrace)):
         raise TypeError(f"save_view takes a Graph, Recording or BackwardTrace; got {type(view).__name__}")
-    path = _path(path)
+    path = file_path(path, "view.json")
     path.write_text(json.dumps(_encode(view), ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
     return path
 
@@ -62,7 +62,7 @@ def load_view(path: str | os.PathLike[str]) -> _View:
             version's layout: the message names the format it found).
         TypeError: ``path`` is not a str or a path.
     """
-    path = _path(path)
+    path = file_path(path, "view.json")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:  # (a binary file is not UTF-8)
@@ -76,14 +76,6 @@ def load_view(path: str | os.PathLike[str]) -> _View:
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:  # a field missing or wrong
         raise ValueError(f"{str(path)!r} is a damaged saved view ({type(e).__name__}: {e}); "
                          f"save it again with dg.save_view") from e
-
-
-def _path(path: object) -> Path:
-    """``path`` as a Path; anything but a str or an os.PathLike is refused, naming it."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a file name, a str or a pathlib.Path such as 'view.json'; "
-                        f"got {path!r} ({type(path).__name__})")
-    return Path(path)
 
 
 # -- records <-> JSON (tuples become lists in JSON: each decoder puts them back) --

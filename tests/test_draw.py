@@ -232,3 +232,23 @@ def test_save_unknown_suffix_lists_jpeg():
     g = dg.draw(torch.ones(1, requires_grad=True) * 2)
     with pytest.raises(ValueError, match=r"unknown format: '\.bmp'.*'jpeg'"):
         g.save("g.bmp")
+
+
+def test_save_to_no_file_name_raises_naming_it(tmp_path):
+    g = dg.draw(torch.ones(1, requires_grad=True) * 2)
+    for bad in (3, None, b"g.svg"):
+        with pytest.raises(TypeError, match=r"path must be a file name, a str or a pathlib\.Path such as "
+                                            r"'graph\.svg'; got .* \((int|NoneType|bytes)\)"):
+            g.save(bad)
+    assert g.save(tmp_path / "g.dot").read_text().startswith("digraph")
+
+
+def test_graph_made_by_hand_refuses_a_bad_policy_or_title():
+    g = dg.draw(torch.ones(1, requires_grad=True) * 2)
+    with pytest.raises(ValueError, match="roll must be 'auto', True or False; got 'x'"):
+        dg.Graph(g.nodes, g.edges, roll="x")
+    with pytest.raises(ValueError, match="max_nodes must be an int >= 2 or None"):
+        dg.Graph(g.nodes, g.edges, max_nodes=1)
+    with pytest.raises(TypeError, match="title must be a string; got int"):
+        dg.Graph(g.nodes, g.edges, title=3)
+    assert len(dg.Graph(g.nodes, g.edges, roll=False, max_nodes=None, title="t").nodes) == len(g.nodes)
