@@ -102,75 +102,111 @@ class _Recorder(TorchFunctionMode):
         super().__init__()
         self.names = names
         self.nodes: list[Node] = []
-        # id(tensor) -> (the tensor, its producer, which of the producer's results it is)
-        self.made: dict[int, tuple[weakref.ref, int, int]] = {}
+        # id(tensor) -> (the tensor, its producer, which of the producer's results it is, its version)
+        self.made: dict[int, tuple[weakref.ref, int, int, int]] = {}
+        self.writers: dict[object, int] = {}  # storage -> the last recorded op that wrote into it in place
         self.edges: list[tuple[int, int, int, int]] = []  # (producer, consumer, slot, which result)
         self.read: set[int] = set()  # node ids some op read
         self.norms: dict[tuple[int, int], torch.Tensor] = {}  # (node id, result) -> tangent norm (0-dim)
+        self.edge_norms: dict[Edge, torch.Tensor] = {}  # an edge whose tangent changed after its producer ran
         self.meta = 0  # tangents on the meta device (no values: their norms are nan)
 
     def __torch_function__(self, func: Callable[..., Any], types: Collection[type], args: Sequence[Any] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
         name = _patch.op_name(func)
         if name in _SKIP:
+            return func(*args, **kwargs)
+        with _torch.no_torch_function():
+            try:  # what each tensor argument carries in, read before the op (an in-place op changes it)
+                ins = tensors_in(kwargs, tensors_in(args, []))
+                before: list[tuple[Any, ...] | None] | None = [self._before(t) for t in ins]
+            except Exception:  # noqa: BLE001 - bookkeeping never breaks the user's computation
+                before = None
+        out = func(*args, **kwargs)
+        if before is None:
             return out
         with _torch.no_torch_function():
             try:
-                self._note(name, func, tensors_in(kwargs, tensors_in(args, [])), out)
+                self._note(name, ins, before, out)
             except Exception:  # noqa: BLE001 - bookkeeping never breaks the user's computation
                 pass
         return out
 
-    def _note(self, name: str, func: object, ins: list[torch.Tensor], out: object) -> None:
+    def _before(self, tensor: torch.Tensor) -> tuple[Any, ...] | None:
+        """What ``tensor`` carries into an op: ``("op", node, result)`` for a recorded
+        result unchanged since, else ``(node or None, tangent norm)`` (a dual tensor made
+        outside the block, or a result written into in place since, through a view or by
+        an op that made no tangent); ``None`` for a tensor without a tangent."""
+        known = self.made.get(id(tensor))
+        if known is not None and known[0]() is tensor and known[3] == _torch.version_of(tensor):
+            return "op", known[1], known[2]
+        tangent = _tangent(tensor)
+        if tangent is None:
+            return None
+        src = None if known is None or known[0]() is not tensor else known[1]
+        src = self.writers.get(_torch.storage_of(tensor)[0], src) if src is not None else None
+        return src, self._norm(tangent)
+
+    def _note(self, name: str, ins: list[torch.Tensor], before: list[tuple[Any, ...] | None],
+              out: object) -> None:
         outs = [out] if isinstance(out, torch.Tensor) else tensors_in(out, [])
+        if out is None and name == "setitem" and ins:  # y[i] = v writes into y, returns None
+            outs = [ins[0]]
         tangents = [_tangent(t) for t in outs]
         if not any(t is not None for t in tangents):
             return
         if name == "_make_dual" and tangents[0] is not None:  # a new dual tensor: an input
             label = self.names.get(id(ins[0]), "input") if ins else "input"
             self._add(Node(id=len(self.nodes), name="input", kind="input", label=label, **_meta(outs[0])),
-                      outs[0], tangents[0])
+                      outs[0], self._norm(tangents[0]))
             return
-        sources = [self._source(t) for t in ins]
+        sources = [self._source(t, b) for t, b in zip(ins, before)]
         nid = len(self.nodes)
         k, first = next((k, t) for k, t in enumerate(outs) if tangents[k] is not None)
         self.nodes.append(Node(id=nid, name=name, kind="op", label=name, seq=nid, **_meta(first)))
         for k, (t, tan) in enumerate(zip(outs, tangents)):
             if tan is not None:
-                self._made(nid, k, t, tan)
-        for slot, src in enumerate(sources):
+                self._made(nid, k, t, self._norm(tan))
+                if any(t is i for i in ins):  # written in place: its base and views changed too
+                    self.writers[_torch.storage_of(t)[0]] = nid
+        for slot, (src, b) in enumerate(zip(sources, before)):
             if src is not None:
                 self.edges.append((src[0], nid, slot, src[1]))
                 self.read.add(src[0])
+                if b is not None and b[0] != "op":
+                    self.edge_norms[src[0], nid, slot] = b[1]
 
-    def _add(self, node: Node, tensor: torch.Tensor, tangent: torch.Tensor) -> None:
+    def _add(self, node: Node, tensor: torch.Tensor, norm: torch.Tensor) -> None:
         self.nodes.append(node)
-        self._made(node.id, 0, tensor, tangent)
+        self._made(node.id, 0, tensor, norm)
 
-    def _made(self, nid: int, k: int, tensor: torch.Tensor, tangent: torch.Tensor) -> None:
-        """Node ``nid`` made ``tensor`` as its ``k``-th result, with ``tangent``."""
-        self.made[id(tensor)] = (weakref.ref(tensor), nid, k)
+    def _made(self, nid: int, k: int, tensor: torch.Tensor, norm: torch.Tensor) -> None:
+        """Node ``nid`` made ``tensor`` as its ``k``-th result, with a tangent of ``norm``."""
+        self.made[id(tensor)] = (weakref.ref(tensor), nid, k, _torch.version_of(tensor))
+        self.norms[nid, k] = norm
+
+    def _norm(self, tangent: torch.Tensor) -> torch.Tensor:
+        """The L2 norm of ``tangent`` (0-dim, on its device)."""
         if tangent.is_meta:  # a shape, no values: nan, said on exit (a meta norm stopped the exit)
-            self.norms[nid, k] = torch.tensor(math.nan, dtype=torch.float64)
             self.meta += 1
-        else:
-            self.norms[nid, k] = torch.linalg.vector_norm(tangent.detach())
+            return torch.tensor(math.nan, dtype=torch.float64)
+        return torch.linalg.vector_norm(tangent.detach())
 
-    def _source(self, tensor: torch.Tensor) -> tuple[int, int] | None:
-        """The node that made ``tensor`` and which of its results it is: a recorded op, or
-        a new input node for a dual tensor made outside the block; ``None`` for a tensor
-        without a tangent."""
-        known = self.made.get(id(tensor))
-        if known is not None and known[0]() is tensor:
-            return known[1], known[2]
-        tangent = _tangent(tensor)
-        if tangent is None:
+    def _source(self, tensor: torch.Tensor, before: tuple[Any, ...] | None) -> tuple[int, int] | None:
+        """The node whose result ``tensor`` carried into the op and which result it is:
+        a recorded op, or a new input node for a dual tensor made outside the block;
+        ``None`` for a tensor that carried no tangent in."""
+        if before is None:
             return None
+        if before[0] == "op":
+            return before[1], before[2]
+        if before[0] is not None:
+            return before[0], 0
         nid = len(self.nodes)
-        self._add(Node(id=nid, name="input", kind="input", label=self.names.get(id(tensor), "input"),
-                       **_meta(tensor)), tensor, tangent)
+        self.nodes.append(Node(id=nid, name="input", kind="input", label=self.names.get(id(tensor), "input"),
+                               **_meta(tensor)))
+        self.norms[nid, 0] = before[1]
         return nid, 0
 
 
@@ -240,9 +276,11 @@ def _finish(rec: _Recorder, trace: ForwardTrace) -> None:
     """Fill ``trace`` from what ``rec`` noted: nodes, output nodes, and every norm read
     with one synchronisation."""
     with _torch.no_torch_function():
-        keys = list(rec.norms)
-        values = torch.stack([rec.norms[key].to(torch.float64) for key in keys]).tolist() if keys else []
+        keys, edge_keys = list(rec.norms), list(rec.edge_norms)
+        tensors = [rec.norms[key] for key in keys] + [rec.edge_norms[key] for key in edge_keys]
+        values = torch.stack([t.to(torch.float64) for t in tensors]).tolist() if tensors else []
     norms = dict(zip(keys, values))
+    changed = dict(zip(edge_keys, values[len(keys):]))
     nodes = list(rec.nodes)
     edges = list(rec.edges)
     for node in rec.nodes:  # a result no op read: an output
@@ -256,9 +294,11 @@ def _finish(rec: _Recorder, trace: ForwardTrace) -> None:
     trace.tangent_norms = {}
     for (nid, _), v in sorted(norms.items()):
         trace.tangent_norms.setdefault(nid, v)  # (its first result with a tangent)
-    trace.edge_norms = {(a, b, slot): norms[a, k] for a, b, slot, k in edges}
+    trace.edge_norms = {(a, b, slot): changed.get((a, b, slot), norms.get((a, k), math.nan))
+                        for a, b, slot, k in edges}
     rec.made.clear()
     rec.norms.clear()
+    rec.edge_norms.clear()
     if rec.meta:
         warnings.warn(f"trace_forward: tangents on the meta device have a shape but no values, so their "
                       f"norms show as nan ({rec.meta} in this trace). "

@@ -170,3 +170,52 @@ def test_a_one_node_trace_says_1_node_run():
     finally:
         dg.set_language("en")
     assert said[0].startswith("前向模式：节点共运行 1 次。") and said[1].startswith("<dynagraph.ForwardTrace：节点共运行 1 次，")
+
+
+def _edges_into(ft, name):
+    (nid,) = [n.id for n in ft.nodes if n.kind == "op" and n.name == name]
+    return {(ft.node_name(a), slot): v for (a, b, slot), v in ft.edge_norms.items() if b == nid}
+
+
+def test_a_write_through_a_view_changes_what_the_base_carries():
+    # y's tangent changes when its row is scaled in place: the edge into sum is the
+    # tangent y carried then (PyTorch's), drawn from the op that wrote it
+    with dg.trace_forward() as ft, fwAD.dual_level():
+        x = fwAD.make_dual(torch.ones(2, 2, dtype=torch.float64), torch.ones(2, 2, dtype=torch.float64))
+        y = x * 1.0
+        y[0].mul_(10.0)
+        carried = norm(fwAD.unpack_dual(y).tangent)
+        y.sum()
+    assert _edges_into(ft, "sum") == {("mul_", 0): pytest.approx(carried, rel=1e-12)}
+    assert carried != pytest.approx(2.0)  # (what mul made: the old label)
+    assert [n.name for n in ft.nodes].count("output") == 1
+
+
+def test_setitem_is_the_op_that_wrote():
+    with dg.trace_forward() as ft, fwAD.dual_level():
+        x = fwAD.make_dual(torch.ones(3, dtype=torch.float64), torch.full((3,), 2.0, dtype=torch.float64))
+        y = fwAD.make_dual(torch.zeros(2, 3, dtype=torch.float64), torch.zeros(2, 3, dtype=torch.float64))
+        y[0] = x
+        carried = norm(fwAD.unpack_dual(y).tangent)
+        y.sum()
+    assert _edges_into(ft, "setitem") == {("input", 0): 0.0, ("input", 1): pytest.approx(norm(torch.full((3,), 2.0)))}
+    assert _edges_into(ft, "sum") == {("setitem", 0): pytest.approx(carried, rel=1e-12)}
+
+
+def test_a_plain_tensor_written_into_is_no_input():
+    # y had no tangent before add_: no edge comes from it, and it is no input
+    with dg.trace_forward() as ft, fwAD.dual_level():
+        x = fwAD.make_dual(torch.ones(3, dtype=torch.float64), torch.full((3,), 2.0, dtype=torch.float64))
+        y = torch.zeros(3, dtype=torch.float64)
+        y.add_(x)
+    assert [n.kind for n in ft.nodes].count("input") == 1
+    assert _edges_into(ft, "add_") == {("input", 1): pytest.approx(norm(torch.full((3,), 2.0)))}
+
+
+def test_a_dual_from_outside_carries_its_tangent_before_the_write():
+    with fwAD.dual_level():
+        x = fwAD.make_dual(torch.ones(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64))
+        with dg.trace_forward(params={"x": x}) as ft:
+            x.mul_(4.0)
+    assert _edges_into(ft, "mul_") == {("input", 0): pytest.approx(norm(torch.ones(3)))}
+    assert ft.tangent_norms[ft.edges[0][0]] == pytest.approx(norm(torch.ones(3)))

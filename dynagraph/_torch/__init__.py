@@ -43,6 +43,7 @@ from .nodes import (
     sequence_nr,
     shape_of,
     shapes_of,
+    version_of,
 )
 from .saved import (
     FREED,
@@ -106,4 +107,5 @@ __all__ = [
     "shape_of",
     "shapes_of",
     "storage_of",
+    "version_of",
 ]

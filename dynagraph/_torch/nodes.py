@@ -62,6 +62,15 @@ def shape_of(tensor: torch.Tensor) -> tuple[int, ...] | None:
         return None
 
 
+def version_of(tensor: torch.Tensor) -> int:
+    """``tensor._version``: how many in-place writes its storage has had (a view shares
+    its base's count); -1 where torch keeps none."""
+    try:
+        return int(tensor._version)
+    except (RuntimeError, AttributeError):
+        return -1
+
+
 def shapes_of(tensors: list[torch.Tensor]) -> list[tuple[int, ...] | None]:
     """:func:`shape_of` of each tensor (one ``try`` for the list: this runs once per op)."""
     try:
