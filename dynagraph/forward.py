@@ -145,7 +145,7 @@ class _Recorder(TorchFunctionMode):
         if tangent is None:
             return None
         src = None if known is None or known[0]() is not tensor else known[1]
-        src = self.writers.get(_torch.storage_of(tensor)[0], src) if src is not None else None
+        src = self.writers.get(_torch.storage_key(tensor), src) if src is not None else None
         return src, self._norm(tangent)
 
     def _note(self, name: str, ins: list[torch.Tensor], before: list[tuple[Any, ...] | None],
@@ -169,7 +169,7 @@ class _Recorder(TorchFunctionMode):
             if tan is not None:
                 self._made(nid, k, t, self._norm(tan))
                 if any(t is i for i in ins):  # written in place: its base and views changed too
-                    self.writers[_torch.storage_of(t)[0]] = nid
+                    self.writers[_torch.storage_key(t)] = nid
         for slot, (src, b) in enumerate(zip(sources, before)):
             if src is not None:
                 self.edges.append((src[0], nid, slot, src[1]))

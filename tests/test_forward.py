@@ -219,3 +219,18 @@ def test_a_dual_from_outside_carries_its_tangent_before_the_write():
             x.mul_(4.0)
     assert _edges_into(ft, "mul_") == {("input", 0): pytest.approx(norm(torch.ones(3)))}
     assert ft.tangent_norms[ft.edges[0][0]] == pytest.approx(norm(torch.ones(3)))
+
+
+def test_a_write_through_a_view_inside_jvp():
+    # torch.func.jvp passes wrapped tensors: the write is still found through the view
+    seen = {}
+
+    def f(x):
+        y = x * 1.0
+        y[0].mul_(10.0)
+        seen["y"] = norm(fwAD.unpack_dual(y).tangent)
+        return y.sum()
+
+    with dg.trace_forward() as ft:
+        torch.func.jvp(f, (torch.ones(2, 2, dtype=torch.float64),), (torch.ones(2, 2, dtype=torch.float64),))
+    assert _edges_into(ft, "sum") == {("mul_", 0): pytest.approx(seen["y"], rel=1e-12)}

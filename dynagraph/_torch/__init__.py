@@ -53,6 +53,7 @@ from .saved import (
     packed_of,
     raw_saved_values,
     saved_values,
+    storage_key,
     storage_of,
 )
 from .training import (
@@ -106,6 +107,7 @@ __all__ = [
     "set_engine_entry",
     "shape_of",
     "shapes_of",
+    "storage_key",
     "storage_of",
     "version_of",
 ]

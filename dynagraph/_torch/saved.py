@@ -152,6 +152,19 @@ def storage_of(tensor: torch.Tensor) -> tuple[tuple[str, int], int]:
         return (str(tensor.device), -id(tensor)), tensor.numel() * tensor.element_size()
 
 
+def storage_key(tensor: torch.Tensor) -> tuple[str, int]:
+    """:func:`storage_of`'s key, read through ``torch.func``'s wrappers (the tensors a
+    ``jvp`` or ``grad`` passes its function) to the tensor each wraps, whose storage a
+    view shares with its base."""
+    functorch = getattr(torch._C, "_functorch", None)
+    try:
+        while functorch is not None and functorch.is_functorch_wrapped_tensor(tensor):
+            tensor = functorch.get_unwrapped(tensor)
+    except (AttributeError, RuntimeError):
+        pass
+    return storage_of(tensor)[0]
+
+
 class _Stop(Exception):
     """Ends the backward :func:`lifted_saved` starts, before any node runs."""
 
