@@ -3,13 +3,14 @@
 ``autograd.grad(..., create_graph=True)`` runs the backward formulas with grad mode on,
 so they record new autograd nodes: a graph of the backward pass, joined to the forward
 graph. Inside :func:`track_passes` every run of autograd's engine (``backward()``,
-``autograd.grad``, and ``torch.func``'s transforms, which call it) is watched at its two
-ends:
+``autograd.grad``) is watched at its two ends (``torch.func``'s transforms run the
+engine too, on tensors they wrap: what they make gets no mark):
 
 - before it runs, every node reachable from its roots (and from the gradients it is
   given) that no earlier pass made is marked as made by the forward pass (0); the pass
-  gets the order one above the highest order it runs through (a gradient of the
-  forward graph: 1; a gradient of that gradient: 2);
+  gets the order one above the highest order it runs through, behind forward ops too
+  (a gradient of the forward graph: 1; a gradient of that gradient, or of ``g * w``
+  where ``g`` is one: 2);
 - after a run with ``create_graph=True``, every unmarked node reachable from what it
   produced (the gradients it returns, or the leaves' ``.grad``) was made by it: it
   gets the pass's order.
@@ -55,7 +56,11 @@ def derivative_of(fn: _torch.GradFn) -> int | None:
 
 def _mark_old(starts: Iterable[_torch.GradFn]) -> tuple[int, list[torch.Tensor]]:
     """Mark the unmarked nodes behind ``starts`` as forward (0); return the highest order
-    met and the leaves met (whose ``.grad`` a ``backward()`` fills)."""
+    met and the leaves met (whose ``.grad`` a ``backward()`` fills).
+
+    The walk goes on through marked nodes: a forward op on a gradient (``g * w``) is
+    marked 0, and the nodes of order 1 behind it still count for the pass's order, and
+    the leaves behind them for its ``.grad``."""
     top = 0
     leaves: list[torch.Tensor] = []
 
@@ -65,10 +70,10 @@ def _mark_old(starts: Iterable[_torch.GradFn]) -> tuple[int, list[torch.Tensor]]
             leaves.append(fn.variable)  # type: ignore[attr-defined]
             return False
         meta = _torch.metadata(fn)
-        if KEY in meta:  # (what it reads was marked with it)
+        if KEY in meta:
             top = max(top, meta[KEY])
-            return False
-        meta[KEY] = 0
+        else:
+            meta[KEY] = 0
         return True
 
     reach(starts, enter)

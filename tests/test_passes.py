@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import dynagraph as dg
-from dynagraph import _dot, _page, _picture
+from dynagraph import _dot, _page, _picture, passes
 from dynagraph._walk import reach
 from dynagraph.capture import named_roots, walk
 from dynagraph.graph import record_of
@@ -117,6 +117,15 @@ def test_torch_func_transforms_still_run_inside():
     torch.testing.assert_close(got[:, 0], x.cos() * x + x.sin())
 
 
+def test_what_torch_func_transforms_make_gets_no_mark():
+    """As the docstring says: torch.func runs the engine on tensors it wraps."""
+    x = torch.tensor(0.5, requires_grad=True)
+    with dg.track_passes():
+        y = torch.func.grad(torch.func.grad(torch.sin))(x)
+    torch.testing.assert_close(y, -torch.sin(x.detach()))
+    assert y.grad_fn is not None and passes.derivative_of(y.grad_fn) is None
+
+
 def test_pass_name():
     assert [_dot.pass_name(k) for k in range(5)] == [
         "forward", "first backward", "second backward", "third backward", "4th backward"]
@@ -169,3 +178,26 @@ def test_a_watcher_left_under_another_patch_marks_nothing_and_is_reused():
         g, = torch.autograd.grad((x.sin() * x).sum(), x, create_graph=True)
     assert torch.autograd._engine_run_backward is before
     assert {n.derivative for n in dg.draw(g).nodes if n.kind == "op"} == {0, 1}
+
+
+def test_a_pass_through_a_forward_op_on_a_gradient_gets_the_order_behind_it():
+    """``h = g * w`` is a forward op (0) on a gradient (1): every later pass through it runs
+    through the first backward's nodes, so its order is 2, however many passes met it before."""
+    x = torch.tensor([0.5, 1.0], requires_grad=True)
+    w = torch.tensor([2.0, 3.0], requires_grad=True)
+    with dg.track_passes():
+        g, = torch.autograd.grad((x.sin() * x).sum(), x, create_graph=True)
+        h = g * w
+        a, = torch.autograd.grad(h.sum(), x, create_graph=True)
+        b, = torch.autograd.grad((h * 3).sum(), x, create_graph=True)  # (the second pass through h)
+    assert [passes.derivative_of(t.grad_fn) for t in (g, h, a, b)] == [1, 0, 2, 2]
+
+
+def test_backward_with_create_graph_marks_the_grad_of_leaves_behind_an_earlier_pass():
+    w = torch.tensor([2.0, 3.0], requires_grad=True)
+    xi = torch.ones(3, 2, requires_grad=True)
+    with dg.track_passes():
+        g, = torch.autograd.grad((xi * w).sin().sum(), xi, create_graph=True)
+        (g ** 2).sum().backward(create_graph=True)
+    assert passes.derivative_of(w.grad.grad_fn) == 2
+    assert passes.derivative_of(xi.grad.grad_fn) == 2
