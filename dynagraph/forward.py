@@ -104,7 +104,8 @@ class _Recorder(TorchFunctionMode):
         self.nodes: list[Node] = []
         # id(tensor) -> (the tensor, its producer, which of the producer's results it is, its version)
         self.made: dict[int, tuple[weakref.ref, int, int, int]] = {}
-        self.writers: dict[object, int] = {}  # storage -> the last recorded op that wrote into it in place
+        # storage -> each recorded in-place write into it: (its version after, the op, the offsets written)
+        self.writers: dict[object, list[tuple[int, int, _Offsets | None]]] = {}
         self.edges: list[tuple[int, int, int, int]] = []  # (producer, consumer, slot, which result)
         self.read: set[int] = set()  # node ids some op read
         self.norms: dict[tuple[int, int], torch.Tensor] = {}  # (node id, result) -> tangent norm (0-dim)
@@ -139,14 +140,35 @@ class _Recorder(TorchFunctionMode):
         outside the block, or a result written into in place since, through a view or by
         an op that made no tangent); ``None`` for a tensor without a tangent."""
         known = self.made.get(id(tensor))
-        if known is not None and known[0]() is tensor and known[3] == _torch.version_of(tensor):
+        if known is not None and known[0]() is not tensor:
+            known = None  # (another tensor's, gone: its id was reused)
+        if known is not None and known[3] == _torch.version_of(tensor):
             return "op", known[1], known[2]
         tangent = _tangent(tensor)
         if tangent is None:
             return None
-        src = None if known is None or known[0]() is not tensor else known[1]
-        src = self.writers.get(_torch.storage_key(tensor), src) if src is not None else None
-        return src, self._norm(tangent)
+        if known is None:
+            return None, self._norm(tangent)
+        writer = self._writer(tensor, known[3])
+        if writer is None:  # written into since, but only where it holds no element
+            return "op", known[1], known[2]
+        return writer, self._norm(tangent)
+
+    def _writer(self, tensor: torch.Tensor, made: int) -> int | None:
+        """The op that last changed ``tensor`` (a result made at storage version ``made``)
+        in place, through itself or a view sharing an element with it; ``None`` where every
+        write since is recorded and none of them touched its elements. Where a write is
+        not recorded (an op that made no tangent), or the elements cannot be told, the
+        last recorded writer, else the op that made it."""
+        now = _torch.version_of(tensor)
+        writes = [w for w in self.writers.get(_torch.storage_key(tensor), []) if made < w[0] <= now]
+        mine = _offsets(tensor)
+        for _, nid, written in reversed(writes):
+            if _overlap(mine, written):
+                return nid
+        if {w[0] for w in writes} == set(range(made + 1, now + 1)):
+            return None
+        return writes[-1][1] if writes else self.made[id(tensor)][1]
 
     def _note(self, name: str, ins: list[torch.Tensor], before: list[tuple[Any, ...] | None],
               out: object) -> None:
@@ -168,8 +190,10 @@ class _Recorder(TorchFunctionMode):
         for k, (t, tan) in enumerate(zip(outs, tangents)):
             if tan is not None:
                 self._made(nid, k, t, self._norm(tan))
-                if any(t is i for i in ins):  # written in place: its base and views changed too
-                    self.writers[_torch.storage_key(t)] = nid
+                if any(t is i for i in ins):  # written in place: its base, views sharing an element too
+                    writes = self.writers.setdefault(_torch.storage_key(t), [])
+                    writes.append((_torch.version_of(t), nid, _offsets(t)))
+                    del writes[:-KEPT_WRITES]
         for slot, (src, b) in enumerate(zip(sources, before)):
             if src is not None:
                 self.edges.append((src[0], nid, slot, src[1]))
@@ -208,6 +232,40 @@ class _Recorder(TorchFunctionMode):
                                **_meta(tensor)))
         self.norms[nid, 0] = before[1]
         return nid, 0
+
+
+# A view's elements are compared by their offsets in the storage. A tensor of more elements
+# than this, or one that is its whole storage, is taken to share one with any write (no
+# offsets listed); the last this many writes into a storage are kept (an older one is
+# taken to share an element with what it may have changed).
+MAX_OFFSETS = 10_000
+KEPT_WRITES = 64
+
+
+_Offsets = tuple[int, torch.Tensor]  # (element size in bytes, each element's offset in the storage)
+
+
+def _offsets(t: torch.Tensor) -> _Offsets | None:
+    """Where ``t``'s elements are in its storage (``y[0]`` and ``y[1]`` share none, ``y[0]``
+    and ``y.t()`` one); ``None`` where ``t`` fills its storage, is over :data:`MAX_OFFSETS`
+    elements, or where its elements cannot be told (a tensor torch.func wraps)."""
+    try:
+        if t.numel() > MAX_OFFSETS or t.numel() * t.element_size() == t.untyped_storage().nbytes():
+            return None
+        offsets = torch.tensor(t.storage_offset())
+        for size, stride in zip(t.shape, t.stride()):
+            offsets = offsets.unsqueeze(-1) + torch.arange(size) * stride
+        return t.element_size(), offsets.reshape(-1)
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
+def _overlap(a: _Offsets | None, b: _Offsets | None) -> bool:
+    """Whether two tensors of one storage may share an element: ``True`` unless both
+    offsets are known, in elements of one size, and none is in both."""
+    if a is None or b is None or a[0] != b[0]:
+        return True
+    return bool(torch.isin(a[1], b[1]).any())
 
 
 def _tangent(t: torch.Tensor) -> torch.Tensor | None:

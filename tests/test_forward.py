@@ -234,3 +234,46 @@ def test_a_write_through_a_view_inside_jvp():
     with dg.trace_forward() as ft:
         torch.func.jvp(f, (torch.ones(2, 2, dtype=torch.float64),), (torch.ones(2, 2, dtype=torch.float64),))
     assert _edges_into(ft, "sum") == {("mul_", 0): pytest.approx(seen["y"], rel=1e-12)}
+
+
+@pytest.mark.parametrize("change", ["view", "setitem", "operator", "sibling"])
+def test_an_in_place_change_feeds_the_ops_that_read_the_tensor_after_it(change):
+    # y[0].mul_(5), y[1] = v and v *= 3 (v a view of y) change y's tangent: the sum
+    # reads the op that changed y, with the tangent PyTorch carries then (the trace
+    # showed the older one, and the change as an output that fed nothing; y[1] = v
+    # was not recorded at all)
+    with dg.trace_forward() as ft, fwAD.dual_level():
+        x = fwAD.make_dual(torch.ones(3, dtype=torch.float64), torch.arange(1.0, 4.0, dtype=torch.float64))
+        y = x * 1
+        if change == "sibling":  # y is a view too: y[0] views what y views, not y
+            y = y[:]
+            y[0].mul_(5)
+        elif change == "view":
+            y[0].mul_(5)
+        elif change == "setitem":
+            y[1] = x[0] * 7
+        else:
+            v = y[1:]
+            v *= 3
+        read = norm(fwAD.unpack_dual(y).tangent)  # what the sum reads
+        y.sum()
+    (total,) = [n.id for n in ft.nodes if ft.node_name(n.id) == "sum"]
+    (into,) = [e for e in ft.edge_norms if e[1] == total]
+    assert ft.node_name(into[0]) == {"view": "mul_", "setitem": "setitem", "operator": "mul_",
+                                         "sibling": "mul_"}[change]
+    assert math.isclose(ft.edge_norms[into], read, rel_tol=1e-12)
+    outputs = [e[0] for e in ft.edge_norms if ft.node_name(e[1]) == "output"]
+    assert outputs == [total]  # the change feeds the sum: no other output
+
+
+def test_an_in_place_change_leaves_views_that_share_no_element():
+    with dg.trace_forward() as ft, fwAD.dual_level():
+        x = fwAD.make_dual(torch.ones(2, 2, dtype=torch.float64), torch.ones(2, 2, dtype=torch.float64))
+        y = x * 1
+        row, col = y[1], y[:, 0]
+        y[0, 0].mul_(5)  # changes col (it holds y[0, 0]), not row
+        row.exp()
+        col.exp()
+    exps = [n.id for n in ft.nodes if ft.node_name(n.id) == "exp"]
+    read = [ft.node_name(src) for src, dst, _ in ft.edge_norms if dst in exps]
+    assert read == ["getitem", "mul_"]
