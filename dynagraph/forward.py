@@ -149,26 +149,28 @@ class _Recorder(TorchFunctionMode):
             return None
         if known is None:
             return None, self._norm(tangent)
-        writer = self._writer(tensor, known[3])
+        writer = self._writer(tensor, known)
         if writer is None:  # written into since, but only where it holds no element
             return "op", known[1], known[2]
         return writer, self._norm(tangent)
 
-    def _writer(self, tensor: torch.Tensor, made: int) -> int | None:
-        """The op that last changed ``tensor`` (a result made at storage version ``made``)
-        in place, through itself or a view sharing an element with it; ``None`` where every
-        write since is recorded and none of them touched its elements. Where a write is
-        not recorded (an op that made no tangent), or the elements cannot be told, the
-        last recorded writer, else the op that made it."""
-        now = _torch.version_of(tensor)
+    def _writer(self, tensor: torch.Tensor, known: tuple[weakref.ref, int, int, int]) -> int | None:
+        """The op that last changed ``tensor`` (``known``: what :attr:`made` holds of it,
+        its storage version last) in place, through itself or a view sharing an element
+        with it; ``None`` where every write since is recorded and none of them touched its
+        elements. Where a write is not recorded (an op that made no tangent), or the
+        elements cannot be told, the last recorded writer, else the op that made it."""
+        made, now = known[3], _torch.version_of(tensor)
         writes = [w for w in self.writers.get(_torch.storage_key(tensor), []) if made < w[0] <= now]
+        if not writes:
+            return known[1]
         mine = _offsets(tensor)
         for _, nid, written in reversed(writes):
             if _overlap(mine, written):
                 return nid
         if {w[0] for w in writes} == set(range(made + 1, now + 1)):
             return None
-        return writes[-1][1] if writes else self.made[id(tensor)][1]
+        return writes[-1][1]
 
     def _note(self, name: str, ins: list[torch.Tensor], before: list[tuple[Any, ...] | None],
               out: object) -> None:
@@ -227,10 +229,9 @@ class _Recorder(TorchFunctionMode):
             return before[1], before[2]
         if before[0] is not None:
             return before[0], 0
-        nid = len(self.nodes)
-        self.nodes.append(Node(id=nid, name="input", kind="input", label=self.names.get(id(tensor), "input"),
-                               **_meta(tensor)))
-        self.norms[nid, 0] = before[1]
+        nid = len(self.nodes)  # (noted as made by it: the next op that reads it reads this node)
+        self._add(Node(id=nid, name="input", kind="input", label=self.names.get(id(tensor), "input"),
+                       **_meta(tensor)), tensor, before[1])
         return nid, 0
 
 

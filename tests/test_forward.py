@@ -277,3 +277,13 @@ def test_an_in_place_change_leaves_views_that_share_no_element():
     exps = [n.id for n in ft.nodes if ft.node_name(n.id) == "exp"]
     read = [ft.node_name(src) for src, dst, _ in ft.edge_norms if dst in exps]
     assert read == ["getitem", "mul_"]
+
+
+def test_a_dual_made_outside_the_block_is_one_input_however_many_ops_read_it():
+    with fwAD.dual_level():
+        x = fwAD.make_dual(torch.ones(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64))
+        with dg.trace_forward() as ft:
+            x.sin() + x.cos()
+    inputs = [n.id for n in ft.nodes if n.kind == "input"]
+    assert len(inputs) == 1
+    assert sorted(ft.node_name(dst) for src, dst, _ in ft.edge_norms if src == inputs[0]) == ["cos", "sin"]
