@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -323,9 +324,7 @@ def _drawn_norms(pic: Picture, overlay: Overlay) -> tuple[dict[tuple[int, int], 
         k = at[1] if at else 0  # (a bridge drawn as a loop edge: the iteration it leaves)
         pairs.setdefault(new, {}).setdefault(k, []).append((edge, v))
         sources.setdefault(new, []).append(edge)
-    consumers: dict[int, int] = {}
-    for src, _ in overlay.edge_norms:
-        consumers[src] = consumers.get(src, 0) + 1
+    consumers = Counter(src for src, _ in overlay.edge_norms)
     by_edge = {new: {k: group[0][1] if len(group) == 1 else _together(group, overlay, consumers)
                      for k, group in per_k.items()} for new, per_k in pairs.items()}
     return by_edge, sources

@@ -13,7 +13,7 @@ from torch.utils.hooks import RemovableHandle
 from . import _guards, _picture, _torch, ddp
 from ._dot import Overlay
 from ._language import N_, counted, tr
-from ._records import Node
+from ._records import Node, consumers_of
 from ._replay import Replay
 from .capture import Params, Roots, named_roots, param_names_of, walk
 from .graph import Graph
@@ -188,10 +188,7 @@ def trace_backward(roots: Roots, *, params: Params = None,
     trace.overview = overview
     outputs = {n.id for n in nodes if n.kind == "output"}
     roots_of = {src: dst for src, dst in edges if dst in outputs}
-    consumers: dict[int, set[int]] = {}
-    for src, dst in edges:
-        consumers.setdefault(src, set()).add(dst)
-    fanout = {src for src, dsts in consumers.items() if len(dsts) > 1}
+    fanout = {src for src, dsts in consumers_of(edges).items() if len(set(dsts)) > 1}
     pending: _Norms = []
     handles: list[RemovableHandle] = []
     pause = _Pause()
