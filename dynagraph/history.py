@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-import operator
 import warnings
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from . import norms as norms_of  # (``norms`` is the name of GradHistory's own property)
+from ._args import whole_number
 from ._language import tr
 from .plots import plot_grad_history
 
@@ -119,10 +119,5 @@ class GradHistory:
 
 def _step_number(step: Any) -> int:
     """``step`` as an int; a float, a str or a bool is refused, not rounded."""
-    try:
-        if isinstance(step, bool):
-            raise TypeError
-        return operator.index(step)  # an int, a numpy or torch integer
-    except TypeError:
-        raise TypeError(f"step must be an int (the step's number, such as the loop's i) or None "
-                        f"(count from 0); got {step!r} ({type(step).__name__})") from None
+    return whole_number(step, "step must be an int (the step's number, such as the loop's i) or None "
+                              "(count from 0)")

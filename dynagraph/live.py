@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import operator
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -14,6 +13,7 @@ import torch
 from torch import nn
 
 from . import _guards, _page, _patch, _picture, _signals, _source, _steps, _tags, _torch, memory, render
+from ._args import whole_number
 from ._dot import Overlay, StepText
 from ._language import N_, counted, tr
 from ._recorder import Recorder, Step, cut, inside
@@ -29,13 +29,7 @@ REPR_STEPS = 30  # steps listed by repr(); longer recordings show the first and 
 
 def _step_number(upto: object) -> int:
     """``upto`` as an int (a numpy integer too), or a TypeError that says what to pass."""
-    try:
-        if isinstance(upto, bool):
-            raise TypeError
-        return operator.index(upto)  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(f"upto must be a step number, an int such as 0 or -1 (the last step); "
-                        f"got {upto!r} ({type(upto).__name__})") from None
+    return whole_number(upto, "upto must be a step number, an int such as 0 or -1 (the last step)")
 
 
 class Recording(_page.View):

@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import bisect
 import gc
-import operator
 import os
 import re
 import sys
@@ -63,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from . import _guards, _torch
+from ._args import whole_number
 from ._language import tr, translated
 from .memory import fmt_bytes
 
@@ -139,13 +139,7 @@ class StepMemory:
             IndexError: there is no event ``index``.
         """
         n = len(self.phases)
-        try:
-            if isinstance(index, bool):
-                raise TypeError
-            index = operator.index(index)  # numpy and torch integers too
-        except TypeError:
-            raise TypeError(f"index must be an event number, an int such as 0 or -1 (the last event); "
-                            f"got {index!r} ({type(index).__name__})") from None
+        index = whole_number(index, "index must be an event number, an int such as 0 or -1 (the last event)")
         if not -n <= index < n:
             raise IndexError(f"index={index} names no event: this step has {n} memory events "
                              f"(0 to {n - 1}, or -1 for the last)")

@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dynagraph"
 # Top first. A module may import modules of its own layer and of the layers above.
 # The torch side and the drawing side are one level, beside each other: neither
 # imports the other. The views and the tools beside them are one level too.
-PLAIN_DATA = {"_records", "memory", "_language", "_zh"}  # records and their text: no torch
+PLAIN_DATA = {"_records", "memory", "_language", "_zh", "_args"}  # records, their text, argument checks: no torch
 PLATFORM = {"_torch", "_signals", "_guards", "render", "_fonts", "_settings", "_device"}  # torch's internals, interrupts, renderer, fonts, settings
 TORCH_SIDE = {"_walk", "_measure", "_tags", "_source", "capture", "passes", "_patch", "_recorder"}
 DRAWING_SIDE = {"_dot", "_roll", "_transform", "_overview", "_match", "_picture", "_page", "_png", "_steps"}  # no torch
