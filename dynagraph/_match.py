@@ -344,4 +344,5 @@ def _place(matching: _Matching, counted: set[int]) -> tuple[set[int], dict[Key, 
     for u in sorted(moved):
         count, candidates = unplaced.get(sb.key[u], (0, set()))
         unplaced[sb.key[u]] = (count + 1, candidates | {u} | {i for i in region if sb.key[i] == sb.key[u]})
-    return new - moved, unplaced
+    placed = {k for k, (count, candidates) in unplaced.items() if count == len(candidates)}  # (all new)
+    return (new - moved).union(*(unplaced.pop(k)[1] for k in placed)), unplaced

@@ -120,7 +120,8 @@ class Recorder:
     """
 
     def __init__(self, module_names: dict[int, str], param_names: dict[int, str], *,
-                 memory: SavedMemory | None = None) -> None:
+                 memory: SavedMemory | None = None,
+                 module_numbers: Mapping[str, int | None] | None = None) -> None:
         self.steps: list[Step] = []
         self.nodes: list[Node] = []
         self.edges: list[tuple[int, int]] = []
@@ -129,6 +130,7 @@ class Recorder:
         _serial[0] += 1
         self.on_step: Callable[[], None] | None = None
         self._module_names = module_names  # id(module) -> dotted name
+        self._module_numbers = module_numbers or {}  # dotted name -> Node.module_number
         self._param_names = param_names
         # the creation number of the newest node made before the block (a user's mode
         # sees no probe, and grad is on for it: guarded, grad_on, as a `with` can be interrupted)
@@ -263,7 +265,7 @@ class Recorder:
         pending: list[tuple[_torch.GradFn, int]] = []  # (input, id of the node it feeds)
         module: str | None = None  # the current step's module
         calls: dict[str, int] = {}  # and the module calls running at it
-        calls_key, step_calls = _tags.CALLS, self._step_calls
+        calls_key, step_calls, numbers = _tags.CALLS, self._step_calls, self._module_numbers
 
         def enter(fn: _torch.GradFn) -> Any:
             meta = metadata(fn)
@@ -281,9 +283,9 @@ class Recorder:
                 return False
             new.append(nid)
             if node.kind == "parameter":
-                node.module = owner(node.label)
+                node.module = owner(node.label)  # (its tensor tells it: no module number)
             elif named and module is not None:
-                node.module = module
+                node.module, node.module_number = module, numbers.get(module)
                 node.calls = made_by
                 meta.setdefault(module_key, module)
                 meta.setdefault(calls_key, calls)

@@ -136,6 +136,13 @@ class Node:
             per part of the path, the call's number among that module's calls (1 for
             its first, 2 for its second: a block applied twice), or ``None`` for a
             part that was not called (a ``ModuleList``); ``None`` where not recorded.
+        tensor: Which tensor a leaf is: the same number in every graph this process
+            records while the tensor lives, another for any other tensor (so
+            :func:`dynagraph.diff` knows a parameter renamed by a layer put before it);
+            ``None`` for other nodes and in views read from a file (not saved).
+        module_number: Which module object made the node (``module`` names it), told
+            the same way as ``tensor`` (a module renamed by a layer put before it is the
+            same module); ``None`` where not known and in views read from a file.
     """
 
     id: int
@@ -151,6 +158,8 @@ class Node:
     count: int = 1
     derivative: int | None = None
     calls: tuple[int | None, ...] | None = None
+    tensor: int | None = None
+    module_number: int | None = None
 
 
 def longest_chain(n: int, edges: list[tuple[int, int]]) -> int:

@@ -10,12 +10,12 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from . import _guards, _picture, _torch, ddp
+from . import _guards, _picture, _tags, _torch, ddp
 from ._dot import Overlay
 from ._language import N_, counted, tr
 from ._records import Node, consumers_of
 from ._replay import Replay
-from .capture import Params, Roots, named_roots, param_names_of, walk
+from .capture import Params, Roots, module_numbers, named_roots, number_modules, param_names_of, walk
 from .graph import Graph
 from .norms import norm_of, stack_on_host
 
@@ -184,6 +184,8 @@ def trace_backward(roots: Roots, *, params: Params = None,
     names, types = param_names_of(params)
     slots: dict[int, list] = {}
     nodes, edges, fns = walk(named_roots(roots), names, slots=slots)
+    if _tags.active():
+        number_modules(nodes, module_numbers(params))
     trace = BackwardTrace(nodes, edges, types)
     trace.overview = overview
     outputs = {n.id for n in nodes if n.kind == "output"}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -16,7 +18,8 @@ from ._records import Node, dtype_text, owner, shape_text
 from ._walk import reach
 from .memory import SavedMemory
 
-__all__ = ["capture", "named_roots", "node_name", "param_names_of", "record", "walk"]
+__all__ = ["capture", "module_numbers", "named_roots", "node_name", "number_modules", "number_of",
+           "param_names_of", "record", "walk"]
 
 _PREFIX = "torch::autograd::"
 
@@ -50,6 +53,8 @@ def capture(roots: Roots, *, params: Params = None, show_saved: bool = False,
     param_names, module_types = param_names_of(params)
     on_record = None if memory is None else functools.partial(measure_into, memory)
     nodes, edges, _ = walk(named_roots(roots), param_names, show_saved, on_record=on_record)
+    if _tags.active():
+        number_modules(nodes, module_numbers(params))
     return nodes, edges, module_types
 
 
@@ -164,10 +169,11 @@ def named_roots(roots: Roots) -> list[tuple[str, torch.Tensor]]:
     return items
 
 
-def param_names_of(params: Params, module_names: dict[int, str] | None = None
-                   ) -> tuple[dict[int, str], dict[str, str]]:
+def param_names_of(params: Params, module_names: dict[int, str] | None = None,
+                   numbers: dict[str, int | None] | None = None) -> tuple[dict[int, str], dict[str, str]]:
     """``params`` -> ({id(tensor): name}, {module name: class name}); for a module, also
-    fills ``module_names`` (when given) with {id(submodule): dotted name} ("" for itself).
+    fills ``module_names`` (when given) with {id(submodule): dotted name} ("" for itself),
+    and ``numbers`` with :func:`module_numbers`.
 
     One walk of the modules gives all three (``named_parameters`` walks them again, and
     hashes each parameter into a set: a ``live()`` block paid three walks on entry).
@@ -182,6 +188,8 @@ def param_names_of(params: Params, module_names: dict[int, str] | None = None
                 module_names[id(module)] = prefix
             if prefix:
                 types[prefix] = type(module).__name__
+                if numbers is not None:
+                    numbers[prefix] = number_of(module)
             for name, p in _torch.own_parameters(module):
                 if p is not None:  # tied weights keep their first name
                     names.setdefault(id(p), f"{prefix}.{name}" if prefix else name)
@@ -196,6 +204,49 @@ def param_names_of(params: Params, module_names: dict[int, str] | None = None
     raise TypeError(
         f"params must be an nn.Module or a mapping name -> tensor; got {type(params).__name__}"
     )
+
+
+# Which tensor a leaf is, and which module made a node, as a number: id(object) -> (a
+# weak reference, its number). An object keeps its number while it lives; one made later
+# never gets it again.
+_OBJECTS: dict[int, tuple[weakref.ref[Any], int]] = {}
+_NUMBERS = itertools.count(1)
+
+
+def number_of(obj: torch.Tensor | nn.Module) -> int | None:
+    """A leaf's :attr:`Node.tensor`, a module's :attr:`Node.module_number`: the same
+    number in every graph recorded while ``obj`` lives, in this process; a new one for
+    any other object (``None`` for one that takes no weak reference)."""
+    key = id(obj)
+    known = _OBJECTS.get(key)
+    if known is not None and known[0]() is obj:
+        return known[1]
+    number = next(_NUMBERS)
+
+    def forget(_: object) -> None:  # (only its own entry: the id may be taken again)
+        if _OBJECTS.get(key, (None, 0))[1] == number:
+            _OBJECTS.pop(key, None)
+
+    try:
+        _OBJECTS[key] = (weakref.ref(obj, forget), number)
+    except TypeError:
+        return None
+    return number
+
+
+def module_numbers(params: Params) -> dict[str, int | None]:
+    """``{dotted name: number_of(submodule)}`` of a model's submodules; ``{}`` for others."""
+    if not isinstance(params, nn.Module):
+        return {}
+    return {name: number_of(module) for name, module in params.named_modules() if name}
+
+
+def number_modules(nodes: list[Node], numbers: Mapping[str, int | None]) -> None:
+    """Set each node's :attr:`Node.module_number` from its module's name."""
+    if numbers:
+        for n in nodes:
+            if n.module is not None:
+                n.module_number = numbers.get(n.module)
 
 
 def _leaf_kind(tensor: torch.Tensor, param_names: Mapping[int, str]) -> tuple[str, str]:
@@ -250,7 +301,7 @@ def record(fn: _torch.GradFn, nid: int, param_names: Mapping[int, str], show_sav
     if kind == "leaf":
         var = fn.variable  # type: ignore[attr-defined]  # AccumulateGrad's leaf; the Node stub lacks it
         kind, label = _leaf_kind(var, param_names)
-        return Node(id=nid, name=name, kind=kind, label=label, **_meta_of(var))
+        return Node(id=nid, name=name, kind=kind, label=label, tensor=number_of(var), **_meta_of(var))
     seq = _torch.sequence_nr(fn)
     if seq is None:  # no creation counter: discovery order (found later, made earlier)
         seq = -nid

@@ -36,7 +36,9 @@ class GraphDiff(_page.View):
         rows: ``(name, count in a, count in b)`` for every autograd name, sorted by
             the change (largest first), then name.
         new: Ids of the nodes of ``b`` with no counterpart in ``a``, lit in the
-            picture. Nodes are matched by structure: by name (module and leaf name
+            picture. A leaf both graphs read matches by its tensor (a layer put in
+            the middle renames the parameters after it; this process only). Nodes are
+            matched by structure: by name (module and leaf name
             too, where known) and the matches of their inputs, from the leaves
             forwards, or of their consumers, from the outputs backwards. Of
             interchangeable repeats (a loop's steps) the latest created are new.
@@ -110,20 +112,38 @@ def _right(text: str, width: int) -> str:
     return " " * max(0, width - _columns(text)) + text
 
 
-def _key(node: Node, modules: bool) -> tuple[str, str, str | None]:
+def _key(node: Node, modules: bool, same: set[int]) -> tuple[str, object, object]:
     """What must agree for two nodes to match across graphs: name, label (a leaf's
-    name, a custom Function's class) and, when both graphs know them, module."""
+    name, a custom Function's class) and, when ``modules``, module. A leaf whose tensor
+    is in both graphs (its number is in ``same``) is keyed by the tensor alone, so it
+    matches that tensor and no leaf that only shares its name; an op made by a module
+    object both graphs have (its number in ``same`` too) by that module, not its name."""
+    if node.tensor in same:
+        return node.name, ("tensor", node.tensor), None
+    if node.module_number in same:
+        return node.name, node.label, ("module", node.module_number)
     return node.name, node.label, node.module if modules else None
 
 
 def _new_nodes(a: Graph, b: Graph) -> tuple[list[int], list[Unplaced]]:
     """Nodes of ``b`` with no counterpart in ``a``, and those that cannot be placed.
 
-    Module tags take part when both graphs carry them; a leaf's name always does, so a
-    new layer's parameters are new even though every leaf is an AccumulateGrad.
+    A leaf whose tensor both graphs read matches by that tensor, and an op by the module
+    object that made it where both graphs have it, as recorded in this process (a layer
+    put in the middle renames every module and parameter after it: they are not new,
+    and the layer put there is); other leaves by their name, so a new layer's
+    parameters are new even though every leaf is an AccumulateGrad, and other ops by
+    their module's name where both graphs carry module tags, unless a tensor they share
+    was renamed and no module is known (the structure places them then).
     """
-    modules = all(any(n.module for n in g.nodes if n.seq is not None) for g in (a, b))
-    return _match.added((a.nodes, a.edges), (b.nodes, b.edges), lambda n: _key(n, modules))
+    objects = {n.tensor: n.label for n in a.nodes if n.tensor is not None}
+    shared_modules = ({n.module_number for n in a.nodes if n.module_number is not None}
+                      & {n.module_number for n in b.nodes if n.module_number is not None})
+    same = {n.tensor for n in b.nodes if n.tensor in objects} | shared_modules
+    renamed = any(n.tensor in same and objects[n.tensor] != n.label for n in b.nodes)
+    tagged = all(any(n.module for n in g.nodes if n.seq is not None) for g in (a, b))
+    modules = tagged and (bool(shared_modules) or not renamed)
+    return _match.added((a.nodes, a.edges), (b.nodes, b.edges), lambda n: _key(n, modules, same))
 
 
 def diff(a: Graph | _HasGraph, b: Graph | _HasGraph, *, labels: Sequence[object] = ("a", "b")) -> GraphDiff:

@@ -399,13 +399,15 @@ def live(model: nn.Module | None = None, *, params: Mapping[str, torch.Tensor] |
     if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not interval > 0:  # nan too
         raise ValueError(f"interval must be > 0 seconds; got {interval!r} (pass a number such as 0.5)")
     module_names: dict[int, str] = {}
-    names, types = param_names_of(model if model is not None else params, module_names)
+    numbers: dict[str, int | None] = {}  # (Node.module_number of each module name)
+    names, types = param_names_of(model if model is not None else params, module_names, numbers)
     if not isinstance(memory, bool):
         raise TypeError(f"memory must be True or False; got {type(memory).__name__}")
     _picture.check_overview(overview)
     if model is not None:
         _tags.use()  # capture (dg.draw) reads the module tags this recording writes
-    recorder = Recorder(module_names, names, memory=SavedMemory() if memory else None)
+    recorder = Recorder(module_names, names, memory=SavedMemory() if memory else None,
+                        module_numbers=numbers)
     rec = Recording(recorder.steps, recorder.nodes, recorder.edges, types, recorder.memory,
                     key=recorder.key, recorder=recorder)
     rec.overview = overview

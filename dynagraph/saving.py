@@ -85,7 +85,17 @@ def _node(d: dict[str, Any]) -> Node:
     d["shape"] = None if d["shape"] is None else tuple(d["shape"])
     d["saved"] = [tuple(s) for s in d["saved"]]
     d["calls"] = None if d.get("calls") is None else tuple(d["calls"])  # (files saved before it: none)
+    d.pop("tensor", None)  # (never saved; a file edited by hand may hold them)
+    d.pop("module_number", None)
     return Node(**d)
+
+
+def _node_out(n: Node) -> dict[str, Any]:
+    """A node as JSON, without its ``tensor`` and ``module_number``: they name objects of
+    this process."""
+    d = dataclasses.asdict(n)
+    del d["tensor"], d["module_number"]
+    return d
 
 
 def _memory_out(m: SavedMemory | None) -> dict[str, Any] | None:
@@ -108,7 +118,7 @@ def _shapes(shapes: list[Any]) -> list[tuple[int, ...] | None]:
 
 
 def _encode(view: _View) -> dict[str, Any]:
-    out: dict[str, Any] = {"format": FORMAT, "nodes": [dataclasses.asdict(n) for n in view.nodes],
+    out: dict[str, Any] = {"format": FORMAT, "nodes": [_node_out(n) for n in view.nodes],
                            "edges": [list(e) for e in view.edges], "module_types": view.module_types}
     if isinstance(view, Graph):
         out.update(kind="graph", title=view.title, roll=view.roll, max_nodes=view.max_nodes,

@@ -1,5 +1,6 @@
 """save_view / load_view: a view written in one process opens in another as the same view."""
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -46,7 +47,9 @@ def test_saved_and_loaded_view_renders_the_same_outputs(tmp_path, kind):
     assert type(loaded) is type(view)
     assert outputs_of(loaded) == outputs_of(view)
     assert repr(loaded) == repr(view)
-    assert loaded.nodes == view.nodes and loaded.edges == view.edges
+    # (a leaf's tensor number and a node's module number name objects of this process: not saved)
+    unsaved = [dataclasses.replace(n, tensor=None, module_number=None) for n in view.nodes]
+    assert loaded.nodes == unsaved and loaded.edges == view.edges
 
 
 def test_loaded_trace_has_the_same_numbers(tmp_path):
