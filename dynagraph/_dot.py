@@ -141,6 +141,9 @@ class Overlay:
         received: ``{node id: norm}`` of all the gradient a node with several consumers was
             sent, summed (what autograd adds up for it): a drawn edge that stands for
             several of its consumers' edges carries this.
+        passes: ``{(src, dst): pass}`` where a backward replay ran several passes: the
+            pass each ``edge_norms`` entry is from. A drawn edge that stands for pairs
+            of different passes gets no norm (no gradient of one pass is their sum).
         unlit: In drawn ids only: how many ``highlight`` nodes are inside drawn nodes
             that also stand for others, and so are not outlined.
     """
@@ -159,6 +162,7 @@ class Overlay:
     parallel_norms: dict[tuple[int, int], list[float]] = field(default_factory=dict)
     forward: bool = False
     received: dict[int, float] = field(default_factory=dict)
+    passes: dict[tuple[int, int], int] = field(default_factory=dict)
     unlit: int = 0
 
 

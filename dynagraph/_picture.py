@@ -335,7 +335,10 @@ def _together(group: list[tuple[tuple[int, int], float]], overlay: Overlay,
     """The norm of what several pairs ``(src, dst)`` carry, drawn as one edge: the gradients
     of different sources taken as one vector; those a source was sent by several of its
     consumers add up, and their sum's norm is the source's ``received`` norm where all its
-    consumers are in ``group`` (else unknown: ``None``). Tangents: one per source."""
+    consumers are in ``group`` (else unknown: ``None``). Tangents: one per source. Pairs of
+    different backward passes (``overlay.passes``) make no one gradient: ``None``."""
+    if overlay.passes and len({overlay.passes.get(edge) for edge, _ in group}) > 1:
+        return None
     by_src: dict[int, list[float]] = {}
     for (src, _), v in group:
         by_src.setdefault(src, []).append(v)

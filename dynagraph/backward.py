@@ -50,7 +50,11 @@ class BackwardTrace(Replay):
         received_norms: ``{node id: L2 norm}`` of all the gradient a node with several
             consumers was sent, as autograd summed it (its hook's incoming gradient; the
             outputs of a node with several taken as one vector). A picture that draws
-            several of those edges as one (into a module box) shows this.
+            several of those edges as one (into a module box) shows this. Where the
+            block ran several passes, only if all its consumers' norms are from its pass.
+        passes: ``{(src, dst): pass}`` where the block ran several backward passes:
+            which pass (0 the first) the norm of ``(src, dst)`` is from (empty for one
+            pass). A drawn edge that stands for edges of different passes shows no norm.
         notes: ``{(src, dst, slot): reason}`` for edges whose gradient has no norm to
             read (the ``meta`` device, a layout torch cannot reduce); they are not in
             ``edge_norms``.
@@ -74,6 +78,7 @@ class BackwardTrace(Replay):
         self.edge_norms: dict[Edge, float] = {}
         self.merged_norms: dict[tuple[int, int], float] = {}
         self.received_norms: dict[int, float] = {}
+        self.passes: dict[tuple[int, int], int] = {}
         self.notes: dict[Edge, str] = {}
         self.launches: list[ddp.Launch] = []
         self.overview: bool | None = None  # modules as boxes: see dynagraph.draw
@@ -108,7 +113,7 @@ class BackwardTrace(Replay):
             parallel.setdefault((src, dst), []).append(v)
         steps = [(_ran(by_id[nid], arriving.get(nid, [])), [nid]) for nid in self.order]
         overlay = Overlay(badges=badges, edge_norms=dict(self.merged_norms), steps=steps, mode="light",
-                          received=dict(self.received_norms),
+                          received=dict(self.received_norms), passes=dict(self.passes),
                           parallel_norms={pair: vs for pair, vs in parallel.items() if len(vs) > 1})
         return ddp.marked(self, overlay) if self.launches else overlay
 
@@ -193,7 +198,7 @@ def trace_backward(roots: Roots, *, params: Params = None,
     fanout = {src for src, dsts in consumers_of(edges).items() if len(set(dsts)) > 1}
     pending: _Norms = []
     handles: list[RemovableHandle] = []
-    pause = _Pause()
+    pause = _Pause(pending)
     try:
         try:
             _guards.paused_gc(_add_hooks, fns, slots, roots_of, trace.order, pending, handles, pause, fanout)
@@ -207,7 +212,7 @@ def trace_backward(roots: Roots, *, params: Params = None,
         _guards.remove_hooks(handles)  # again: it finishes a first run that an interrupt cut short
         pause.resume()
         fns.clear()
-        _guards.paused_gc(_read, pending, trace)
+        _guards.paused_gc(_read, pending, trace, pause.starts)
     if not trace.order:  # the block finished without running any hooked node
         warnings.warn("trace_backward: no backward ran inside the block (0 node runs); call "
                       "loss.backward() inside the `with` block, on the tensor you passed as roots",
@@ -215,33 +220,67 @@ def trace_backward(roots: Roots, *, params: Params = None,
 
 
 class _Pause:
-    """Python's garbage collector paused while a traced backward pass runs.
+    """Python's garbage collector paused while a traced backward pass runs, and where
+    each pass's norms start in ``pending``.
 
     The hooks make a tensor per gradient norm (5,000 in a packed GRU's backward), and
     every 700 new objects start a collection; some become full ones over every object
     of the process (~100 ms where ``transformers`` is loaded). The first hook of a pass
     pauses the collector, and autograd's end-of-pass callback starts it again; so does
     the end of the block, when a backward raised (the callback then never runs). A
-    collector that was already paused stays paused.
+    collector that was already paused stays paused. ``starts`` holds the index in
+    ``pending`` of each pass's first norm; ``None`` where torch has no end-of-pass
+    callback to tell passes apart.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, pending: _Norms) -> None:
         self.paused = False
+        self.running = False  # a pass has started and not ended
+        self.pending = pending
+        self.starts: list[int] | None = []
 
     def start(self) -> None:
-        if self.paused or not gc.isenabled():
+        if self.running:
             return
-        self.paused = True  # first: an interrupt after it still finds the collector to restart
-        gc.disable()
+        self.running = True  # first: an interrupt after it still finds the pass to end
+        if self.starts is not None:
+            self.starts.append(len(self.pending))
+        if gc.isenabled():
+            self.paused = True  # first: an interrupt after it still finds the collector to restart
+            gc.disable()
         try:
             _torch.queue_engine_callback(self.resume)
-        except Exception:  # noqa: BLE001 - no engine callbacks (another torch): no pause
+        except Exception:  # noqa: BLE001 - no engine callbacks (another torch): no pause, no passes
+            self.starts = None
             self.resume()
 
     def resume(self) -> None:
+        self.running = False
         if self.paused:
             gc.enable()  # then the flag: an interrupt between the two leaves it to a later call
             self.paused = False
+
+
+def _passes(keys: Sequence[tuple[int, ...]], starts: list[int], trace: BackwardTrace) -> None:
+    """Where the block ran several passes: the pass each pair's norm is from, as
+    ``trace.passes`` (the last pass wins, as for the norms); a node's received norm is
+    dropped where its consumers' norms are not all from the pass it is from (a later
+    pass ran only some of them: the sum of the last norms is no gradient autograd made)."""
+    bounds, k = starts[1:], 0
+    received: dict[int, int] = {}
+    for i, key in enumerate(keys):
+        while k < len(bounds) and i >= bounds[k]:
+            k += 1
+        if len(key) == 1:
+            received[key[0]] = k
+        else:
+            trace.passes[key[0], key[1]] = k
+    passes_of: dict[int, set[int]] = {}
+    for (src, _), k in trace.passes.items():
+        passes_of.setdefault(src, set()).add(k)
+    for src, k in received.items():
+        if passes_of.get(src, {k}) != {k}:
+            trace.received_norms.pop(src, None)
 
 
 def _add_hooks(fns: list, slots: dict[int, list], roots_of: dict[int, int], order: list[int],
@@ -254,9 +293,17 @@ def _add_hooks(fns: list, slots: dict[int, list], roots_of: dict[int, int], orde
             handles.append(fn.register_hook(hook))
 
 
-def _read(pending: _Norms, trace: BackwardTrace) -> None:
+def _read(pending: _Norms, trace: BackwardTrace, starts: list[int] | None = None) -> None:
     """Read all queued norms into ``trace.edge_norms`` and ``trace.merged_norms`` with one
-    synchronisation; notes aside. An edge alone between its two nodes is its own merged norm."""
+    synchronisation; notes aside. An edge alone between its two nodes is its own merged norm.
+    ``starts``: where each pass's norms start in ``pending`` (see :func:`_passes`)."""
+    keys = [key for key, _ in pending] if starts is not None and len(starts) > 1 else None
+    _read_all(pending, trace)
+    if keys is not None and starts is not None:
+        _passes(keys, starts, trace)
+
+
+def _read_all(pending: _Norms, trace: BackwardTrace) -> None:
     tensors = [v for _, v in pending if not isinstance(v, str)]
     read = stack_on_host(tensors)  # the one sync
     if len(tensors) == len(pending) and not trace.notes:  # no note, now or before (the usual case)
@@ -335,7 +382,7 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
     def hook(grad_inputs: _Grads, grad_outputs: _Grads) -> None:
         order.append(nid)
         try:
-            if not pause.paused:  # the first node of a pass
+            if not pause.running:  # the first node of a pass
                 pause.start()
             if out_edge is not None and grad_outputs and grad_outputs[0] is not None:
                 pending.append((out_edge, norm_of(grad_outputs[0])))

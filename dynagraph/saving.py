@@ -132,6 +132,7 @@ def _encode(view: _View) -> dict[str, Any]:
                    edge_norms=[[*e, v] for e, v in view.edge_norms.items()],
                    merged_norms=[[*e, v] for e, v in view.merged_norms.items()],
                    received_norms=[[n, v] for n, v in view.received_norms.items()],
+                   passes=[[*e, k] for e, k in view.passes.items()],
                    notes=[[*e, v] for e, v in view.notes.items()],
                    launches=[dataclasses.asdict(b) for b in view.launches], overview=view.overview)
     return out
@@ -162,6 +163,7 @@ def _backward(d: dict[str, Any]) -> BackwardTrace:
     trace.edge_norms = {(s, t, k): v for s, t, k, v in d["edge_norms"]}
     trace.merged_norms = {(s, t): v for s, t, v in d["merged_norms"]}
     trace.received_norms = {n: v for n, v in d.get("received_norms", [])}  # (files saved before it: none)
+    trace.passes = {(s, t): k for s, t, k in d.get("passes", [])}  # (files saved before it: none)
     trace.notes = {(s, t, k): v for s, t, k, v in d["notes"]}
     trace.launches = [Launch(**b) for b in d["launches"]]
     trace.overview = d.get("overview")

@@ -706,3 +706,49 @@ def test_an_edge_drawn_for_several_edges_carries_all_they_carry_together():
         assert float(label) == pytest.approx(want, rel=6e-3), (a, b)
         several += len(pairs_) > 1
     assert several >= 2  # (the two swishes' boxes, the residual's)
+
+
+class _SinCos(nn.Module):
+    def forward(self, h):
+        self.sin_out = h.sin()  # (kept: a second pass runs back from it alone)
+        return self.sin_out + h.cos()
+
+
+def test_a_drawn_edge_of_edges_from_different_passes_shows_no_norm():
+    """Two passes in one block, the second back from the sine alone: the box's input edge
+    stands for the edges into sin (its norm from pass 2) and cos (pass 1). It showed what
+    the Linear received in pass 2 (the sine's gradient alone), which no pass sent along
+    both: now it shows no norm. An edge of one autograd pair keeps its last pass's norm,
+    and a single pass draws as before (the box edge labelled with what was received)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), _SinCos(), nn.Linear(4, 1))
+    x = torch.randn(2, 4)
+    with dg.track_modules(model):
+        loss = model(x).sum()
+    with dg.trace_backward(loss, params=model, overview=True) as one:
+        loss.backward(retain_graph=True)
+    with dg.trace_backward(loss, params=model, overview=True) as two:
+        loss.backward(retain_graph=True)
+        model[1].sin_out.backward(torch.full_like(model[1].sin_out, 3.0))
+    lin = next(n.id for n in two.nodes if n.module == "0" and n.name == "AddmmBackward0")
+    into = {two.nodes[d].name: k for (s, d), k in two.passes.items() if s == lin}
+    assert into == {"SinBackward0": 1, "CosBackward0": 0}
+    assert one.passes == {} and lin in one.received_norms and lin not in two.received_norms
+    sin = next(n.id for n in two.nodes if n.name == "SinBackward0")
+    sent_back = 3 * model[0](x).detach().double().cos()  # what sin sent the Linear in pass 2
+    assert two.merged_norms[lin, sin] == pytest.approx(sent_back.norm().item(), rel=1e-5)
+    for trace, labelled in ((one, True), (two, False)):
+        pic, dot, _ = _picture.drawing(record_of(trace.graph()), trace._overlays())
+        a, b = pic.edge((lin, sin))
+        assert a != b  # (drawn into the box)
+        labels = re.findall(rf'n{a} -> n{b} \[[^\n]*?<TD>([^<]+)</TD>', dot)
+        assert labels == ([f"{one.received_norms[lin]:.3g}"] if labelled else []), labels
+    saved = dg.load_view(_saved(two))
+    assert saved.passes == two.passes and saved.received_norms == two.received_norms
+
+
+def _saved(view):
+    import tempfile
+    path = tempfile.mkdtemp() + "/v.json"
+    dg.save_view(view, path)
+    return path
