@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import operator
+from typing import Any
 
-__all__ = ["whole_number"]
+__all__ = ["integer_or_same", "whole_number"]
 
 
 def whole_number(value: object, message: str) -> int:
@@ -21,3 +22,14 @@ def whole_number(value: object, message: str) -> int:
         except TypeError:
             pass
     raise TypeError(f"{message}; got {value!r} ({type(value).__name__})")
+
+
+def integer_or_same(value: object) -> Any:  # (what was passed, checked by the caller next)
+    """``value`` as an int where it is an integer of another type (numpy's, torch's: a
+    loop over ``np.arange``), else ``value`` itself, a bool too, for its check to refuse."""
+    if isinstance(value, bool) or type(value) is int:
+        return value
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return value

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from . import _dot, _fonts, _guards, _overview, _roll, _transform, memory, render
+from ._args import integer_or_same
 from ._dot import Overlay
 from ._language import tr
 from ._records import Block, GraphRecord, Node, longest_chain
@@ -104,7 +105,9 @@ def check_title(title: object) -> None:
 
 def check_policy(roll: object, max_nodes: object, depth: object = None, overview: object = None) -> None:
     """Raise ``ValueError`` naming a bad ``roll``, ``max_nodes``, ``depth`` or ``overview``
-    (the one place they are checked)."""
+    (the one place they are checked). A numpy or torch integer is taken as an int: the
+    callers store :func:`dynagraph._args.integer_or_same` of it."""
+    depth, max_nodes = integer_or_same(depth), integer_or_same(max_nodes)
     check_overview(overview)
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
         raise ValueError(f"depth must be an int >= 1 (1 collapses top-level submodules); got {depth!r}")
@@ -216,8 +219,9 @@ def _drawing_of(graph: GraphRecord, pic: Picture, overlay: Overlay | None,
     drawn, series = _mapped(pic, overlay or Overlay())
     g = pic.graph
     legend = _dot.pass_legend(g.nodes)
-    own = (g.title or "") + (tr("; {n} more new, not outlined: inside a rolled loop, a fold or a module box "
-                                "with old ones", n=drawn.unlit) if drawn.unlit else "")
+    unlit = tr("; {n} more new, not outlined: inside a rolled loop, a fold or a module box with old ones",
+               n=drawn.unlit) if drawn.unlit else ""
+    own = _cut_title(g.title or "") + unlit
     title = f"{own}\n{legend}" if own and legend else own or legend or None
     outside = own_title and _fonts.cjk_font() is not None
     if outside and title and _fonts.needs_cjk_font(title):
@@ -235,6 +239,17 @@ def _drawing_of(graph: GraphRecord, pic: Picture, overlay: Overlay | None,
     dot = _dot.to_dot(g.nodes, g.edges, g.module_types, title=title, overlay=drawn, blocks=g.blocks,
                       prune=pic.compact)
     return pic, dot, series
+
+
+TITLE_CHARS = 500  # of a title the picture draws: Graphviz took minutes to set 400,000
+
+
+def _cut_title(title: str) -> str:
+    """``title`` cut to :data:`TITLE_CHARS` characters, and how long it is where it is cut
+    (as a step's source line is)."""
+    if len(title) <= TITLE_CHARS:
+        return title
+    return title[:TITLE_CHARS] + tr("\u2026({n} characters)", n=f"{len(title):,}")
 
 
 def _overview_of(graph: GraphRecord, pic: Picture, overlay: Overlay | None, own_title: bool,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+from ._args import integer_or_same
 from ._picture import MAX_NODES, check_policy, check_title
 from .capture import Params, Roots, capture
 from .graph import Graph
@@ -76,6 +77,7 @@ def draw(roots: Roots, *, params: Params = None, depth: int | None = None,
         >>> sorted(g.counts().items())
         [('AccumulateGrad', 1), ('AddBackward0', 1), ('MulBackward0', 1)]
     """
+    depth, max_nodes = integer_or_same(depth), integer_or_same(max_nodes)  # (np.int64(2): 2)
     check_policy(roll, max_nodes, depth, overview)  # before the walk: fail at once
     check_title(title)
     if not isinstance(memory, bool):

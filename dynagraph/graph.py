@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import _page, _picture, _transform, render
+from ._args import integer_or_same
 from ._language import N_, counted, tr
 from ._records import Block, GraphRecord, Node, kind_word
 from .memory import SavedMemory
@@ -51,6 +52,7 @@ class Graph(_page.View):
                  module_types: dict[str, str] | None = None, title: str | None = None, *,
                  blocks: Iterable[Block] = (), roll: str | bool = "auto",
                  max_nodes: int | None = _picture.MAX_NODES, overview: bool | None = None) -> None:
+        max_nodes = integer_or_same(max_nodes)  # (checked next)
         _picture.check_policy(roll, max_nodes, None, overview)
         _picture.check_title(title)
         self.nodes = nodes
@@ -104,6 +106,7 @@ class Graph(_page.View):
 
     def collapsed(self, depth: int) -> tuple[Graph, dict[int, int]]:
         """Every module at nesting ``depth`` merged into one node, and ``{old id: new id}``."""
+        depth = integer_or_same(depth)  # (checked next)
         _picture.check_policy(self.roll, self.max_nodes, depth)
         nodes, edges, mapping = _transform.collapse(self.nodes, self.edges, self.module_types, depth)
         memory = None if self.memory is None else self.memory.remap(mapping)
@@ -112,6 +115,7 @@ class Graph(_page.View):
     def folded(self, max_nodes: int) -> tuple[Graph, dict[int, int]]:
         """The middle folded into one node so that at most ``max_nodes`` remain, and
         ``{old id: new id}``."""
+        max_nodes = integer_or_same(max_nodes)  # (checked next)
         _picture.check_policy(self.roll, max_nodes)
         folded, mapping = _transform.folded(record_of(self), max_nodes)
         return Graph._of(folded), mapping

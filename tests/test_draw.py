@@ -184,6 +184,38 @@ def test_depth_that_is_no_positive_int_raises(bad):
         dg.draw(x * 2, depth=bad)  # True was taken as depth 1, as max_nodes=True is not
 
 
+def test_numpy_and_torch_integers_are_taken_as_ints(tmp_path):
+    # (a loop over np.arange gives np.int64: it was refused as "must be an int")
+    import numpy as np
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Sequential(nn.Linear(2, 2), nn.Tanh()), nn.Linear(2, 1))
+    with dg.track_modules(model):
+        loss = model(torch.ones(1, 2)).sum()
+    want = dg.draw(loss, params=model, depth=1, max_nodes=10)
+    for depth, max_nodes in ((np.int64(1), np.int32(10)), (torch.tensor(1), torch.tensor(10))):
+        g = dg.draw(loss, params=model, depth=depth, max_nodes=max_nodes)
+        assert type(g.max_nodes) is int and g.to_dot() == want.to_dot()
+        assert g.collapsed(np.int64(1))[0].to_dot() == want.collapsed(1)[0].to_dot()
+        dg.save_view(g, tmp_path / "v.json")  # (JSON takes an int, not an np.int64)
+    with pytest.raises(ValueError, match="depth must be an int >= 1"):
+        dg.draw(loss, depth=np.float64(1))
+
+
+def test_a_title_of_400000_characters_is_drawn_cut_and_says_how_long_it_was():
+    # (Graphviz set it for over 60 s, then the error blamed the graph's size)
+    from dynagraph._picture import TITLE_CHARS
+
+    x = torch.ones(2, requires_grad=True)
+    title = "loss of " + "x" * 400_000
+    dot = dg.draw((x * 2).sum(), title=title).to_dot()
+    (label,) = re.findall(r"labelloc=t label=(.*)", dot)
+    assert title[:TITLE_CHARS] in label and title[:TITLE_CHARS + 1] not in label
+    assert "\u2026(400,008 characters)" in label
+    short = dg.draw((x * 2).sum(), title="x" * TITLE_CHARS).to_dot()
+    assert "characters)" not in short
+
+
 def test_max_nodes_one_raises():
     x = torch.ones(1, requires_grad=True)
     with pytest.raises(ValueError, match=r"max_nodes must be an int >= 2 or None .*got 1"):

@@ -444,3 +444,13 @@ def test_n6_pdb_shows_only_what_the_notebooks_function_has(first_try):
     assert "def forward(x, debugger):" in listing, listing
     for message in (args, listing):
         assert "made" not in message, message
+
+
+def test_keys_of_one_notebook_take_its_number_any_way_and_refuse_one_without_exercises():
+    first = exercises.keys("01")
+    assert first and all(k.startswith("01.") for k in first)
+    assert exercises.keys("1") == exercises.keys(1) == first  # ("1" gave [] before)
+    assert set(exercises.keys()) >= set(first)
+    for bad in ("13", "1b", True):
+        with pytest.raises(ValueError, match=rf"no exercises for notebook {re.escape(repr(bad))}; .* 01, 02"):
+            exercises.keys(bad)

@@ -175,7 +175,7 @@ def _lookup(key: str) -> Exercise:
         _import_all()
     if key not in _EXERCISES:
         notebook = key.split(".", 1)[0]
-        known = keys(notebook)
+        known = [k for k in keys() if k.split(".")[0] == notebook]
         where = f"notebook {notebook} has " if known else "the exercises are "
         where += ", ".join(known or keys())
         raise ValueError(f"no exercise {key!r}; {where}. Use the key that the exercise's check cell "
@@ -183,11 +183,25 @@ def _lookup(key: str) -> Exercise:
     return _EXERCISES[key]
 
 
-def keys(notebook: str | None = None) -> list[str]:
+def keys(notebook: str | int | None = None) -> list[str]:
     """The exercise keys of every notebook (all their checks are imported), optionally
-    only those of one notebook ("01")."""
+    only those of one notebook ("01"; 1 and "1" name it too).
+
+    Raises:
+        ValueError: no notebook of that number has exercises (the message lists those that do).
+    """
     _import_all()
-    return sorted(k for k in _EXERCISES if notebook is None or k.split(".")[0] == notebook)
+    every = sorted(_EXERCISES)
+    if notebook is None:
+        return every
+    whole = isinstance(notebook, int) and not isinstance(notebook, bool)
+    name = f"{notebook:02d}" if whole else str(notebook)
+    name = name.zfill(2) if name.isdigit() else name
+    found = [k for k in every if k.split(".")[0] == name]
+    if not found:
+        raise ValueError(f"no exercises for notebook {notebook!r}; the notebooks with exercises are "
+                         f"{', '.join(sorted({k.split('.')[0] for k in every}))} (such as keys('01'))")
+    return found
 
 
 def grade(key: str, answer: Any) -> Result:
