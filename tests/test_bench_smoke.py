@@ -192,6 +192,10 @@ def test_views_verdicts_against_the_targets(views):
                                                "live": {"s": 1.2, "displays": 0},
                                                "view": {"s": 1.6, "displays": 2}})
     assert passed and "| view | 1.60 | 1.60x | 1.33x | 2 | PASS (target <= 1.5x the live loop) |" in lines
+    lines, passed = views.overhead_lines(20, {"plain": {"s": 0.005, "displays": 0},  # (--quick's loop)
+                                              "live": {"s": 0.01, "displays": 0},
+                                              "view": {"s": 0.2, "displays": 1}})
+    assert passed is None and any("| not judged (20 steps: the final redraw alone" in ln for ln in lines)
 
 
 def test_views_models_cover_the_brief(views):
