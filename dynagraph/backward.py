@@ -212,7 +212,7 @@ def trace_backward(roots: Roots, *, params: Params = None,
         _guards.remove_hooks(handles)  # again: it finishes a first run that an interrupt cut short
         pause.resume()
         fns.clear()
-        _guards.paused_gc(_read, pending, trace, pause.starts)
+        _guards.paused_gc(_read, pending, trace, pause.segments)
     if not trace.order:  # the block finished without running any hooked node
         warnings.warn("trace_backward: no backward ran inside the block (0 node runs); call "
                       "loss.backward() inside the `with` block, on the tensor you passed as roots",
@@ -220,66 +220,73 @@ def trace_backward(roots: Roots, *, params: Params = None,
 
 
 class _Pause:
-    """Python's garbage collector paused while a traced backward pass runs, and where
-    each pass's norms start in ``pending``.
+    """Python's garbage collector paused while a traced backward pass runs, and which
+    pass each of the norms in ``pending`` is from.
 
     The hooks make a tensor per gradient norm (5,000 in a packed GRU's backward), and
     every 700 new objects start a collection; some become full ones over every object
     of the process (~100 ms where ``transformers`` is loaded). The first hook of a pass
     pauses the collector, and autograd's end-of-pass callback starts it again; so does
     the end of the block, when a backward raised (the callback then never runs). A
-    collector that was already paused stays paused. ``starts`` holds the index in
-    ``pending`` of each pass's first norm; ``None`` where torch has no end-of-pass
-    callback to tell passes apart.
+    collector that was already paused stays paused.
+
+    A pass is known by the id autograd gives each run of its engine: a pass that raised
+    ends without its callback, so the callback alone ran it on into the next pass.
+    ``segments`` holds ``(index in pending, pass number)`` where the norms of a pass
+    start (0 the first pass; a backward run inside a node of another, then the outer
+    one again, make three segments of two passes); ``None`` where torch has no
+    end-of-pass callback. Where torch gives no ids, a pass starts after one ended.
     """
 
     def __init__(self, pending: _Norms) -> None:
         self.paused = False
-        self.running = False  # a pass has started and not ended
         self.pending = pending
-        self.starts: list[int] | None = []
+        self.segments: list[tuple[int, int]] | None = []
+        self.task = -1  # the id of the pass the last hook ran in (torch's ids start at 0)
+        self.numbers: dict[int, int] = {}  # pass id -> pass number
+        self.ended = 0  # passes ended: the ids where torch gives none
+        self.task_id: Callable[[], int] = _torch.graph_task_id_reader() or (lambda: self.ended)
 
-    def start(self) -> None:
-        if self.running:
-            return
-        self.running = True  # first: an interrupt after it still finds the pass to end
-        if self.starts is not None:
-            self.starts.append(len(self.pending))
+    def start(self, task: int) -> None:
+        self.task = task  # first: an interrupt after it finds the collector as the block's end expects
+        if self.segments is not None:
+            self.segments.append((len(self.pending), self.numbers.setdefault(task, len(self.numbers))))
         if gc.isenabled():
             self.paused = True  # first: an interrupt after it still finds the collector to restart
             gc.disable()
         try:
             _torch.queue_engine_callback(self.resume)
         except Exception:  # noqa: BLE001 - no engine callbacks (another torch): no pause, no passes
-            self.starts = None
+            self.segments = None
             self.resume()
 
     def resume(self) -> None:
-        self.running = False
+        self.ended += 1
         if self.paused:
             gc.enable()  # then the flag: an interrupt between the two leaves it to a later call
             self.paused = False
 
 
-def _passes(keys: Sequence[tuple[int, ...]], starts: list[int], trace: BackwardTrace) -> None:
+def _passes(keys: Sequence[tuple[int, ...]], segments: list[tuple[int, int]], trace: BackwardTrace) -> None:
     """Where the block ran several passes: the pass each pair's norm is from, as
     ``trace.passes`` (the last pass wins, as for the norms); a node's received norm is
     dropped where its consumers' norms are not all from the pass it is from (a later
-    pass ran only some of them: the sum of the last norms is no gradient autograd made)."""
-    bounds, k = starts[1:], 0
+    pass ran only some of them: the sum of the last norms is no gradient autograd made).
+    ``segments``: see :class:`_Pause`."""
+    bounds, k, number = segments[1:], 0, segments[0][1]
     received: dict[int, int] = {}
     for i, key in enumerate(keys):
-        while k < len(bounds) and i >= bounds[k]:
-            k += 1
+        while k < len(bounds) and i >= bounds[k][0]:
+            number, k = bounds[k][1], k + 1
         if len(key) == 1:
-            received[key[0]] = k
+            received[key[0]] = number
         else:
-            trace.passes[key[0], key[1]] = k
+            trace.passes[key[0], key[1]] = number
     passes_of: dict[int, set[int]] = {}
-    for (src, _), k in trace.passes.items():
-        passes_of.setdefault(src, set()).add(k)
-    for src, k in received.items():
-        if passes_of.get(src, {k}) != {k}:
+    for (src, _), number in trace.passes.items():
+        passes_of.setdefault(src, set()).add(number)
+    for src, number in received.items():
+        if passes_of.get(src, {number}) != {number}:
             trace.received_norms.pop(src, None)
 
 
@@ -293,14 +300,15 @@ def _add_hooks(fns: list, slots: dict[int, list], roots_of: dict[int, int], orde
             handles.append(fn.register_hook(hook))
 
 
-def _read(pending: _Norms, trace: BackwardTrace, starts: list[int] | None = None) -> None:
+def _read(pending: _Norms, trace: BackwardTrace, segments: list[tuple[int, int]] | None = None) -> None:
     """Read all queued norms into ``trace.edge_norms`` and ``trace.merged_norms`` with one
     synchronisation; notes aside. An edge alone between its two nodes is its own merged norm.
-    ``starts``: where each pass's norms start in ``pending`` (see :func:`_passes`)."""
-    keys = [key for key, _ in pending] if starts is not None and len(starts) > 1 else None
+    ``segments``: which pass the norms of ``pending`` are from (see :class:`_Pause`)."""
+    several = segments is not None and len({number for _, number in segments}) > 1
+    keys = [key for key, _ in pending] if several else None
     _read_all(pending, trace)
-    if keys is not None and starts is not None:
-        _passes(keys, starts, trace)
+    if keys is not None and segments is not None:
+        _passes(keys, segments, trace)
 
 
 def _read_all(pending: _Norms, trace: BackwardTrace) -> None:
@@ -382,8 +390,9 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
     def hook(grad_inputs: _Grads, grad_outputs: _Grads) -> None:
         order.append(nid)
         try:
-            if not pause.running:  # the first node of a pass
-                pause.start()
+            task = pause.task_id()
+            if task != pause.task:  # the first node of a pass (or of the outer pass again)
+                pause.start(task)
             if out_edge is not None and grad_outputs and grad_outputs[0] is not None:
                 pending.append((out_edge, norm_of(grad_outputs[0])))
             if fanout:

@@ -752,3 +752,42 @@ def _saved(view):
     path = tempfile.mkdtemp() + "/v.json"
     dg.save_view(view, path)
     return path
+
+
+def test_a_pass_that_raised_is_not_run_on_into_the_next():
+    """Three passes: all of it, one that raises as it reaches the first Linear (after sin
+    and cos sent it their gradients), one back from the sine alone. The raised pass ran no
+    end-of-pass callback, so its norms and the third pass's were taken as one pass: the
+    box's input edge stood for cos's edge (pass 2) and sin's (pass 3) and showed what the
+    Linear received in pass 3. Each pass is now known by autograd's id of its run: cos's
+    edge is from pass 1, sin's from pass 2 (0 the first), and that edge shows no norm.
+    The collector, paused by the raised pass, runs again when the next pass ends."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), _SinCos(), nn.Linear(4, 1))
+    x = torch.randn(2, 4)
+    with dg.track_modules(model):
+        loss = model(x).sum()
+    h = model[1].sin_out.grad_fn.next_functions[0][0]  # the first Linear's node
+
+    def boom(grad_inputs, grad_outputs):
+        raise RuntimeError("boom")
+
+    with dg.trace_backward(loss, params=model, overview=True) as bt:
+        loss.backward(retain_graph=True)
+        handle = h.register_prehook(lambda grad_outputs: boom(None, grad_outputs))
+        with pytest.raises(RuntimeError, match="boom"):
+            loss.backward(retain_graph=True)
+        handle.remove()
+        model[1].sin_out.backward(torch.full_like(model[1].sin_out, 3.0))
+        assert gc.isenabled()
+    lin = next(n.id for n in bt.nodes if n.module == "0" and n.name == "AddmmBackward0")
+    into = {bt.nodes[d].name: k for (s, d), k in bt.passes.items() if s == lin}
+    assert into == {"SinBackward0": 2, "CosBackward0": 1}
+    assert lin not in bt.received_norms
+    sin = next(n.id for n in bt.nodes if n.name == "SinBackward0")
+    sent_back = 3 * model[0](x).detach().double().cos()  # what sin sent the Linear in pass 3
+    assert bt.merged_norms[lin, sin] == pytest.approx(sent_back.norm().item(), rel=1e-5)
+    pic, dot, _ = _picture.drawing(record_of(bt.graph()), bt._overlays())
+    a, b = pic.edge((lin, sin))
+    assert a != b  # (drawn into the box)
+    assert re.findall(rf'n{a} -> n{b} \[[^\n]*?<TD>([^<]+)</TD>', dot) == []
