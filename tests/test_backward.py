@@ -791,3 +791,33 @@ def test_a_pass_that_raised_is_not_run_on_into_the_next():
     a, b = pic.edge((lin, sin))
     assert a != b  # (drawn into the box)
     assert re.findall(rf'n{a} -> n{b} \[[^\n]*?<TD>([^<]+)</TD>', dot) == []
+
+
+def test_a_rolled_edge_of_iterations_from_different_passes_shows_no_norm():
+    """Two passes through an RNNCell over 25 steps: all of it, then back from the state
+    at step 10 with a gradient 100 times larger. A rolled edge stands for one edge per
+    iteration: the first ten's last norms are from pass 2, the rest from pass 1. It was
+    labelled with the largest of them all, and the loop's strip ran pass 2's iterations
+    into pass 1's (a jump at step 10 no pass made): now neither is drawn. The series keeps
+    each iteration's own norm; one pass draws both as before."""
+    torch.manual_seed(0)
+    cell = nn.RNNCell(3, 3)
+    x = torch.randn(2, 3)
+    h, states = torch.zeros(2, 3), []
+    for _ in range(25):
+        h = cell(x, h)
+        states.append(h)
+    loss = h.sum()
+    with dg.trace_backward(loss, params=cell, overview=False) as one:
+        loss.backward(retain_graph=True)
+    with dg.trace_backward(loss, params=cell, overview=False) as two:
+        loss.backward(retain_graph=True)
+        states[9].backward(100 * torch.ones_like(states[9]), retain_graph=True)
+    for trace, drawn in ((one, True), (two, False)):
+        pic, dot, series = _picture.drawing(record_of(trace.graph()), trace._overlays())
+        (block,) = pic.graph.blocks
+        out, _ = _picture._mapped(pic, trace._overlays())
+        assert all((e in out.edge_norms) == drawn for e in block.loops), trace.passes
+        assert (0 in out.block_notes) == drawn
+        assert series  # (per iteration)
+    assert sorted(set(two.passes.values())) == [0, 1]
