@@ -311,18 +311,18 @@ def _mapped(pic: Picture, overlay: Overlay) -> tuple[Overlay, Series]:
     for new, (edge, *more) in sources.items():
         if not more and edge in overlay.parallel_norms:  # drawn one to one: each edge its own norm
             out.parallel_norms[new] = overlay.parallel_norms[edge]
-    mixed = ({new for new, pairs in sources.items() if len({overlay.passes.get(p) for p in pairs}) > 1}
-             if overlay.passes else set())  # (a rolled edge: its iterations' last norms from several passes)
+    across = ({drawn for drawn, pairs in sources.items() if len({overlay.passes.get(p) for p in pairs}) > 1}
+              if overlay.passes else set())  # (a rolled edge: its iterations' last norms from several passes)
     series: dict[tuple[int, int], list[float | None]] = {}
     for edge, values in by_edge.items():
         known = [v for v in values.values() if v is not None]
         finite = [v for v in known if math.isfinite(v)]
-        if known and edge not in mixed:  # (none: edges whose gradients add up in ways no norm tells)
+        if known and edge not in across:  # (none: edges whose gradients add up in ways no norm tells)
             out.edge_norms[edge] = max(finite) if finite else math.inf
         if len(values) > 1:
             series[edge] = [values.get(k) for k in range(max(values) + 1)]
     what = "tangent" if overlay.forward else "grad"
-    out.block_notes = _sparklines(pic, series, what, mixed)  # (every iteration)
+    out.block_notes = _sparklines(pic, series, what, across)  # (every iteration)
     return out, {f"{a}-{b}": [_round(v) for v in s] for (a, b), s in _capped(pic, series).items()}
 
 
