@@ -53,8 +53,9 @@ class BackwardTrace(Replay):
             several of those edges as one (into a module box) shows this. Where the
             block ran several passes, only if all its consumers' norms are from its pass.
         passes: ``{(src, dst): pass}`` where the block ran several backward passes:
-            which pass (0 the first) the norm of ``(src, dst)`` is from (empty for one
-            pass). A drawn edge that stands for edges of different passes shows no norm.
+            which pass (0 the first; one that raised counts) the norm of ``(src, dst)`` is
+            from (empty for one pass). A drawn edge that stands for edges of different
+            passes shows no norm, nor does a rolled edge whose iterations' are.
         notes: ``{(src, dst, slot): reason}`` for edges whose gradient has no norm to
             read (the ``meta`` device, a layout torch cannot reduce); they are not in
             ``edge_norms``.
