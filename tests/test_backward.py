@@ -821,3 +821,55 @@ def test_a_rolled_edge_of_iterations_from_different_passes_shows_no_norm():
         assert (0 in out.block_notes) == drawn
         assert series  # (per iteration)
     assert sorted(set(two.passes.values())) == [0, 1]
+
+
+@pytest.mark.parametrize("run", ["a loss with a term outside the roots", "a gradient penalty"])
+def test_a_box_edge_shows_no_received_norm_that_holds_gradient_from_outside_the_graph(run):
+    """The first Linear's output h is read by sin and cos (one box) and by a term the
+    traced graph does not hold: ``aux = 10 * h`` added to the loss, or the backward graph
+    of ``create_graph=True`` that a gradient penalty runs back through. What h's node
+    received then held that term too: the box's input edge showed 28.7 where sin and cos
+    sent it 0.76 and 0.37 (the penalty: 8.8, where they sent 10.3 and 5.8). A run of the engine with a root outside the traced graph now
+    keeps no received norm; each pair keeps its own norm, what its consumer sent."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), _SinCos(), nn.Linear(4, 1))
+    with dg.track_modules(model):
+        h = model[0](torch.randn(2, 4))
+        loss = model[2](model[1](h)).sum()
+    with dg.trace_backward(loss, params=model, overview=True) as bt:
+        sent, handles = _received(loss, model)
+        if run == "a gradient penalty":
+            gs = torch.autograd.grad(loss, [model[0].weight, model[2].weight], create_graph=True)
+            sent.clear()  # (the penalty's pass alone)
+            sum((g * g).sum() for g in gs).backward()
+        else:
+            (loss + (10 * h).sum()).backward()
+    for handle in handles:
+        handle.remove()
+    lin = next(n.id for n in bt.nodes if n.module == "0" and n.name == "AddmmBackward0")
+    assert lin not in bt.received_norms
+    into = {(s, d) for s, d in bt.edges if s == lin}
+    for pair in into:  # (each pair: what its consumer sent, in float64 from plain hooks)
+        assert bt.merged_norms[pair] == pytest.approx(sent[(*pair, 0)].norm().item(), rel=1e-5)
+    pic, dot, _ = _picture.drawing(record_of(bt.graph()), bt._overlays())
+    a, b = pic.edge(next(iter(into)))
+    assert a != b and re.findall(rf'n{a} -> n{b} \[[^\n]*?<TD>([^<]+)</TD>', dot) == []
+
+
+def test_trace_backward_puts_the_engine_entry_back_whatever_order_blocks_end_in():
+    """trace_backward watches the engine's entry (each run's roots) while a block is open;
+    overlapping blocks, its own or track_passes', ending in any order leave torch's."""
+    torch_entry = torch.autograd._engine_run_backward
+    x = torch.randn(3, requires_grad=True)
+    y = (x.exp() * x).sum()
+    a, b = dg.trace_backward(y), dg.trace_backward(y)
+    a.__enter__()
+    b.__enter__()
+    assert torch.autograd._engine_run_backward is not torch_entry
+    y.backward(retain_graph=True)
+    a.__exit__(None, None, None)
+    b.__exit__(None, None, None)
+    assert torch.autograd._engine_run_backward is torch_entry
+    with dg.track_passes(), dg.trace_backward(y) as bt:
+        y.backward(retain_graph=True)
+    assert torch.autograd._engine_run_backward is torch_entry and bt.order
