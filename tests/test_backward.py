@@ -823,13 +823,14 @@ def test_a_rolled_edge_of_iterations_from_different_passes_shows_no_norm():
     assert sorted(set(two.passes.values())) == [0, 1]
 
 
-@pytest.mark.parametrize("run", ["a loss with a term outside the roots", "a gradient penalty"])
+@pytest.mark.parametrize("run", ["a loss with a term outside the roots", "a gradient penalty", "h a root too"])
 def test_a_box_edge_shows_no_received_norm_that_holds_gradient_from_outside_the_graph(run):
     """The first Linear's output h is read by sin and cos (one box) and by a term the
     traced graph does not hold: ``aux = 10 * h`` added to the loss, or the backward graph
     of ``create_graph=True`` that a gradient penalty runs back through. What h's node
     received then held that term too: the box's input edge showed 28.7 where sin and cos
-    sent it 0.76 and 0.37 (the penalty: 8.8, where they sent 10.3 and 5.8). A run of the engine with a root outside the traced graph now
+    sent it 0.76 and 0.37 (the penalty: 8.8, where they sent 10.3 and 5.8); so did
+    backward([loss, h]), h sent the gradient given for it besides. A run of the engine with a root outside the traced graph now
     keeps no received norm; each pair keeps its own norm, what its consumer sent."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 4), _SinCos(), nn.Linear(4, 1))
@@ -842,6 +843,8 @@ def test_a_box_edge_shows_no_received_norm_that_holds_gradient_from_outside_the_
             gs = torch.autograd.grad(loss, [model[0].weight, model[2].weight], create_graph=True)
             sent.clear()  # (the penalty's pass alone)
             sum((g * g).sum() for g in gs).backward()
+        elif run == "h a root too":  # (h is sent 10s directly, besides what sin and cos send)
+            torch.autograd.backward([loss, h], [torch.ones_like(loss), torch.full_like(h, 10.0)])
         else:
             (loss + (10 * h).sum()).backward()
     for handle in handles:
