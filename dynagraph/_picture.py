@@ -311,15 +311,18 @@ def _mapped(pic: Picture, overlay: Overlay) -> tuple[Overlay, Series]:
     for new, (edge, *more) in sources.items():
         if not more and edge in overlay.parallel_norms:  # drawn one to one: each edge its own norm
             out.parallel_norms[new] = overlay.parallel_norms[edge]
+    across = ({drawn for drawn, pairs in sources.items() if len({overlay.passes.get(p) for p in pairs}) > 1}
+              if overlay.passes else set())  # (a rolled edge: its iterations' last norms from several passes)
     series: dict[tuple[int, int], list[float | None]] = {}
     for edge, values in by_edge.items():
         known = [v for v in values.values() if v is not None]
         finite = [v for v in known if math.isfinite(v)]
-        if known:  # (none: it stands for edges whose gradients add up in ways no norm tells)
+        if known and edge not in across:  # (none: edges whose gradients add up in ways no norm tells)
             out.edge_norms[edge] = max(finite) if finite else math.inf
         if len(values) > 1:
             series[edge] = [values.get(k) for k in range(max(values) + 1)]
-    out.block_notes = _sparklines(pic, series, "tangent" if overlay.forward else "grad")  # (every iteration)
+    what = "tangent" if overlay.forward else "grad"
+    out.block_notes = _sparklines(pic, series, what, across)  # (every iteration)
     return out, {f"{a}-{b}": [_round(v) for v in s] for (a, b), s in _capped(pic, series).items()}
 
 
@@ -398,13 +401,14 @@ def _round(v: float | None) -> float | None:
 
 
 def _sparklines(pic: Picture, series: dict[tuple[int, int], list[float | None]],
-                what: str = "grad") -> dict[int, str]:
+                what: str = "grad", mixed: set[tuple[int, int]] | None = None) -> dict[int, str]:
     """Per rolled block, the norm of ``what`` (a gradient, or a tangent) along its loop edges
-    by iteration, as text."""
+    by iteration, as text; none for a block with a loop edge in ``mixed`` (its iterations'
+    norms are from different backward passes: no pass sent that strip)."""
     notes = {}
     for k, block in enumerate(pic.graph.blocks):
         rows = [series[e] for e in block.loops if e in series]
-        if not rows:
+        if not rows or (mixed and any(e in mixed for e in block.loops)):
             continue
         n = max(map(len, rows))
         per_it = [math.sqrt(sum((r[i] or 0.0) ** 2 for r in rows if i < len(r))) for i in range(n)]

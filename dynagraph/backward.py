@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from typing import Any
 
 import torch
 from torch.utils.hooks import RemovableHandle
 
 from . import _guards, _picture, _tags, _torch, ddp
 from ._dot import Overlay
+from ._guards import guarded
 from ._language import N_, counted, tr
 from ._records import Node, consumers_of
 from ._replay import Replay
@@ -51,10 +54,13 @@ class BackwardTrace(Replay):
             consumers was sent, as autograd summed it (its hook's incoming gradient; the
             outputs of a node with several taken as one vector). A picture that draws
             several of those edges as one (into a module box) shows this. Where the
-            block ran several passes, only if all its consumers' norms are from its pass.
+            block ran several passes, only if all its consumers' norms are from its pass;
+            and only from a backward whose roots are all in the graph (else consumers the
+            graph does not have may have sent it gradient too).
         passes: ``{(src, dst): pass}`` where the block ran several backward passes:
-            which pass (0 the first) the norm of ``(src, dst)`` is from (empty for one
-            pass). A drawn edge that stands for edges of different passes shows no norm.
+            which pass (0 the first; one that raised counts) the norm of ``(src, dst)`` is
+            from (empty for one pass). A drawn edge that stands for edges of different
+            passes shows no norm, nor does a rolled edge whose iterations' are.
         notes: ``{(src, dst, slot): reason}`` for edges whose gradient has no norm to
             read (the ``meta`` device, a layout torch cannot reduce); they are not in
             ``edge_norms``.
@@ -154,7 +160,10 @@ def trace_backward(roots: Roots, *, params: Params = None,
     node ran and takes the norm of each gradient the node sends to its inputs (on
     the device, no synchronisation). On exit the hooks are removed, even if the
     block raises or an interrupt (Ctrl-C) lands while they are added or removed,
-    and all norms are read with one synchronisation.
+    and all norms are read with one synchronisation. While the block is open, the
+    engine's entry (``torch.autograd._engine_run_backward``) is wrapped, as in
+    :func:`track_passes`, to see each backward's roots: a node's ``received_norms``
+    is kept only from a backward whose roots are all in the traced graph.
 
     Args:
         roots: The tensor(s) you will call ``backward()`` on (as for :func:`draw`).
@@ -199,20 +208,26 @@ def trace_backward(roots: Roots, *, params: Params = None,
     pending: _Norms = []
     handles: list[RemovableHandle] = []
     pause = _Pause(pending)
+    runs = _Runs(fns, pause, fanout)
     try:
         try:
             _guards.paused_gc(_add_hooks, fns, slots, roots_of, trace.order, pending, handles, pause, fanout)
             del slots  # the hooks hold the graph only until removed
+            guarded(_lock, _opened, runs)
             with ddp.launches_of(params, trace) if ddp.is_ddp(params) else contextlib.nullcontext():
                 yield trace
         finally:
             _guards.remove_hooks(handles)
+            guarded(_lock, _closed, runs)
             pause.resume()  # a backward that raised never ran its end-of-pass callback
     finally:
         _guards.remove_hooks(handles)  # again: it finishes a first run that an interrupt cut short
+        guarded(_lock, _closed, runs)
         pause.resume()
         fns.clear()
-        _guards.paused_gc(_read, pending, trace, pause.starts)
+        runs.inside.clear()
+        runs.fed.clear()
+        _guards.paused_gc(_read, pending, trace, pause.segments, pause.outside_passes)
     if not trace.order:  # the block finished without running any hooked node
         warnings.warn("trace_backward: no backward ran inside the block (0 node runs); call "
                       "loss.backward() inside the `with` block, on the tensor you passed as roots",
@@ -220,67 +235,149 @@ def trace_backward(roots: Roots, *, params: Params = None,
 
 
 class _Pause:
-    """Python's garbage collector paused while a traced backward pass runs, and where
-    each pass's norms start in ``pending``.
+    """Python's garbage collector paused while a traced backward pass runs, and which
+    pass each of the norms in ``pending`` is from.
 
     The hooks make a tensor per gradient norm (5,000 in a packed GRU's backward), and
     every 700 new objects start a collection; some become full ones over every object
     of the process (~100 ms where ``transformers`` is loaded). The first hook of a pass
     pauses the collector, and autograd's end-of-pass callback starts it again; so does
     the end of the block, when a backward raised (the callback then never runs). A
-    collector that was already paused stays paused. ``starts`` holds the index in
-    ``pending`` of each pass's first norm; ``None`` where torch has no end-of-pass
-    callback to tell passes apart.
+    collector that was already paused stays paused.
+
+    A pass is known by the id autograd gives each run of its engine: a pass that raised
+    ends without its callback, so the callback alone ran it on into the next pass.
+    ``segments`` holds ``(index in pending, pass number)`` where the norms of a pass
+    start (0 the first pass; a backward run inside a node of another, then the outer
+    one again, make three segments of two passes); ``None`` where torch has no
+    end-of-pass callback. Where torch gives no ids, a pass starts after one ended.
     """
 
     def __init__(self, pending: _Norms) -> None:
         self.paused = False
-        self.running = False  # a pass has started and not ended
         self.pending = pending
-        self.starts: list[int] | None = []
+        self.segments: list[tuple[int, int]] | None = []
+        self.task = -1  # the id of the pass the last hook ran in (torch's ids start at 0)
+        self.numbers: dict[int, int] = {}  # pass id -> pass number
+        self.ended = 0  # passes ended: the ids where torch gives none
+        self.task_id: Callable[[], int] = _torch.graph_task_id_reader() or (lambda: self.ended)
+        self.outside = False  # the engine's last run has a root outside the traced graph (see _Runs)
+        self.outside_passes: set[int] = set()  # the numbers of the passes that had
 
-    def start(self) -> None:
-        if self.running:
-            return
-        self.running = True  # first: an interrupt after it still finds the pass to end
-        if self.starts is not None:
-            self.starts.append(len(self.pending))
+    def start(self, task: int) -> None:
+        self.task = task  # first: an interrupt after it finds the collector as the block's end expects
+        number = self.numbers.get(task)
+        if number is None:  # a new pass (not the outer pass again)
+            number = self.numbers[task] = len(self.numbers)
+            if self.outside:
+                self.outside_passes.add(number)
+            self.outside = False
+        if self.segments is not None:
+            self.segments.append((len(self.pending), number))
         if gc.isenabled():
             self.paused = True  # first: an interrupt after it still finds the collector to restart
             gc.disable()
         try:
             _torch.queue_engine_callback(self.resume)
         except Exception:  # noqa: BLE001 - no engine callbacks (another torch): no pause, no passes
-            self.starts = None
+            self.segments = None
             self.resume()
 
     def resume(self) -> None:
-        self.running = False
+        self.ended += 1
         if self.paused:
             gc.enable()  # then the flag: an interrupt between the two leaves it to a later call
             self.paused = False
 
 
-def _passes(keys: Sequence[tuple[int, ...]], starts: list[int], trace: BackwardTrace) -> None:
+def _passes(keys: Sequence[tuple[int, ...]], segments: list[tuple[int, int]], trace: BackwardTrace,
+            several: bool = True, outside: Collection[int] = ()) -> None:
     """Where the block ran several passes: the pass each pair's norm is from, as
     ``trace.passes`` (the last pass wins, as for the norms); a node's received norm is
     dropped where its consumers' norms are not all from the pass it is from (a later
-    pass ran only some of them: the sum of the last norms is no gradient autograd made)."""
-    bounds, k = starts[1:], 0
+    pass ran only some of them: the sum of the last norms is no gradient autograd made),
+    or where that pass is one of ``outside`` (it may hold gradient from consumers the
+    graph does not have). ``segments``: see :class:`_Pause`."""
+    bounds, k, number = segments[1:], 0, segments[0][1]
     received: dict[int, int] = {}
     for i, key in enumerate(keys):
-        while k < len(bounds) and i >= bounds[k]:
-            k += 1
+        while k < len(bounds) and i >= bounds[k][0]:
+            number, k = bounds[k][1], k + 1
         if len(key) == 1:
-            received[key[0]] = k
-        else:
-            trace.passes[key[0], key[1]] = k
+            received[key[0]] = number
+        elif several:
+            trace.passes[key[0], key[1]] = number
     passes_of: dict[int, set[int]] = {}
-    for (src, _), k in trace.passes.items():
-        passes_of.setdefault(src, set()).add(k)
-    for src, k in received.items():
-        if passes_of.get(src, {k}) != {k}:
+    for (src, _), number in trace.passes.items():
+        passes_of.setdefault(src, set()).add(number)
+    for src, number in received.items():
+        if number in outside or passes_of.get(src, {number}) != {number}:
             trace.received_norms.pop(src, None)
+
+
+class _Runs:
+    """Each run of autograd's engine inside the block, seen at its entry (as
+    :func:`dynagraph.track_passes` sees them), tells ``pause`` whether one of its roots
+    is outside the traced graph: ``(loss + aux).backward()`` where ``aux`` reads a traced
+    tensor, or a gradient penalty's backward through the graph ``create_graph=True``
+    made. Such a run can send a traced node gradient from nodes the graph does not
+    have: what the node received is then more than its consumers in the picture sent.
+    So does a root that is a traced node of several consumers (``fanout``): it is also
+    sent the gradient the run starts from. ``inside`` and ``fed``: the traced graph's
+    nodes, and those of ``fanout`` (both cleared at the block's end)."""
+
+    def __init__(self, fns: Sequence[_torch.GradFn | None], pause: _Pause, fanout: set[int]) -> None:
+        self.inside = {fn for fn in fns if fn is not None}
+        self.fed = {fns[nid] for nid in fanout}
+        self.pause = pause
+
+    def saw(self, outputs: Sequence[torch.Tensor]) -> None:
+        self.pause.outside = any(isinstance(t, torch.Tensor) and t.grad_fn is not None
+                                 and (t.grad_fn not in self.inside or t.grad_fn in self.fed)
+                                 for t in outputs)
+
+
+# The engine's entry is process-wide: it is watched while any block is open, in any thread
+# (blocks may overlap and end in any order), and put back when the last one ends (as
+# dynagraph.passes does for track_passes).
+_lock = threading.Lock()  # one change of what follows at a time
+_open: dict[_Runs, None] = {}  # the open blocks
+_watching: list[tuple[Callable[..., Any], Callable[..., Any]]] = []  # (the entry before, ours) while in place
+
+
+def _watched(run: Callable[..., Any]) -> Callable[..., Any]:
+    """The engine's entry ``run``, telling each open block the roots of each run first."""
+    def engine_run_backward(outputs: Sequence[torch.Tensor], *args: Any, **kwargs: Any) -> Any:
+        for runs in list(_open):
+            runs.saw(outputs)
+        return run(outputs, *args, **kwargs)
+    engine_run_backward.__wrapped__ = run  # type: ignore[attr-defined]
+    return engine_run_backward
+
+
+def _opened(runs: _Runs) -> None:
+    _open[runs] = None  # noted before anything changes, so _closed undoes it all
+    _sync()
+
+
+def _closed(runs: _Runs) -> None:
+    _open.pop(runs, None)
+    _sync()
+
+
+def _sync() -> None:
+    """The engine's entry watched while a block is open, the one before ours once none
+    is. Where another patch was put over ours (it will put ours back), ours stays: it
+    tells no block anything while none is open."""
+    in_place = bool(_watching) and _torch.engine_entry() is _watching[-1][1]
+    if _open and not in_place:
+        run = _torch.engine_entry()
+        if run is not None:
+            _watching.append((run, _watched(run)))
+            _torch.set_engine_entry(_watching[-1][1])
+    elif not _open and in_place:
+        _torch.set_engine_entry(_watching[-1][0])
+        _watching.pop()
 
 
 def _add_hooks(fns: list, slots: dict[int, list], roots_of: dict[int, int], order: list[int],
@@ -293,14 +390,19 @@ def _add_hooks(fns: list, slots: dict[int, list], roots_of: dict[int, int], orde
             handles.append(fn.register_hook(hook))
 
 
-def _read(pending: _Norms, trace: BackwardTrace, starts: list[int] | None = None) -> None:
+def _read(pending: _Norms, trace: BackwardTrace, segments: list[tuple[int, int]] | None = None,
+          outside: Collection[int] = ()) -> None:
     """Read all queued norms into ``trace.edge_norms`` and ``trace.merged_norms`` with one
     synchronisation; notes aside. An edge alone between its two nodes is its own merged norm.
-    ``starts``: where each pass's norms start in ``pending`` (see :func:`_passes`)."""
-    keys = [key for key, _ in pending] if starts is not None and len(starts) > 1 else None
+    ``segments``: which pass the norms of ``pending`` are from (see :class:`_Pause`);
+    ``outside``: the passes with a root outside the graph (see :class:`_Runs`)."""
+    several = segments is not None and len({number for _, number in segments}) > 1
+    keys = [key for key, _ in pending] if several or outside else None
     _read_all(pending, trace)
-    if keys is not None and starts is not None:
-        _passes(keys, starts, trace)
+    if keys is not None and segments is not None:
+        _passes(keys, segments, trace, several, outside)
+    elif outside:  # (no passes told apart: no received norm is known to hold only the graph's)
+        trace.received_norms.clear()
 
 
 def _read_all(pending: _Norms, trace: BackwardTrace) -> None:
@@ -382,8 +484,9 @@ def _hook(nid: int, slots: list[_Slot], output_id: int | None, order: list[int],
     def hook(grad_inputs: _Grads, grad_outputs: _Grads) -> None:
         order.append(nid)
         try:
-            if not pause.running:  # the first node of a pass
-                pause.start()
+            task = pause.task_id()
+            if task != pause.task:  # the first node of a pass (or of the outer pass again)
+                pause.start(task)
             if out_edge is not None and grad_outputs and grad_outputs[0] is not None:
                 pending.append((out_edge, norm_of(grad_outputs[0])))
             if fanout:

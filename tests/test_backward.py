@@ -752,3 +752,127 @@ def _saved(view):
     path = tempfile.mkdtemp() + "/v.json"
     dg.save_view(view, path)
     return path
+
+
+def test_a_pass_that_raised_is_not_run_on_into_the_next():
+    """Three passes: all of it, one that raises as it reaches the first Linear (after sin
+    and cos sent it their gradients), one back from the sine alone. The raised pass ran no
+    end-of-pass callback, so its norms and the third pass's were taken as one pass: the
+    box's input edge stood for cos's edge (pass 2) and sin's (pass 3) and showed what the
+    Linear received in pass 3. Each pass is now known by autograd's id of its run: cos's
+    edge is from pass 1, sin's from pass 2 (0 the first), and that edge shows no norm.
+    The collector, paused by the raised pass, runs again when the next pass ends."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), _SinCos(), nn.Linear(4, 1))
+    x = torch.randn(2, 4)
+    with dg.track_modules(model):
+        loss = model(x).sum()
+    h = model[1].sin_out.grad_fn.next_functions[0][0]  # the first Linear's node
+
+    def boom(grad_inputs, grad_outputs):
+        raise RuntimeError("boom")
+
+    with dg.trace_backward(loss, params=model, overview=True) as bt:
+        loss.backward(retain_graph=True)
+        handle = h.register_prehook(lambda grad_outputs: boom(None, grad_outputs))
+        with pytest.raises(RuntimeError, match="boom"):
+            loss.backward(retain_graph=True)
+        handle.remove()
+        model[1].sin_out.backward(torch.full_like(model[1].sin_out, 3.0))
+        assert gc.isenabled()
+    lin = next(n.id for n in bt.nodes if n.module == "0" and n.name == "AddmmBackward0")
+    into = {bt.nodes[d].name: k for (s, d), k in bt.passes.items() if s == lin}
+    assert into == {"SinBackward0": 2, "CosBackward0": 1}
+    assert lin not in bt.received_norms
+    sin = next(n.id for n in bt.nodes if n.name == "SinBackward0")
+    sent_back = 3 * model[0](x).detach().double().cos()  # what sin sent the Linear in pass 3
+    assert bt.merged_norms[lin, sin] == pytest.approx(sent_back.norm().item(), rel=1e-5)
+    pic, dot, _ = _picture.drawing(record_of(bt.graph()), bt._overlays())
+    a, b = pic.edge((lin, sin))
+    assert a != b  # (drawn into the box)
+    assert re.findall(rf'n{a} -> n{b} \[[^\n]*?<TD>([^<]+)</TD>', dot) == []
+
+
+def test_a_rolled_edge_of_iterations_from_different_passes_shows_no_norm():
+    """Two passes through an RNNCell over 25 steps: all of it, then back from the state
+    at step 10 with a gradient 100 times larger. A rolled edge stands for one edge per
+    iteration: the first ten's last norms are from pass 2, the rest from pass 1. It was
+    labelled with the largest of them all, and the loop's strip ran pass 2's iterations
+    into pass 1's (a jump at step 10 no pass made): now neither is drawn. The series keeps
+    each iteration's own norm; one pass draws both as before."""
+    torch.manual_seed(0)
+    cell = nn.RNNCell(3, 3)
+    x = torch.randn(2, 3)
+    h, states = torch.zeros(2, 3), []
+    for _ in range(25):
+        h = cell(x, h)
+        states.append(h)
+    loss = h.sum()
+    with dg.trace_backward(loss, params=cell, overview=False) as one:
+        loss.backward(retain_graph=True)
+    with dg.trace_backward(loss, params=cell, overview=False) as two:
+        loss.backward(retain_graph=True)
+        states[9].backward(100 * torch.ones_like(states[9]), retain_graph=True)
+    for trace, drawn in ((one, True), (two, False)):
+        pic, dot, series = _picture.drawing(record_of(trace.graph()), trace._overlays())
+        (block,) = pic.graph.blocks
+        out, _ = _picture._mapped(pic, trace._overlays())
+        assert all((e in out.edge_norms) == drawn for e in block.loops), trace.passes
+        assert (0 in out.block_notes) == drawn
+        assert series  # (per iteration)
+    assert sorted(set(two.passes.values())) == [0, 1]
+
+
+@pytest.mark.parametrize("run", ["a loss with a term outside the roots", "a gradient penalty", "h a root too"])
+def test_a_box_edge_shows_no_received_norm_that_holds_gradient_from_outside_the_graph(run):
+    """The first Linear's output h is read by sin and cos (one box) and by a term the
+    traced graph does not hold: ``aux = 10 * h`` added to the loss, or the backward graph
+    of ``create_graph=True`` that a gradient penalty runs back through. What h's node
+    received then held that term too: the box's input edge showed 28.7 where sin and cos
+    sent it 0.76 and 0.37 (the penalty: 8.8, where they sent 10.3 and 5.8); so did
+    backward([loss, h]), h sent the gradient given for it besides. A run of the engine with a root outside the traced graph now
+    keeps no received norm; each pair keeps its own norm, what its consumer sent."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), _SinCos(), nn.Linear(4, 1))
+    with dg.track_modules(model):
+        h = model[0](torch.randn(2, 4))
+        loss = model[2](model[1](h)).sum()
+    with dg.trace_backward(loss, params=model, overview=True) as bt:
+        sent, handles = _received(loss, model)
+        if run == "a gradient penalty":
+            gs = torch.autograd.grad(loss, [model[0].weight, model[2].weight], create_graph=True)
+            sent.clear()  # (the penalty's pass alone)
+            sum((g * g).sum() for g in gs).backward()
+        elif run == "h a root too":  # (h is sent 10s directly, besides what sin and cos send)
+            torch.autograd.backward([loss, h], [torch.ones_like(loss), torch.full_like(h, 10.0)])
+        else:
+            (loss + (10 * h).sum()).backward()
+    for handle in handles:
+        handle.remove()
+    lin = next(n.id for n in bt.nodes if n.module == "0" and n.name == "AddmmBackward0")
+    assert lin not in bt.received_norms
+    into = {(s, d) for s, d in bt.edges if s == lin}
+    for pair in into:  # (each pair: what its consumer sent, in float64 from plain hooks)
+        assert bt.merged_norms[pair] == pytest.approx(sent[(*pair, 0)].norm().item(), rel=1e-5)
+    pic, dot, _ = _picture.drawing(record_of(bt.graph()), bt._overlays())
+    a, b = pic.edge(next(iter(into)))
+    assert a != b and re.findall(rf'n{a} -> n{b} \[[^\n]*?<TD>([^<]+)</TD>', dot) == []
+
+
+def test_trace_backward_puts_the_engine_entry_back_whatever_order_blocks_end_in():
+    """trace_backward watches the engine's entry (each run's roots) while a block is open;
+    overlapping blocks, its own or track_passes', ending in any order leave torch's."""
+    torch_entry = torch.autograd._engine_run_backward
+    x = torch.randn(3, requires_grad=True)
+    y = (x.exp() * x).sum()
+    a, b = dg.trace_backward(y), dg.trace_backward(y)
+    a.__enter__()
+    b.__enter__()
+    assert torch.autograd._engine_run_backward is not torch_entry
+    y.backward(retain_graph=True)
+    a.__exit__(None, None, None)
+    b.__exit__(None, None, None)
+    assert torch.autograd._engine_run_backward is torch_entry
+    with dg.track_passes(), dg.trace_backward(y) as bt:
+        y.backward(retain_graph=True)
+    assert torch.autograd._engine_run_backward is torch_entry and bt.order

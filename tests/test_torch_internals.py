@@ -253,6 +253,16 @@ def test_without_patchable_apply_the_check_says_so(monkeypatch):
         assert not _torch.has_patchable_apply()
 
 
+def test_without_graph_task_ids_passes_are_told_apart_by_their_end(monkeypatch):
+    monkeypatch.setattr(_torch.features, "GRAPH_TASK_ID", "_no_graph_task_id")
+    x = torch.ones(3, requires_grad=True)
+    y = (x.exp() * 2).sum()
+    with _warns("_current_graph_task_id"), dg.trace_backward(y) as bt:
+        y.backward(retain_graph=True)
+        y.backward(retain_graph=True)
+    assert bt.passes and set(bt.passes.values()) == {1}  # two passes (each ended by its callback): the last wins
+
+
 def test_each_missing_feature_warns_once(monkeypatch, recwarn):
     monkeypatch.setattr(_torch.features, "INPUT_METADATA", "_no_input_metadata")
     dg.draw((_x() * 2 + 1).sum())
@@ -646,6 +656,19 @@ def test_internal_own_parameters_are_a_modules_own_in_registration_order():
     assert [(n, p is lin.weight) for n, p in _torch.own_parameters(lin)] == [("weight", True), ("bias", False)]
     assert _torch.own_parameters(lin)[1][1] is None  # registered empty
     assert _torch.own_parameters(nn.Sequential(lin)) == []  # its child's are not its own
+
+
+def test_internal_graph_task_id_is_one_per_backward_run():
+    x = torch.ones(2, requires_grad=True)
+    y = (x.exp() * 2).sum()
+    read = _torch.graph_task_id_reader()
+    ids = []
+    for fn in (y.grad_fn, y.grad_fn.next_functions[0][0]):
+        fn.register_hook(lambda grad_inputs, grad_outputs: ids.append(read()))
+    y.backward(retain_graph=True)
+    torch.autograd.grad(y, x)
+    assert ids[0] == ids[1] != ids[2] == ids[3] and min(ids) >= 0
+    assert read() == -1  # outside a backward
 
 
 def test_internal_engine_callback_runs_once_when_backward_ends():

@@ -8,7 +8,7 @@ import warnings
 import torch
 
 __all__ = ["BACKWARD_CLASS", "CHECKPOINT_ARGS", "CHECKPOINT_HOLDER", "ENGINE_ENTRY", "FEATURES",
-           "FORWARD_CLS", "INPUT_METADATA", "METADATA", "MISSING", "ORIG_MOD", "RAW_SAVED",
+           "FORWARD_CLS", "GRAPH_TASK_ID", "INPUT_METADATA", "METADATA", "MISSING", "ORIG_MOD", "RAW_SAVED",
            "RAW_SAVED_CUSTOM", "SAVED", "SEQUENCE_NR", "missing"]
 
 # Private attribute names, each written once here. The other rooms read them as
@@ -26,6 +26,7 @@ CHECKPOINT_HOLDER = "_Holder"  # torch.utils.checkpoint: what a non-reentrant re
 CHECKPOINT_ARGS = "saved_args"  # on its frame (closed over by the unpack hook): the region's inputs
 ORIG_MOD = "_orig_mod"  # on what torch.compile(model) returns: the model itself
 ENGINE_ENTRY = "_engine_run_backward"  # torch.autograd: what backward() and grad() call to run the engine
+GRAPH_TASK_ID = "_current_graph_task_id"  # torch._C: the id of the backward pass now running
 
 # What the picture loses, or how dynagraph copes, without each feature.
 FEATURES = {
@@ -33,6 +34,8 @@ FEATURES = {
     "_forward_cls": "custom Function nodes are labelled with their node name, not their class",
     "_input_metadata": "op nodes show no shape, dtype or device",
     "_sequence_nr": "ops are ordered by discovery; track_modules and live() cannot tag modules",
+    "_current_graph_task_id": ("trace_backward tells passes apart by their end alone: a pass that "
+                               "raised runs on into the next"),
     "_engine_run_backward": "track_passes cannot see the backward passes: no node gets a derivative order",
     "metadata": "nodes carry no module tags (no grouping by module)",
     "_saved_": "show_saved lists nothing for built-in ops",

@@ -14,10 +14,10 @@ from torch.overrides import TorchFunctionMode
 
 from . import features
 
-__all__ = ["DYNAMO_DIR", "FX_CODE", "compiled_graph_frame", "engine_entry", "has_patchable_apply",
-           "mode_stack_len", "no_torch_function", "original_module", "own_parameters", "pop_mode",
-           "push_mode", "queue_engine_callback", "remove_global_module_hooks", "remove_module_hooks",
-           "set_engine_entry"]
+__all__ = ["DYNAMO_DIR", "FX_CODE", "compiled_graph_frame", "engine_entry", "graph_task_id_reader",
+           "has_patchable_apply", "mode_stack_len", "no_torch_function", "original_module", "own_parameters",
+           "pop_mode", "push_mode", "queue_engine_callback", "remove_global_module_hooks",
+           "remove_module_hooks", "set_engine_entry"]
 
 FX_CODE = "<eval_with_key>"  # the file name torch.fx gives the code of a graph it writes
 DYNAMO_DIR = os.path.join(os.path.dirname(torch.__file__), "_dynamo") + os.sep  # dynamo's frames
@@ -47,6 +47,15 @@ def own_parameters(module: torch.nn.Module) -> list[tuple[str, torch.nn.Paramete
 def queue_engine_callback(callback: Callable[[], None]) -> None:
     """Have the autograd engine call ``callback`` when the backward now running ends."""
     torch.autograd.Variable._execution_engine.queue_callback(callback)
+
+
+def graph_task_id_reader() -> Callable[[], int] | None:
+    """``torch._C._current_graph_task_id``: the id of the backward pass running on this
+    thread, a new one for each pass (-1 outside one); ``None`` where torch has none."""
+    reader = getattr(torch._C, features.GRAPH_TASK_ID, None)
+    if reader is None:
+        features.missing("_current_graph_task_id")
+    return reader
 
 
 def original_module(module: Any) -> Any:
