@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import threading
 import warnings
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
@@ -12,9 +11,8 @@ from typing import Any
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from . import _guards, _picture, _tags, _torch, ddp
+from . import _engine, _guards, _picture, _tags, _torch, ddp
 from ._dot import Overlay
-from ._guards import guarded
 from ._language import N_, counted, tr
 from ._records import Node, consumers_of
 from ._replay import Replay
@@ -213,16 +211,16 @@ def trace_backward(roots: Roots, *, params: Params = None,
         try:
             _guards.paused_gc(_add_hooks, fns, slots, roots_of, trace.order, pending, handles, pause, fanout)
             del slots  # the hooks hold the graph only until removed
-            guarded(_lock, _opened, runs)
+            _engine.open_(runs, runs)
             with ddp.launches_of(params, trace) if ddp.is_ddp(params) else contextlib.nullcontext():
                 yield trace
         finally:
             _guards.remove_hooks(handles)
-            guarded(_lock, _closed, runs)
+            _engine.close(runs)
             pause.resume()  # a backward that raised never ran its end-of-pass callback
     finally:
         _guards.remove_hooks(handles)  # again: it finishes a first run that an interrupt cut short
-        guarded(_lock, _closed, runs)
+        _engine.close(runs)  # again: it finishes a first close that an interrupt cut short
         pause.resume()
         fns.clear()
         runs.inside.clear()
@@ -331,53 +329,14 @@ class _Runs:
         self.fed = {fns[nid] for nid in fanout}
         self.pause = pause
 
-    def saw(self, outputs: Sequence[torch.Tensor]) -> None:
+    def before(self, outputs: Sequence[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """(An :class:`dynagraph._engine.Watcher`.) Note whether this run has such a root."""
         self.pause.outside = any(isinstance(t, torch.Tensor) and t.grad_fn is not None
                                  and (t.grad_fn not in self.inside or t.grad_fn in self.fed)
                                  for t in outputs)
 
-
-# The engine's entry is process-wide: it is watched while any block is open, in any thread
-# (blocks may overlap and end in any order), and put back when the last one ends (as
-# dynagraph.passes does for track_passes).
-_lock = threading.Lock()  # one change of what follows at a time
-_open: dict[_Runs, None] = {}  # the open blocks
-_watching: list[tuple[Callable[..., Any], Callable[..., Any]]] = []  # (the entry before, ours) while in place
-
-
-def _watched(run: Callable[..., Any]) -> Callable[..., Any]:
-    """The engine's entry ``run``, telling each open block the roots of each run first."""
-    def engine_run_backward(outputs: Sequence[torch.Tensor], *args: Any, **kwargs: Any) -> Any:
-        for runs in list(_open):
-            runs.saw(outputs)
-        return run(outputs, *args, **kwargs)
-    engine_run_backward.__wrapped__ = run  # type: ignore[attr-defined]
-    return engine_run_backward
-
-
-def _opened(runs: _Runs) -> None:
-    _open[runs] = None  # noted before anything changes, so _closed undoes it all
-    _sync()
-
-
-def _closed(runs: _Runs) -> None:
-    _open.pop(runs, None)
-    _sync()
-
-
-def _sync() -> None:
-    """The engine's entry watched while a block is open, the one before ours once none
-    is. Where another patch was put over ours (it will put ours back), ours stays: it
-    tells no block anything while none is open."""
-    in_place = bool(_watching) and _torch.engine_entry() is _watching[-1][1]
-    if _open and not in_place:
-        run = _torch.engine_entry()
-        if run is not None:
-            _watching.append((run, _watched(run)))
-            _torch.set_engine_entry(_watching[-1][1])
-    elif not _open and in_place:
-        _torch.set_engine_entry(_watching[-1][0])
-        _watching.pop()
+    def after(self, state: Any, result: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        pass
 
 
 def _add_hooks(fns: list, slots: dict[int, list], roots_of: dict[int, int], order: list[int],

@@ -22,25 +22,18 @@ the other views read them into ``Node.derivative``.
 from __future__ import annotations
 
 import contextlib
-import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import torch
 
-from . import _torch
-from ._guards import guarded
+from . import _engine, _torch
 from ._walk import reach
 
 __all__ = ["KEY", "active", "derivative_of", "track_passes"]
 
 KEY = "dynagraph.pass"
 _used = False  # capture reads node.metadata for the mark only once tracking has been used
-_lock = threading.Lock()  # one change of what follows at a time
-# The engine's entry is process-wide: it is watched while any block is open, in any thread
-# (blocks may overlap and end in any order), and put back when the last one ends.
-_open: dict[object, None] = {}  # the open blocks, noted by a token of each
-_watching: list[tuple[Callable[..., Any], Callable[..., Any]]] = []  # (torch's entry, ours) while in place
 
 
 def active() -> bool:
@@ -99,30 +92,31 @@ def _grad_fns(tensors: object) -> list[_torch.GradFn]:
     return [t.grad_fn for t in seq if isinstance(t, torch.Tensor) and t.grad_fn is not None]
 
 
-def _watched(run: Callable[..., Any]) -> Callable[..., Any]:
-    """``run`` (autograd's ``_engine_run_backward``) with the pass's nodes marked around it."""
-    def engine_run_backward(t_outputs: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
-        # (autograd.backward and autograd.grad both call it as (outputs, grads, retain_graph,
-        # create_graph, inputs, allow_unreachable, accumulate_grad=...))
-        if not _open:  # left in place under another patch after the last block: it marks nothing
-            return run(t_outputs, *args, **kwargs)
-        try:  # bookkeeping never breaks the user's backward
-            top, leaves = _mark_old(_grad_fns(list(t_outputs)) + _grad_fns(args[0] if args else None))
+class _Marking:
+    """What :func:`track_passes` does around each run of the engine (an
+    :class:`dynagraph._engine.Watcher`; one for all its blocks, so a run is marked once)."""
+
+    @staticmethod
+    def before(outputs: Sequence[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        # (autograd.backward and autograd.grad both call the entry as (outputs, grads,
+        # retain_graph, create_graph, inputs, allow_unreachable, accumulate_grad=...))
+        try:
+            return _mark_old(_grad_fns(list(outputs)) + _grad_fns(args[0] if args else None))
         except Exception:  # noqa: BLE001 - a graph walked differently (torch.func's wrapped tensors)
-            top, leaves = -1, []
-        result = run(t_outputs, *args, **kwargs)
+            return -1, []
+
+    @staticmethod
+    def after(state: Any, result: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        top, leaves = state
         if top >= 0 and (args[2] if len(args) > 2 else kwargs.get("create_graph", False)):  # it made nodes
-            try:
-                made = list(result or ())
-                if kwargs.get("accumulate_grad", len(args) > 5 and args[5]):  # backward(): into .grad
-                    inputs = args[3] if len(args) > 3 and args[3] else leaves
-                    made += [t.grad for t in inputs if isinstance(t, torch.Tensor) and t.grad is not None]
-                _mark_new(made, top + 1)
-            except Exception:  # noqa: BLE001
-                pass
-        return result
-    engine_run_backward.__wrapped__ = run  # type: ignore[attr-defined]
-    return engine_run_backward
+            made = list(result or ())
+            if kwargs.get("accumulate_grad", len(args) > 5 and args[5]):  # backward(): into .grad
+                inputs = args[3] if len(args) > 3 and args[3] else leaves
+                made += [t.grad for t in inputs if isinstance(t, torch.Tensor) and t.grad is not None]
+            _mark_new(made, top + 1)
+
+
+_MARKING = _Marking()
 
 
 @contextlib.contextmanager
@@ -157,38 +151,9 @@ def track_passes() -> Iterator[None]:
     token = object()
     try:
         try:
-            guarded(_lock, _opened, token)
+            _engine.open_(token, _MARKING)
             yield
         finally:
-            guarded(_lock, _closed, token)
+            _engine.close(token)
     finally:
-        guarded(_lock, _closed, token)  # again: it finishes a first close that an interrupt cut short
-
-
-def _opened(token: object) -> None:
-    _open[token] = None  # noted before anything changes, so _closed undoes it all
-    _sync()
-
-
-def _closed(token: object) -> None:
-    _open.pop(token, None)
-    _sync()
-
-
-def _sync() -> None:
-    """The engine's entry watched while a block is open, torch's own once none is.
-
-    Ours is in place when the entry is the newest one noted. A watcher is noted before it
-    is put in place, and its note dropped after torch's entry is back, so an interrupt
-    between the two leaves a stale note, never a watcher without one. Where another patch
-    was put over ours (it will put ours back), ours stays: it marks nothing while no block
-    is open."""
-    in_place = bool(_watching) and _torch.engine_entry() is _watching[-1][1]
-    if _open and not in_place:
-        run = _torch.engine_entry()
-        if run is not None:
-            _watching.append((run, _watched(run)))
-            _torch.set_engine_entry(_watching[-1][1])
-    elif not _open and in_place:
-        _torch.set_engine_entry(_watching[-1][0])
-        _watching.pop()
+        _engine.close(token)  # again: it finishes a first close that an interrupt cut short

@@ -876,3 +876,29 @@ def test_trace_backward_puts_the_engine_entry_back_whatever_order_blocks_end_in(
     with dg.track_passes(), dg.trace_backward(y) as bt:
         y.backward(retain_graph=True)
     assert torch.autograd._engine_run_backward is torch_entry and bt.order
+
+
+def test_track_passes_and_trace_backward_share_one_watcher_of_the_engine_entry():
+    """Both watch the engine's entry; each kept its own wrapper, so a trace_backward that
+    ended while a track_passes block was still open left its wrapper (idle) on torch's
+    entry until another trace ended. Now one wrapper serves both: while both blocks are
+    open, one layer over torch's entry; each block keeps working after the other ends,
+    in either order; the last to end puts torch's entry back."""
+    torch_entry = torch.autograd._engine_run_backward
+    for first_out in ("passes", "trace"):
+        x = torch.tensor([0.5, 1.5], requires_grad=True)
+        h = x * 2
+        y = (h.sin() + h.cos()).sum()
+        passes, trace = dg.track_passes(), dg.trace_backward(y)
+        passes.__enter__()
+        bt = trace.__enter__()
+        assert torch.autograd._engine_run_backward.__wrapped__ is torch_entry  # (one layer)
+        (passes if first_out == "passes" else trace).__exit__(None, None, None)
+        g, = torch.autograd.grad(y, x, create_graph=True)
+        (trace if first_out == "passes" else passes).__exit__(None, None, None)
+        assert torch.autograd._engine_run_backward is torch_entry
+        marks = {n.derivative for n in dg.draw(g).nodes if n.kind == "op"}
+        assert marks == ({None} if first_out == "passes" else {0, 1})
+        if first_out == "passes":  # the trace saw the pass and its roots (all in its graph)
+            mul = next(n.id for n in bt.nodes if n.name == "MulBackward0")
+            assert bt.order and mul in bt.received_norms

@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dynagraph"
 # imports the other. The views and the tools beside them are one level too.
 PLAIN_DATA = {"_records", "memory", "_language", "_zh", "_args"}  # records, their text, argument checks: no torch
 PLATFORM = {"_torch", "_signals", "_guards", "render", "_fonts", "_settings", "_device"}  # torch's internals, interrupts, renderer, fonts, settings
-TORCH_SIDE = {"_walk", "_measure", "_tags", "_source", "capture", "passes", "_patch", "_recorder"}
+TORCH_SIDE = {"_walk", "_measure", "_tags", "_source", "capture", "passes", "_patch", "_recorder", "_engine"}
 DRAWING_SIDE = {"_dot", "_roll", "_transform", "_overview", "_match", "_picture", "_page", "_png", "_steps"}  # no torch
 VIEWS = {"__init__", "graph", "draw", "live", "_replay", "backward", "diff", "forward", "saving", "ddp", "ddp_worker"}
 BESIDE_VIEWS = {"norms", "history", "plots", "timing", "course", "exercises", "step_memory", "digits"}
