@@ -90,6 +90,11 @@ class _Matching:
         todo = [(set(self.b.key), set(self.a.key)), (set(self.b.key), set(self.a.key))]
         while True:
             while todo[0][0] or todo[1][0]:
+                if not todo[self.first][0]:  # before turning: pairs its matches vouch for
+                    pairs = self._relaxed()
+                    if pairs:
+                        self._after(pairs, todo)
+                        continue
                 way = self.first if todo[self.first][0] else 1 - self.first
                 pairs = self._step(way == 0, *todo[way])
                 todo[way] = (set(), set())

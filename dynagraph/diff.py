@@ -112,6 +112,9 @@ def _right(text: str, width: int) -> str:
     return " " * max(0, width - _columns(text)) + text
 
 
+_LEAVES = ("parameter", "input")
+
+
 def _key(node: Node, modules: bool, same: set[int]) -> tuple[str, object, object]:
     """What must agree for two nodes to match across graphs: name, label (a leaf's
     name, a custom Function's class) and, when ``modules``, module. A leaf whose tensor
@@ -120,6 +123,8 @@ def _key(node: Node, modules: bool, same: set[int]) -> tuple[str, object, object
     object both graphs have (its number in ``same`` too) by that module, not its name."""
     if node.tensor in same:
         return node.name, ("tensor", node.tensor), None
+    if node.kind in _LEAVES:  # (a leaf's module is the first to read it: where, not which)
+        return node.name, node.label, None
     if node.module_number in same:
         return node.name, node.label, ("module", node.module_number)
     return node.name, node.label, node.module if modules else None

@@ -175,6 +175,47 @@ def test_layers_put_anywhere_in_a_recorded_stack_light_their_own_nodes(seed):
     assert set(d.new) == want and d.unplaced == []
 
 
+def test_a_recorded_input_that_requires_grad_is_not_new_when_a_layer_is_put_first():
+    # A recording tags a leaf with the module that reads it first: the new first layer
+    # in b, the old one in a. The input, made again for b (no tensor in common), was lit.
+    torch.manual_seed(0)
+    a = _stack()
+    b = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), *a)
+    graphs = []
+    for model in (a, b):
+        with dg.live(model) as rec:
+            model(torch.ones(3, 4, requires_grad=True)).sum()
+        graphs.append(rec.graph())
+    d = dg.diff(*graphs)
+    assert {d.b.node(i).module for i in d.new} == {"0", "1"}
+    assert "input" not in [d.b.node(i).label for i in d.new] and d.unplaced == []
+
+
+def test_a_block_put_after_its_twin_lights_the_block_put_in_not_the_old_one():
+    # x -> relu -> res -> tanh grows a block first and a second residual block after
+    # the old one. Drawn without module tags, the residual blocks differ only by their
+    # parameters: the old one's Addmm reads the old tensors. Matched from the output
+    # backwards first, the new block took the old one's place and the old block's Add
+    # and Sigmoid were lit; its Addmm and T marked ?.
+    torch.manual_seed(0)
+    res, relu, tanh = _Residual(4), nn.ReLU(), nn.Tanh()
+    a = nn.Sequential(relu, res, tanh)
+    b = nn.Sequential(nn.Sequential(nn.Linear(4, 4), nn.Tanh()), relu, res, _Residual(4), tanh)
+    x = torch.randn(2, 4, requires_grad=True)
+    graph_a = dg.draw(a(x).sum(), params=a)
+    h = relu(b[0](x))
+    start = seq_now()
+    h = res(h)
+    end = seq_now()
+    graph_b = dg.draw(tanh(b[3](h)).sum(), params=b)
+    d = dg.diff(graph_a, graph_b)
+    old = {n.id for n in graph_b.nodes if n.seq is not None and start < n.seq < end}
+    assert len(old) == 4 and not set(d.new) & old  # (the old block's nodes: never lit)
+    assert sorted(graph_b.node(i).label for i in d.new if graph_b.node(i).kind == "parameter") == [
+        "0.0.bias", "0.0.weight", "3.f.bias", "3.f.weight"]
+    assert len(d.new) + sum(u.new for u in d.unplaced) == sum(y - x for _, x, y in d.rows)
+
+
 def test_a_model_made_again_or_a_layer_made_again_matches_by_name():
     # No tensor in common (a new model, a new layer under the old name): leaves match by
     # their names, as before tensors were known.
