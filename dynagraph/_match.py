@@ -83,20 +83,24 @@ class _Matching:
         self.ab: dict[int, int] = {}
 
     def run(self) -> _Matching:
-        """Match from the leaves forwards as far as it goes, then one step from the
+        """Match from the leaves forwards as far as it goes, then pairs that only some
+        matched neighbours vouch for (the old layer's parameters vouch for its op,
+        before a new twin is matched from the outputs), then one step from the
         outputs backwards, and again from what that matched, until nothing more
-        matches (or backwards first); then pairs that only some neighbours vouch
-        for, and again. Returns this matching."""
+        matches (or backwards first); then vouched-for pairs, and again. Returns
+        this matching."""
         todo = [(set(self.b.key), set(self.a.key)), (set(self.b.key), set(self.a.key))]
+        fresh = True  # pairs made the first way since the vouched-for ones were last sought
         while True:
             while todo[0][0] or todo[1][0]:
-                if not todo[self.first][0]:  # before turning: pairs its matches vouch for
-                    pairs = self._relaxed()
-                    if pairs:
-                        self._after(pairs, todo)
-                        continue
+                if fresh and not todo[self.first][0]:  # before turning: what those pairs vouch for
+                    pairs = self._relaxed(sole=True)
+                    fresh = bool(pairs)
+                    self._after(pairs, todo)
+                    continue
                 way = self.first if todo[self.first][0] else 1 - self.first
                 pairs = self._step(way == 0, *todo[way])
+                fresh = fresh or (way == self.first and bool(pairs))
                 todo[way] = (set(), set())
                 self._after(pairs, todo)
             pairs = self._relaxed()
@@ -210,10 +214,10 @@ class _Matching:
                 todo.extend(self.b.ins[i])
         return reached
 
-    def _relaxed(self) -> list[tuple[int, int]]:
+    def _relaxed(self, sole: bool = False) -> list[tuple[int, int]]:
         """Pairs of unmatched nodes of one key that agree on the most matched neighbours,
-        each the other's one best."""
-        votes = self._votes()
+        each the other's one best (``sole``: see :meth:`_votes`)."""
+        votes = self._votes(sole)
         best_u: dict[int, list[tuple[int, int]]] = defaultdict(list)
         best_v: dict[int, list[tuple[int, int]]] = defaultdict(list)
         for (u, v), n in votes.items():
@@ -226,17 +230,20 @@ class _Matching:
                 pairs.append((u, best))
         return pairs
 
-    def _votes(self) -> Counter[tuple[int, int]]:
-        """For each unmatched pair of one key: how many matched neighbours agree on it."""
+    def _votes(self, sole: bool) -> Counter[tuple[int, int]]:
+        """For each unmatched pair of one key: how many matched neighbours agree on it
+        (when ``sole``, only inputs with one such consumer vote: a loop's weight, read
+        by every step, would vote for every pair of steps)."""
         a, b = self.a, self.b
         votes: Counter[tuple[int, int]] = Counter()
         for u in b.key:
             if u in self.ba:
                 continue
             for slot, p in enumerate(b.ins[u]):  # through a matched input: its consumers in a
-                for c, s in a.outs.get(self.ba.get(p, -1), ()):
-                    if s == slot and c not in self.ab and a.key[c] == b.key[u]:
-                        votes[u, c] += 1
+                near = [c for c, s in a.outs.get(self.ba.get(p, -1), ())
+                        if s == slot and c not in self.ab and a.key[c] == b.key[u]]
+                if not sole or len(near) == 1:
+                    votes.update((u, c) for c in near)
             for c, s in b.outs[u]:  # through a matched consumer: its input in a
                 ins = a.ins.get(self.ba.get(c, -1), [])
                 if s < len(ins) and ins[s] not in self.ab and a.key[ins[s]] == b.key[u]:

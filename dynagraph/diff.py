@@ -119,7 +119,8 @@ def _key(node: Node, modules: bool, same: set[int]) -> tuple[str, object, object
     """What must agree for two nodes to match across graphs: name, label (a leaf's
     name, a custom Function's class) and, when ``modules``, module. A leaf whose tensor
     is in both graphs (its number is in ``same``) is keyed by the tensor alone, so it
-    matches that tensor and no leaf that only shares its name; an op made by a module
+    matches that tensor and no leaf that only shares its name; another leaf by its name
+    alone (its module is the first to read it: where it is read, the structure says); an op made by a module
     object both graphs have (its number in ``same`` too) by that module, not its name."""
     if node.tensor in same:
         return node.name, ("tensor", node.tensor), None
