@@ -149,7 +149,18 @@ def _new_nodes(a: Graph, b: Graph) -> tuple[list[int], list[Unplaced]]:
     renamed = any(n.tensor in same and objects[n.tensor] != n.label for n in b.nodes)
     tagged = all(any(n.module for n in g.nodes if n.seq is not None) for g in (a, b))
     modules = tagged and (bool(shared_modules) or not renamed)
-    return _match.added((a.nodes, a.edges), (b.nodes, b.edges), lambda n: _key(n, modules, same))
+    pair = [(g.nodes, g.edges) for g in (a, b)]
+    if not all(any(n.kind == "output" for n in g.nodes) for g in (a, b)):  # (a recording draws none)
+        pair = [_without_outputs(g) for g in (a, b)]
+    return _match.added(pair[0], pair[1], lambda n: _key(n, modules, same))
+
+
+def _without_outputs(g: Graph) -> tuple[list[Node], list[tuple[int, int]]]:
+    """``g``'s nodes and edges less its output nodes: so that a recording, which knows no
+    output, and a drawn graph match from their last ops backwards too."""
+    outputs = {n.id for n in g.nodes if n.kind == "output"}
+    return ([n for n in g.nodes if n.id not in outputs],
+            [(s, t) for s, t in g.edges if s not in outputs and t not in outputs])
 
 
 def diff(a: Graph | _HasGraph, b: Graph | _HasGraph, *, labels: Sequence[object] = ("a", "b")) -> GraphDiff:
