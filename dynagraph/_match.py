@@ -337,7 +337,8 @@ def _place(matching: _Matching, counted: set[int]) -> tuple[set[int], dict[Key, 
     placed: ``(how many are new, candidates)``. Unmatched nodes of a key that ``a`` also
     has unmatched nodes of cannot be told from changed ones; nor can new nodes of a key
     that some node has around a matched pair whose inputs in ``a`` the new nodes do not
-    explain (a misplaced match: the new node may be that one)."""
+    explain (a misplaced match: the new node may be that one), or next to nodes that
+    cannot be placed (which of them is old decides which of its neighbours is)."""
     sa, sb = matching.a, matching.b
     left_a = Counter(sa.key[v] for v in sa.key if v not in matching.ab)
     left_b: dict[Key, set[int]] = defaultdict(set)
@@ -350,7 +351,9 @@ def _place(matching: _Matching, counted: set[int]) -> tuple[set[int], dict[Key, 
             new |= us
         elif len(us) > left_a[k]:
             unplaced[k] = (len(us) - left_a[k], us)
-    region = _with_new_next_to(matching.unexplained(), new, sb) & counted
+    unsure = {i for _, us in unplaced.values() for i in us}  # (and what they read or feed: which
+    unsure |= {j for i in unsure for j in [*sb.ins[i], *(c for c, _ in sb.outs[i])]}  # is old hangs on them)
+    region = _with_new_next_to(matching.unexplained() | unsure, new, sb) & counted
     doubtful = {sb.key[i] for i in region}  # a match of this key there may be the new node
     moved = {u for u in new if sb.key[u] in doubtful}
     for u in sorted(moved):

@@ -216,6 +216,36 @@ def test_a_block_put_after_its_twin_lights_the_block_put_in_not_the_old_one():
     assert len(d.new) + sum(u.new for u in d.unplaced) == sum(y - x for _, x, y in d.rows)
 
 
+class _Scale(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.s = nn.Parameter(torch.rand(4) + 0.5)
+
+    def forward(self, x):
+        return x.tanh() * self.s
+
+
+def test_an_op_next_to_nodes_it_cannot_place_is_marked_not_lit():
+    # tanh(h) * s put in before the old tanh(h) * s: from the leaves forwards the new
+    # tanh takes the old one's place; its Mul and the old Mul tie (1 of 2 marked ?), and
+    # the old tanh, left over, was lit. Which tanh is new hangs on which Mul is: marked ?.
+    torch.manual_seed(0)
+    x = torch.randn(2, 4, requires_grad=True)
+    old = _Scale()
+    a, b = nn.ModuleDict({"old": old}), nn.ModuleDict({"old": old, "new": _Scale()})
+    graph_a = dg.draw(a["old"](x.sin()).sum(), params=a)
+    h = b["new"](x.sin())
+    start = seq_now()
+    h = b["old"](h)
+    end = seq_now()
+    graph_b = dg.draw(h.relu().sum(), params=b)
+    d = dg.diff(graph_a, graph_b)
+    assert not any(start < (graph_b.node(i).seq or -1) < end for i in d.new)  # (the old layer's)
+    assert len(d.new) + sum(u.new for u in d.unplaced) == sum(y - x for _, x, y in d.rows) == 4
+    tanhs = {n.id for n in graph_b.nodes if n.name == "TanhBackward0"}
+    assert ("TanhBackward0", 1, tuple(sorted(tanhs))) in d.unplaced
+
+
 def test_a_model_made_again_or_a_layer_made_again_matches_by_name():
     # No tensor in common (a new model, a new layer under the old name): leaves match by
     # their names, as before tensors were known.
