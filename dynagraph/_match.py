@@ -338,7 +338,8 @@ def _place(matching: _Matching, counted: set[int]) -> tuple[set[int], dict[Key, 
     has unmatched nodes of cannot be told from changed ones; nor can new nodes of a key
     that some node has around a matched pair whose inputs in ``a`` the new nodes do not
     explain (a misplaced match: the new node may be that one), or next to nodes that
-    cannot be placed (which of them is old decides which of its neighbours is)."""
+    cannot be placed (which of them is old decides which of its neighbours is), and that
+    once more from the nodes so marked."""
     sa, sb = matching.a, matching.b
     left_a = Counter(sa.key[v] for v in sa.key if v not in matching.ab)
     left_b: dict[Key, set[int]] = defaultdict(set)
@@ -351,13 +352,25 @@ def _place(matching: _Matching, counted: set[int]) -> tuple[set[int], dict[Key, 
             new |= us
         elif len(us) > left_a[k]:
             unplaced[k] = (len(us) - left_a[k], us)
-    unsure = {i for _, us in unplaced.values() for i in us}  # (and what they read or feed: which
-    unsure |= {j for i in unsure for j in [*sb.ins[i], *(c for c, _ in sb.outs[i])]}  # is old hangs on them)
-    region = _with_new_next_to(matching.unexplained() | unsure, new, sb) & counted
-    doubtful = {sb.key[i] for i in region}  # a match of this key there may be the new node
-    moved = {u for u in new if sb.key[u] in doubtful}
-    for u in sorted(moved):
-        count, candidates = unplaced.get(sb.key[u], (0, set()))
-        unplaced[sb.key[u]] = (count + 1, candidates | {u} | {i for i in region if sb.key[i] == sb.key[u]})
+    unexplained, moved = matching.unexplained(), set[int]()
+    for _ in range(2):  # (the nodes a first round moves make their neighbours doubtful: once more)
+        unsure = {i for _, us in unplaced.values() for i in us}  # and what they read or feed:
+        # which of those is old hangs on which of these is
+        unsure |= {j for i in unsure for j in [*sb.ins[i], *(c for c, _ in sb.outs[i])]}
+        region = _with_new_next_to(unexplained | unsure, new, sb) & counted
+        doubtful = {sb.key[i] for i in region}  # a match of this key there may be the new node
+        more = {u for u in new - moved if sb.key[u] in doubtful}
+        for u in sorted(more):
+            count, candidates = unplaced.get(sb.key[u], (0, set()))
+            unplaced[sb.key[u]] = (count + 1, candidates | {u})
+        moved |= more
+        grown = False
+        for k in {sb.key[u] for u in moved}:  # its matches there are candidates too
+            count, candidates = unplaced[k]
+            wider = candidates | {i for i in region if sb.key[i] == k}
+            grown |= wider != candidates
+            unplaced[k] = (count, wider)
+        if not (more or grown):
+            break
     placed = {k for k, (count, candidates) in unplaced.items() if count == len(candidates)}  # (all new)
     return (new - moved).union(*(unplaced.pop(k)[1] for k in placed)), unplaced
