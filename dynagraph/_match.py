@@ -83,15 +83,24 @@ class _Matching:
         self.ab: dict[int, int] = {}
 
     def run(self) -> _Matching:
-        """Match from the leaves forwards as far as it goes, then one step from the
+        """Match from the leaves forwards as far as it goes, then pairs that only some
+        matched neighbours vouch for (the old layer's parameters vouch for its op,
+        before a new twin is matched from the outputs), then one step from the
         outputs backwards, and again from what that matched, until nothing more
-        matches (or backwards first); then pairs that only some neighbours vouch
-        for, and again. Returns this matching."""
+        matches (or backwards first); then vouched-for pairs, and again. Returns
+        this matching."""
         todo = [(set(self.b.key), set(self.a.key)), (set(self.b.key), set(self.a.key))]
+        fresh = True  # pairs made the first way since the vouched-for ones were last sought
         while True:
             while todo[0][0] or todo[1][0]:
+                if fresh and not todo[self.first][0]:  # before turning: what those pairs vouch for
+                    pairs = self._relaxed(sole=True)
+                    fresh = bool(pairs)
+                    self._after(pairs, todo)
+                    continue
                 way = self.first if todo[self.first][0] else 1 - self.first
                 pairs = self._step(way == 0, *todo[way])
+                fresh = fresh or (way == self.first and bool(pairs))
                 todo[way] = (set(), set())
                 self._after(pairs, todo)
             pairs = self._relaxed()
@@ -205,10 +214,10 @@ class _Matching:
                 todo.extend(self.b.ins[i])
         return reached
 
-    def _relaxed(self) -> list[tuple[int, int]]:
+    def _relaxed(self, sole: bool = False) -> list[tuple[int, int]]:
         """Pairs of unmatched nodes of one key that agree on the most matched neighbours,
-        each the other's one best."""
-        votes = self._votes()
+        each the other's one best (``sole``: see :meth:`_votes`)."""
+        votes = self._votes(sole)
         best_u: dict[int, list[tuple[int, int]]] = defaultdict(list)
         best_v: dict[int, list[tuple[int, int]]] = defaultdict(list)
         for (u, v), n in votes.items():
@@ -221,17 +230,20 @@ class _Matching:
                 pairs.append((u, best))
         return pairs
 
-    def _votes(self) -> Counter[tuple[int, int]]:
-        """For each unmatched pair of one key: how many matched neighbours agree on it."""
+    def _votes(self, sole: bool) -> Counter[tuple[int, int]]:
+        """For each unmatched pair of one key: how many matched neighbours agree on it
+        (when ``sole``, only inputs with one such consumer vote: a loop's weight, read
+        by every step, would vote for every pair of steps)."""
         a, b = self.a, self.b
         votes: Counter[tuple[int, int]] = Counter()
         for u in b.key:
             if u in self.ba:
                 continue
             for slot, p in enumerate(b.ins[u]):  # through a matched input: its consumers in a
-                for c, s in a.outs.get(self.ba.get(p, -1), ()):
-                    if s == slot and c not in self.ab and a.key[c] == b.key[u]:
-                        votes[u, c] += 1
+                near = [c for c, s in a.outs.get(self.ba.get(p, -1), ())
+                        if s == slot and c not in self.ab and a.key[c] == b.key[u]]
+                if not sole or len(near) == 1:
+                    votes.update((u, c) for c in near)
             for c, s in b.outs[u]:  # through a matched consumer: its input in a
                 ins = a.ins.get(self.ba.get(c, -1), [])
                 if s < len(ins) and ins[s] not in self.ab and a.key[ins[s]] == b.key[u]:
@@ -325,7 +337,9 @@ def _place(matching: _Matching, counted: set[int]) -> tuple[set[int], dict[Key, 
     placed: ``(how many are new, candidates)``. Unmatched nodes of a key that ``a`` also
     has unmatched nodes of cannot be told from changed ones; nor can new nodes of a key
     that some node has around a matched pair whose inputs in ``a`` the new nodes do not
-    explain (a misplaced match: the new node may be that one)."""
+    explain (a misplaced match: the new node may be that one), or next to nodes that
+    cannot be placed (which of them is old decides which of its neighbours is), and that
+    once more from the nodes so marked."""
     sa, sb = matching.a, matching.b
     left_a = Counter(sa.key[v] for v in sa.key if v not in matching.ab)
     left_b: dict[Key, set[int]] = defaultdict(set)
@@ -338,11 +352,25 @@ def _place(matching: _Matching, counted: set[int]) -> tuple[set[int], dict[Key, 
             new |= us
         elif len(us) > left_a[k]:
             unplaced[k] = (len(us) - left_a[k], us)
-    region = _with_new_next_to(matching.unexplained(), new, sb) & counted
-    doubtful = {sb.key[i] for i in region}  # a match of this key there may be the new node
-    moved = {u for u in new if sb.key[u] in doubtful}
-    for u in sorted(moved):
-        count, candidates = unplaced.get(sb.key[u], (0, set()))
-        unplaced[sb.key[u]] = (count + 1, candidates | {u} | {i for i in region if sb.key[i] == sb.key[u]})
+    unexplained, moved = matching.unexplained(), set[int]()
+    for _ in range(2):  # (the nodes a first round moves make their neighbours doubtful: once more)
+        unsure = {i for _, us in unplaced.values() for i in us}  # and what they read or feed:
+        # which of those is old hangs on which of these is
+        unsure |= {j for i in unsure for j in [*sb.ins[i], *(c for c, _ in sb.outs[i])]}
+        region = _with_new_next_to(unexplained | unsure, new, sb) & counted
+        doubtful = {sb.key[i] for i in region}  # a match of this key there may be the new node
+        more = {u for u in new - moved if sb.key[u] in doubtful}
+        for u in sorted(more):
+            count, candidates = unplaced.get(sb.key[u], (0, set()))
+            unplaced[sb.key[u]] = (count + 1, candidates | {u})
+        moved |= more
+        grown = False
+        for k in {sb.key[u] for u in moved}:  # its matches there are candidates too
+            count, candidates = unplaced[k]
+            wider = candidates | {i for i in region if sb.key[i] == k}
+            grown |= wider != candidates
+            unplaced[k] = (count, wider)
+        if not (more or grown):
+            break
     placed = {k for k, (count, candidates) in unplaced.items() if count == len(candidates)}  # (all new)
     return (new - moved).union(*(unplaced.pop(k)[1] for k in placed)), unplaced

@@ -112,14 +112,20 @@ def _right(text: str, width: int) -> str:
     return " " * max(0, width - _columns(text)) + text
 
 
+_LEAVES = ("parameter", "input")
+
+
 def _key(node: Node, modules: bool, same: set[int]) -> tuple[str, object, object]:
     """What must agree for two nodes to match across graphs: name, label (a leaf's
     name, a custom Function's class) and, when ``modules``, module. A leaf whose tensor
     is in both graphs (its number is in ``same``) is keyed by the tensor alone, so it
-    matches that tensor and no leaf that only shares its name; an op made by a module
+    matches that tensor and no leaf that only shares its name; another leaf by its name
+    alone (its module is the first to read it: where it is read, the structure says); an op made by a module
     object both graphs have (its number in ``same`` too) by that module, not its name."""
     if node.tensor in same:
         return node.name, ("tensor", node.tensor), None
+    if node.kind in _LEAVES:  # (a leaf's module is the first to read it: where, not which)
+        return node.name, node.label, None
     if node.module_number in same:
         return node.name, node.label, ("module", node.module_number)
     return node.name, node.label, node.module if modules else None
@@ -143,7 +149,18 @@ def _new_nodes(a: Graph, b: Graph) -> tuple[list[int], list[Unplaced]]:
     renamed = any(n.tensor in same and objects[n.tensor] != n.label for n in b.nodes)
     tagged = all(any(n.module for n in g.nodes if n.seq is not None) for g in (a, b))
     modules = tagged and (bool(shared_modules) or not renamed)
-    return _match.added((a.nodes, a.edges), (b.nodes, b.edges), lambda n: _key(n, modules, same))
+    pair = [(g.nodes, g.edges) for g in (a, b)]
+    if not all(any(n.kind == "output" for n in g.nodes) for g in (a, b)):  # (a recording draws none)
+        pair = [_without_outputs(g) for g in (a, b)]
+    return _match.added(pair[0], pair[1], lambda n: _key(n, modules, same))
+
+
+def _without_outputs(g: Graph) -> tuple[list[Node], list[tuple[int, int]]]:
+    """``g``'s nodes and edges less its output nodes: so that a recording, which knows no
+    output, and a drawn graph match from their last ops backwards too."""
+    outputs = {n.id for n in g.nodes if n.kind == "output"}
+    return ([n for n in g.nodes if n.id not in outputs],
+            [(s, t) for s, t in g.edges if s not in outputs and t not in outputs])
 
 
 def diff(a: Graph | _HasGraph, b: Graph | _HasGraph, *, labels: Sequence[object] = ("a", "b")) -> GraphDiff:
