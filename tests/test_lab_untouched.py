@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 
 import pytest
 
@@ -51,11 +52,44 @@ _OPEN_WATCH_CLOSE_JS = """async ([path, wait]) => {
 
 
 # Several notebooks open, watched and closed at once (each as above; the dialog check
-# is made once all of a batch are closed).
-_OPEN_WATCH_CLOSE_ALL_JS = f"""async ([paths, wait]) => {{
+# is made once all of a batch are closed). Started, not awaited inside one evaluate: an
+# open JupyterLab gives up on leaves a promise nothing resolves, which Chromium collects
+# ("Resulting promise was garbage collected": seen in test_untrusted); each notebook's
+# result (or error) is kept in window.__dgSeen, which the test polls.
+_START_ALL_JS = f"""([paths, wait]) => {{
   const one = {_OPEN_WATCH_CLOSE_JS};
-  return await Promise.all(paths.map(path => one([path, wait]))); }}"""
+  window.__dgSeen = window.__dgSeen || {{}};
+  for (const path of paths) {{
+    delete window.__dgSeen[path];
+    one([path, wait]).then(r => {{ window.__dgSeen[path] = r; }},
+                           e => {{ window.__dgSeen[path] = {{error: String(e)}}; }});
+  }} }}"""
+_ALL_SEEN_JS = "paths => paths.every(p => p in (window.__dgSeen || {}))"
 BATCH = 6  # kernels started at once: a 2-core machine under load still starts each within a minute
+BATCH_TIMEOUT = 240_000  # ms for a batch: each kernel starts within a minute (see BATCH)
+
+
+def _watch_batch(page, batch: list[str], timeout: int = BATCH_TIMEOUT) -> dict[str, dict]:
+    """Open, watch and close ``batch`` at once; a notebook whose result never came (its
+    promise collected) or whose open failed is tried once more alone, with a warning."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page.evaluate(_START_ALL_JS, [batch, WATCH_MS])
+    try:
+        page.wait_for_function(_ALL_SEEN_JS, arg=batch, timeout=timeout, polling=500)
+    except PlaywrightTimeout:
+        pass
+    seen = dict(zip(batch, page.evaluate("paths => paths.map(p => (window.__dgSeen || {})[p] || null)", batch)))
+    for name in [n for n, r in seen.items() if r is None or "error" in r]:
+        warnings.warn(f"JupyterLab did not finish with {name} (try 1 of 2): {seen[name]}", stacklevel=2)
+        page.evaluate(_START_ALL_JS, [[name], WATCH_MS])
+        try:
+            page.wait_for_function(_ALL_SEEN_JS, arg=[name], timeout=timeout, polling=500)
+        except PlaywrightTimeout:
+            pytest.fail(f"JupyterLab did not finish with {name} (try 2 of 2) within {timeout // 1000} s")
+        seen[name] = page.evaluate("p => window.__dgSeen[p]", name)
+        assert "error" not in seen[name], f"{name} (try 2 of 2): {seen[name]['error']}"
+    return seen
 
 
 def _state(folder):
@@ -83,7 +117,7 @@ def test_placed_lessons_opened_and_closed_without_running_stay_unchanged(tmp_pat
         names = list(before)
         for k in range(0, len(names), BATCH):  # a batch at a time: their kernels start and are watched together
             batch = names[k:k + BATCH]
-            seen.update(zip(batch, page.evaluate(_OPEN_WATCH_CLOSE_ALL_JS, [batch, WATCH_MS])))
+            seen.update(_watch_batch(page, batch))
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "lab-untouched.png"))
         watch.close()
@@ -101,3 +135,4 @@ def test_placed_lessons_opened_and_closed_without_running_stay_unchanged(tmp_pat
     problems += [f"{name}: a dialog asked on closing" for name, s in seen.items() if s["dialog"]]
     problems += [f"{name}: changed on disk" for name in before if after[name] != before[name]]
     assert not problems, "\n".join(problems)
+
