@@ -83,11 +83,15 @@ class Picture:
         ids are the drawn ids moved by ``moves`` (``{drawn id: new id}``, the mapping every
         transform returns; an id not in it stays). Its maps stay consistent: each original
         node goes where its drawn node went, and the iterations of rolled blocks are kept
-        while ``graph`` keeps every block (else no block is iterated: both are dropped)."""
+        while ``graph`` keeps every block. Where it keeps some (a fold left out those it
+        cut), the iterations of those it keeps stay, numbered by their place in ``graph``."""
         mapping = {old: moves.get(new, new) for old, new in self.mapping.items()}
-        iteration = self.iteration if len(graph.blocks) == len(self.graph.blocks) else {}
-        return dataclasses.replace(self, graph=graph, mapping=mapping, iteration=iteration,
-                                   through=self.through if iteration else {})
+        if len(graph.blocks) == len(self.graph.blocks):
+            return dataclasses.replace(self, graph=graph, mapping=mapping)
+        kept = {k: graph.blocks.index(b) for k, b in enumerate(self.graph.blocks) if b in graph.blocks}
+        iteration = {old: (kept[k], i) for old, (k, i) in self.iteration.items() if k in kept}
+        through = {old: (kept[k], i) for old, (k, i) in self.through.items() if k in kept}
+        return dataclasses.replace(self, graph=graph, mapping=mapping, iteration=iteration, through=through)
 
 
 def check_overview(overview: object) -> None:

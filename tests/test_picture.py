@@ -5,7 +5,7 @@ import dataclasses
 import torch
 
 import dynagraph as dg
-from dynagraph import _picture, _transform
+from dynagraph import _dot, _picture, _transform
 from dynagraph._records import Block, GraphRecord, Node
 from dynagraph.graph import Graph, record_of
 
@@ -68,3 +68,28 @@ def test_graph_transforms_still_return_graphs_with_their_memory():
     assert type(folded) is Graph and type(pic) is Graph
     assert folded.memory is not None and folded.memory.saved == graph.memory.remap(mapping).saved
     assert pic.memory is not None and pic.memory.total == graph.memory.total
+
+
+def test_a_fold_that_keeps_some_rolled_blocks_keeps_their_iterations():
+    """A fold that cuts one rolled loop and keeps two: the two keep their iterations (each
+    original op of theirs in its iteration, numbered by the block's place in what is
+    drawn), so their loop edges keep a norm per iteration and their sparkline."""
+    x = torch.randn(3, requires_grad=True)
+    h = x
+    for _ in range(6):
+        h = torch.tanh(h * 2)
+    for _ in range(30):
+        h = torch.sigmoid(h + 1)
+    for _ in range(30):
+        h = torch.relu(h - 1) * 3
+    record = record_of(dg.draw(h.sum(), roll=False, max_nodes=None))
+    whole = _picture.picture(record, roll=True, max_nodes=None)
+    cut = _picture.picture(record, roll=True, max_nodes=len(whole.graph.nodes) - 1)
+    assert 0 < len(cut.graph.blocks) < len(whole.graph.blocks)  # (the fold cut one: the case asked about)
+    for k, block in enumerate(cut.graph.blocks):
+        inside = [old for old, new in cut.mapping.items() if new in block.nodes]
+        assert inside and all(cut.iteration[old][0] == k for old in inside)
+        assert {cut.iteration[old][1] for old in inside} == set(range(block.repeats))
+    loops = {(a, b) for a, b in record.edges if cut.edge((a, b)) in {e for b in cut.graph.blocks for e in b.loops}}
+    overlay = _dot.Overlay(edge_norms={edge: 1.0 for edge in loops})
+    assert sorted(_picture._mapped(cut, overlay)[0].block_notes) == list(range(len(cut.graph.blocks)))
