@@ -140,6 +140,9 @@ class Node:
             records while the tensor lives, another for any other tensor (so
             :func:`dynagraph.diff` knows a parameter renamed by a layer put before it);
             ``None`` for other nodes and in views read from a file (not saved).
+        ops: Of a module node (a module collapsed to a depth, an overview's box): the
+            names of the autograd nodes it stands for, in the order they were made (so
+            that only boxes that hold the same ops roll together); ``None`` for others.
         module_number: Which module object made the node (``module`` names it), told
             the same way as ``tensor`` (a module renamed by a layer put before it is the
             same module); ``None`` where not known and in views read from a file.
@@ -160,6 +163,7 @@ class Node:
     calls: tuple[int | None, ...] | None = None
     tensor: int | None = None
     module_number: int | None = None
+    ops: tuple[str, ...] | None = None
 
 
 def longest_chain(n: int, edges: list[tuple[int, int]]) -> int:

@@ -65,7 +65,8 @@ def merge_modules(nodes: list[Node], edges: list[tuple[int, int]],
         kind = module_types.get(path, "module")
         merged.append(Node(id=next_id, name=kind, kind="module", label=f"{path}: {kind}{said}",
                            shape=last.shape, dtype=last.dtype, device=last.device,
-                           module=owner(path), seq=last.seq, count=sum(m.count for m in members)))
+                           module=owner(path), seq=last.seq, count=sum(m.count for m in members),
+                           ops=tuple(m.name for m in sorted(ops, key=lambda m: m.seq or 0))))
         for m in members:
             mapping[m.id] = next_id
         next_id += 1

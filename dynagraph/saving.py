@@ -87,6 +87,7 @@ def _node(d: dict[str, Any]) -> Node:
     d["calls"] = None if d.get("calls") is None else tuple(d["calls"])  # (files saved before it: none)
     d.pop("tensor", None)  # (never saved; a file edited by hand may hold them)
     d.pop("module_number", None)
+    d["ops"] = None if d.get("ops") is None else tuple(d["ops"])  # (files saved before it: none)
     return Node(**d)
 
 

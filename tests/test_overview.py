@@ -5,6 +5,7 @@ live view opens a box's ops on a click."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import re
 import xml.etree.ElementTree as ET
 from html import unescape
@@ -513,3 +514,39 @@ def test_each_calls_box_says_the_bytes_its_own_ops_saved():
         line = re.search(rf'\bn{box.id} \[[^\n]*? label="([^"]*)"', dot)
         said = f"saves {memory.fmt_bytes(act)}"
         assert line is not None and said in line[1], (box.label, said)
+
+
+class _TwoKinds(nn.Module):
+    def __init__(self, neg: bool) -> None:
+        super().__init__()
+        self.lin, self.neg = nn.Linear(4, 4), neg
+
+    def forward(self, h):
+        h = self.lin(h)
+        return -h * 2 if self.neg else torch.tanh(h) * 2  # same op count, other ops
+
+
+def test_boxes_of_one_class_and_op_count_roll_only_when_they_hold_the_same_ops():
+    # Four Blocks, two of them Linear-Tanh-Mul and two Linear-Neg-Mul (4 ops each): they
+    # were drawn as one "0: Block, 4 ops x4" box, a repeat that the ops do not make (the
+    # op-level picture rolls nothing). Found by a fuzz of pictures against their graphs.
+    torch.manual_seed(0)
+    model = nn.Sequential(*[_TwoKinds(k >= 2) for k in range(4)])
+    with dg.track_modules(model):
+        out = model(torch.randn(3, 4)).sum()
+    g = dg.draw(out, params=model, roll=False, max_nodes=None, overview=False)
+    for rec in (dataclasses.replace(record_of(g), roll=True, max_nodes=None, overview=True),
+                record_of(dg.draw(out, params=model, depth=1, roll=True, max_nodes=None))):
+        pic = _picture.picture(rec, roll=True, max_nodes=None)
+        boxes = [n for n in pic.graph.nodes if n.kind == "module"]
+        if rec.overview:
+            pic = _picture.drawing(rec, layout=lambda d: b'<svg xmlns="http://www.w3.org/2000/svg" '
+                                                         b'width="9000pt" height="9000pt"/>')[0]
+            boxes = [n for n in pic.graph.nodes if n.kind == "module"]
+        assert pic.graph.blocks == [] and len(boxes) == 4, [(b.label, b.repeats) for b in pic.graph.blocks]
+    same = nn.Sequential(*[_TwoKinds(False) for _ in range(4)])  # the same ops: they still roll
+    with dg.track_modules(same):
+        out = same(torch.randn(3, 4)).sum()
+    pic = _picture.picture(record_of(dg.draw(out, params=same, depth=1, roll=True, max_nodes=None)),
+                           roll=True, max_nodes=None)
+    assert [b.repeats for b in pic.graph.blocks] == [4]

@@ -54,13 +54,13 @@ class Seq:
 
 def op_key(node: Node) -> tuple:
     """What must match for two nodes to be the same node of different iterations."""
-    label = node.label if node.kind == "custom" else None  # a custom Function's class
+    label = node.label if node.kind == "custom" else node.ops  # a custom Function's class, a box's ops
     return (node.kind, node.name, label, node.shape, node.dtype, node.device, node.count)
 
 
 def batchless_key(node: Node) -> tuple:
     """:func:`op_key` with the shape's first (batch) dimension left out."""
-    label = node.label if node.kind == "custom" else None
+    label = node.label if node.kind == "custom" else node.ops
     shape = node.shape[1:] if node.shape else node.shape
     return (node.kind, node.name, label, len(node.shape or ()), shape, node.dtype, node.device, node.count)
 
