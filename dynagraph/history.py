@@ -25,7 +25,13 @@ class GradHistory:
     """Gradient norms recorded over training steps, plotted as lines or a heatmap.
 
     ``record()`` keeps the norms on the device; they are read to the host once, when
-    first needed (``norms``, ``plot``), so recording adds no synchronisation.
+    first needed (``norms``, ``plot``), so recording adds no synchronisation. Each norm
+    is ``torch.linalg.vector_norm`` of the ``.grad`` as it is at ``record()`` (after
+    any clipping; still multiplied by a ``GradScaler``'s scale unless
+    ``scaler.unscale_(optimizer)`` ran first). So, as in PyTorch, a float32 or
+    bfloat16 gradient whose sum of squares leaves float32's range (values above
+    about 1e19 or below about 1e-23) shows ``inf`` or 0 here, where
+    :func:`dynagraph.grad_norms` computes it again, rescaled.
 
     Args:
         source: An ``nn.Module`` (its named parameters), a mapping name -> tensor,
@@ -90,9 +96,9 @@ class GradHistory:
             norm = next(norms) if t.grad is not None else None
             if isinstance(norm, str):
                 self.notes[name] = norm
-            row.append(norm.to(dev, torch.float32) if isinstance(norm, torch.Tensor)
-                       else torch.full((), math.nan, device=dev))
-        return torch.stack(row) if row else torch.empty(0)
+            row.append(norm.to(dev, torch.float64 if norm.dtype == torch.float64 else torch.float32)
+                       if isinstance(norm, torch.Tensor) else torch.full((), math.nan, device=dev))
+        return torch.stack(row) if row else torch.empty(0)  # (float64 if any norm is: its range)
 
     @property
     def norms(self) -> dict[str, list[float]]:
