@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, cast
 
+import numpy as np
 import torch
 
 from ._language import N_, tr, translated
@@ -238,7 +239,9 @@ def plot_grad_history(history: GradHistory, *, kind: str = "lines", ax: Axes | N
     Args:
         history: A :class:`GradHistory` with at least one recorded step.
         kind: ``"lines"`` (log y axis) or ``"heatmap"`` (log10 of the norm; steps
-            across, names down).
+            across, names down; each cell centred on its step, steps that were not
+            recorded, such as 3 to 49 of ``record(0), record(1), record(2), record(50)``,
+            left blank).
         ax: Axes to draw on; a new figure when ``None``.
 
     Returns:
@@ -285,11 +288,32 @@ def _heatmap(steps: list[int], norms: dict[str, list[float]], ax: Axes | None) -
     ax = _axes(ax, (6.0, 0.25 * len(norms) + 1.5))  # at most MAX_SHOWN rows: 16.5 inches
     grid = [[math.log10(v) if v > 0 and math.isfinite(v) else math.nan for v in s]
             for s in norms.values()]
-    image = ax.imshow(grid, aspect="auto", cmap="viridis", interpolation="nearest",
-                      extent=(steps[0] - 0.5, steps[-1] + 0.5, len(grid) - 0.5, -0.5))
+    gaps = [b - a for a, b in itertools.pairwise(steps)]
+    if all(g == 1 for g in gaps) or not all(g > 0 for g in gaps):  # steps 0, 1, 2, ...: one cell each
+        image = ax.imshow(grid, aspect="auto", cmap="viridis", interpolation="nearest",
+                          extent=(steps[0] - 0.5, steps[-1] + 0.5, len(grid) - 0.5, -0.5))
+    else:  # steps 0, 10, 20 or 0, 1, 2, 50: each cell centred on its step, unrecorded steps left blank
+        edges, columns = _cells(steps, min(gaps))
+        rows = [[row[c] if c is not None else math.nan for c in columns] for row in grid]
+        image = ax.pcolormesh(edges, [r - 0.5 for r in range(len(grid) + 1)],
+                              np.ma.masked_invalid(np.array(rows, dtype=float)), cmap="viridis")
+        ax.set_ylim(len(grid) - 0.5, -0.5)
     ax.set_yticks(range(len(norms)), [_shown(n) for n in norms], fontsize=7)
     ax.figure.colorbar(image, ax=ax, label=tr("log10 gradient norm"))
     return ax
+
+
+def _cells(steps: list[int], width: int) -> tuple[list[float], list[int | None]]:
+    """Cell edges along x for increasing ``steps``, each cell ``width`` wide and centred on its
+    step, and which recorded column each cell shows (``None``: a blank gap between steps)."""
+    edges, columns = [steps[0] - width / 2], []
+    for i, step in enumerate(steps):
+        if step - width / 2 > edges[-1]:  # steps not recorded: a blank cell
+            edges.append(step - width / 2)
+            columns.append(None)
+        edges.append(step + width / 2)
+        columns.append(i)
+    return edges, columns
 
 
 # Colours of the kinds of a step's memory (PyTorch's memory timeline uses the same hues).
