@@ -22,6 +22,7 @@ from .norms import NamedTensors, grad_norms, grad_stats, named_tensors, per_modu
 
 if TYPE_CHECKING:  # history.py imports this module (types only: no import circle at run time)
     from matplotlib.axes import Axes
+    from matplotlib.cm import ScalarMappable
 
     from .history import GradHistory
     from .step_memory import StepMemory
@@ -290,8 +291,8 @@ def _heatmap(steps: list[int], norms: dict[str, list[float]], ax: Axes | None) -
             for s in norms.values()]
     gaps = [b - a for a, b in itertools.pairwise(steps)]
     if all(g == 1 for g in gaps) or not all(g > 0 for g in gaps):  # steps 0, 1, 2, ...: one cell each
-        image = ax.imshow(grid, aspect="auto", cmap="viridis", interpolation="nearest",
-                          extent=(steps[0] - 0.5, steps[-1] + 0.5, len(grid) - 0.5, -0.5))
+        image: ScalarMappable = ax.imshow(grid, aspect="auto", cmap="viridis", interpolation="nearest",
+                                          extent=(steps[0] - 0.5, steps[-1] + 0.5, len(grid) - 0.5, -0.5))
     else:  # steps 0, 10, 20 or 0, 1, 2, 50: each cell centred on its step, unrecorded steps left blank
         edges, columns = _cells(steps, min(gaps))
         rows = [[row[c] if c is not None else math.nan for c in columns] for row in grid]
@@ -306,7 +307,8 @@ def _heatmap(steps: list[int], norms: dict[str, list[float]], ax: Axes | None) -
 def _cells(steps: list[int], width: int) -> tuple[list[float], list[int | None]]:
     """Cell edges along x for increasing ``steps``, each cell ``width`` wide and centred on its
     step, and which recorded column each cell shows (``None``: a blank gap between steps)."""
-    edges, columns = [steps[0] - width / 2], []
+    edges: list[float] = [steps[0] - width / 2]
+    columns: list[int | None] = []
     for i, step in enumerate(steps):
         if step - width / 2 > edges[-1]:  # steps not recorded: a blank cell
             edges.append(step - width / 2)
