@@ -127,9 +127,11 @@ def plot_grad_norms(source: NamedTensors | Mapping[str, float], *, per: str = "m
                     ax: Axes | None = None, title: str | None = None) -> Axes:
     """Bar chart of gradient norms per layer (or per parameter), on a log scale.
 
-    Bars are L2 norms. When ``source`` holds tensors, markers add the mean ``|grad|``
-    (circle) and max ``|grad|`` (triangle) of each parameter, as the popular
-    ``plot_grad_flow`` snippet does. Parameters without a gradient are marked
+    Bars are L2 norms of each ``.grad`` as it is now (after any clipping; still
+    multiplied by a ``GradScaler``'s scale unless ``scaler.unscale_(optimizer)`` ran
+    first). With ``per="parameter"`` and a ``source`` of tensors, markers add the
+    mean ``|grad|`` (circle) and max ``|grad|`` (triangle) of each parameter, as the
+    popular ``plot_grad_flow`` snippet does (a module's bar has no markers). Parameters without a gradient are marked
     "no grad" in red, non-finite norms "inf/nan", and gradients with no values to
     read (``meta`` device) "no value", instead of being left out. With more than
     ``MAX_SHOWN`` (60) bars, only 60 are drawn: the largest and smallest norms and
@@ -138,8 +140,9 @@ def plot_grad_norms(source: NamedTensors | Mapping[str, float], *, per: str = "m
     Args:
         source: An ``nn.Module``, a mapping name -> tensor, or a dict of norms as
             returned by :func:`grad_norms`.
-        per: ``"module"`` (one bar per layer: ``fc.weight`` and ``fc.bias`` combined)
-            or ``"parameter"``.
+        per: ``"module"`` (one bar per layer: the L2 norm of ``fc.weight``'s and
+            ``fc.bias``'s norms, "no grad" when any of them has none, such as a frozen
+            bias) or ``"parameter"``.
         ax: Axes to draw on; a new figure when ``None``.
         title: Axes title.
 
