@@ -132,9 +132,9 @@ def plot_grad_norms(source: NamedTensors | Mapping[str, float], *, per: str = "m
     first). With ``per="parameter"`` and a ``source`` of tensors, markers add the
     mean ``|grad|`` (circle) and max ``|grad|`` (triangle) of each parameter, as the
     popular ``plot_grad_flow`` snippet does (a module's bar has no markers).
-    Parameters without a gradient are marked
-    "no grad" in red, non-finite norms "inf/nan", and gradients with no values to
-    read (``meta`` device) "no value", instead of being left out. With more than
+    Parameters without a gradient are marked "no grad" in red, non-finite norms
+    "inf/nan", and gradients with no values to read (``meta`` device) "no value",
+    instead of being left out. With more than
     ``MAX_SHOWN`` (60) bars, only 60 are drawn: the largest and smallest norms and
     the problems, in model order, as the x label says.
 
