@@ -29,9 +29,9 @@ class GradHistory:
     is ``torch.linalg.vector_norm`` of the ``.grad`` as it is at ``record()`` (after
     any clipping; still multiplied by a ``GradScaler``'s scale unless
     ``scaler.unscale_(optimizer)`` ran first). So, as in PyTorch, a float32 or
-    bfloat16 gradient whose sum of squares leaves float32's range (values above
-    about 1e19 or below about 1e-23) shows ``inf`` or 0 here, where
-    :func:`dynagraph.grad_norms` computes it again, rescaled.
+    bfloat16 gradient whose squares leave float32's normal range (values above
+    about 1e19 or below about 1e-19) shows ``inf``, 0 or a norm off by up to half
+    here, where :func:`dynagraph.grad_norms` computes it again, rescaled.
 
     Args:
         source: An ``nn.Module`` (its named parameters), a mapping name -> tensor,

@@ -146,7 +146,8 @@ def rescaled_norms(grads: list[torch.Tensor]) -> list[float | None]:
     """The L2 norm of each of ``grads`` as ``max|g| * ||g / max|g|||`` (host floats), or ``None``.
 
     A sum of squares overflows to ``inf`` (float32 or bfloat16 values above about
-    1e19) or underflows to 0 (values below about 1e-23) where the norm itself fits;
+    1e19) or underflows to subnormals or 0 (values below about 1e-19) where the norm
+    itself fits;
     dividing by the largest magnitude first keeps every square in [0, 1]. ``None``
     where a gradient holds an ``inf`` or ``nan``, is all zeros, or cannot be read.
     One synchronisation for all of them (callers pass only such rare gradients).
@@ -172,14 +173,25 @@ def rescaled_norms(grads: list[torch.Tensor]) -> list[float | None]:
     return out
 
 
+def _out_of_range(norm: float, grad: torch.Tensor) -> bool:
+    """Whether ``norm`` may be off because the squares summed for it left their dtype's
+    normal range: ``inf``, or below the square root of the smallest normal number
+    (1.1e-19 in float32, where bfloat16 and float16 are summed too), where squares are
+    subnormal (for a float32 gradient of values near 1e-23 it was half the true norm) or 0."""
+    if norm == math.inf:
+        return True
+    wide = grad.dtype in (torch.float64, torch.complex128)
+    return norm < math.sqrt(torch.finfo(torch.float64 if wide else torch.float32).tiny)
+
+
 def grad_norms(source: NamedTensors) -> GradNorms:
     """L2 norm of each parameter's ``.grad``, with one host-device synchronisation.
 
     Sparse (``nn.Embedding(sparse=True)``), nested and complex gradients get their
     true norm; float16/bfloat16 ones are summed in float32. A norm whose sum of
-    squares overflows to ``inf`` or underflows to 0 (float32 and bfloat16 gradients
-    above about 1e19 or below about 1e-23) while the gradient is finite and not all
-    zeros is computed again, rescaled (:func:`rescaled_norms`, one more
+    squares overflows to ``inf`` or underflows (below 1.1e-19: subnormal or 0) for
+    float32 and bfloat16 gradients (values above about 1e19 or below about 1e-19)
+    while the gradient is finite and not all zeros is computed again, rescaled (:func:`rescaled_norms`, one more
     synchronisation for all of them), so a finite gradient is never reported as ``inf`` nor a
     nonzero one as 0 (``torch.linalg.vector_norm`` itself gives ``inf`` and 0 there).
     float64 gradients keep float64 precision. Sparse gradients are coalesced first
@@ -204,7 +216,7 @@ def grad_norms(source: NamedTensors) -> GradNorms:
     notes = {n: r for (n, _), r in zip(present, results) if isinstance(r, str)}
     readable = [(n, r) for (n, _), r in zip(present, results) if not isinstance(r, str)]
     found = dict(zip((n for n, _ in readable), stack_on_host([r for _, r in readable])))
-    again = [(n, g) for n, g in present if found.get(n) in (math.inf, 0.0)]  # squares out of range
+    again = [(n, g) for n, g in present if n in found and _out_of_range(found[n], g)]
     for (name, _), norm in zip(again, rescaled_norms([g for _, g in again]) if again else []):
         if norm is not None:
             found[name] = norm
