@@ -188,12 +188,13 @@ def grad_norms(source: NamedTensors) -> GradNorms:
     """L2 norm of each parameter's ``.grad``, with one host-device synchronisation.
 
     Sparse (``nn.Embedding(sparse=True)``), nested and complex gradients get their
-    true norm; float16/bfloat16 ones are summed in float32. A norm whose sum of
-    squares overflows to ``inf`` or underflows (below 1.1e-19: subnormal or 0) for
-    float32 and bfloat16 gradients (values above about 1e19 or below about 1e-19)
-    while the gradient is finite and not all zeros is computed again, rescaled (:func:`rescaled_norms`, one more
-    synchronisation for all of them), so a finite gradient is never reported as ``inf`` nor a
-    nonzero one as 0 (``torch.linalg.vector_norm`` itself gives ``inf`` and 0 there).
+    true norm; float16/bfloat16 ones are summed in float32. Where the squares leave
+    their dtype's normal range (float32 and bfloat16 values above about 1e19 or
+    below about 1e-19), ``torch.linalg.vector_norm`` gives ``inf``, 0 or a norm off
+    by up to half; such a norm of a finite gradient that is not all zeros is
+    computed again, rescaled (:func:`rescaled_norms`, one more synchronisation for
+    all of them), so a finite gradient is never reported as ``inf`` nor a nonzero
+    one as 0.
     float64 gradients keep float64 precision. Sparse gradients are coalesced first
     (on CUDA, one more synchronisation each).
 
