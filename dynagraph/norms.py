@@ -258,8 +258,8 @@ def per_module(norms: Mapping[str, float]) -> dict[str, float]:
     a bias, or with norm layers between them, are labelled correctly. A module with
     any missing gradient is ``nan``.
     """
-    sums: dict[str, float] = {}
+    groups: dict[str, list[float]] = {}
     for name, value in norms.items():
-        module = owner(name) or name
-        sums[module] = sums.get(module, 0.0) + value * value
-    return {m: math.sqrt(s) for m, s in sums.items()}
+        groups.setdefault(owner(name) or name, []).append(value)
+    # hypot, not sqrt(sum of squares): 1e200 squared is inf and 1e-170 squared is 0 (as float64)
+    return {m: math.nan if any(math.isnan(v) for v in vs) else math.hypot(*vs) for m, vs in groups.items()}

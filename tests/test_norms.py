@@ -453,3 +453,12 @@ def test_a_norm_summed_from_subnormal_squares_is_rescaled():
     want = oracle(w.grad)
     assert torch.linalg.vector_norm(w.grad).item() != pytest.approx(want, rel=1e-3, abs=0)
     assert dg.grad_norms({"w": w})["w"] == pytest.approx(want, rel=1e-6, abs=0)
+
+
+def test_per_module_of_huge_and_tiny_float64_norms_stays_finite_and_nonzero():
+    # a module of one float64 gradient of norm 1e200 (or 1e-170) is that norm, not inf (or 0)
+    big, small = 1e200, 1e-170
+    result = norms.per_module({"fc.weight": big, "fc.bias": big, "ln.weight": small, "k.w": 3.0, "k.b": 4.0})
+    assert result["fc"] == pytest.approx(big * math.sqrt(2), rel=1e-15, abs=0)
+    assert result["ln"] == small and result["k"] == 5.0
+    assert math.isnan(norms.per_module({"h.w": math.inf, "h.b": math.nan})["h"])  # missing: nan, as before
