@@ -74,6 +74,11 @@ class GradHistory:
         Warns when no parameter has a gradient (``record()`` before ``backward()``,
         or after ``zero_grad()``): that step is all ``nan``.
 
+        Args:
+            step: This step's number on the x axis (such as the loop's ``i``); ``None``:
+                the step after the last one recorded (0, 1, 2, ... when no step is given;
+                11 after ``record(10)``).
+
         Raises:
             TypeError: ``step`` is not an int or None (a float is not rounded).
         """
@@ -85,7 +90,9 @@ class GradHistory:
                           "nan; call record() after loss.backward() and before optimizer.zero_grad()",
                           stacklevel=2)
         self._pending.append(self._row(grads))
-        self.steps.append(len(self.steps) if step is None else step)
+        if step is None:  # the next step: after record(10), 11 (it was 1, drawn before step 10)
+            step = self.steps[-1] + 1 if self.steps else 0
+        self.steps.append(step)
 
     def _row(self, grads: list[torch.Tensor]) -> torch.Tensor:
         """This step's norms as one device tensor (no host copy); notes go to ``self.notes``."""

@@ -462,3 +462,13 @@ def test_per_module_of_huge_and_tiny_float64_norms_stays_finite_and_nonzero():
     assert result["fc"] == pytest.approx(big * math.sqrt(2), rel=1e-15, abs=0)
     assert result["ln"] == small and result["k"] == 5.0
     assert math.isnan(norms.per_module({"h.w": math.inf, "h.b": math.nan})["h"])  # missing: nan, as before
+
+
+def test_record_without_a_step_after_a_numbered_one_takes_the_next_step():
+    model = mlp()
+    backward(model)
+    hist = dg.GradHistory(model)
+    hist.record()
+    hist.record(10)
+    hist.record()  # was step 2: drawn left of step 10, the line ran backwards
+    assert hist.steps == [0, 10, 11]
