@@ -30,8 +30,9 @@ class GradHistory:
     any clipping; still multiplied by a ``GradScaler``'s scale unless
     ``scaler.unscale_(optimizer)`` ran first). So, as in PyTorch, a float32 or
     bfloat16 gradient whose squares leave float32's normal range (values above
-    about 1e19 or below about 1e-19) shows ``inf``, 0 or a norm off by up to half
-    here, where :func:`dynagraph.grad_norms` computes it again, rescaled.
+    about 1e19 or below about 1e-19; float64 ones beyond 1e154 or 1e-154) shows
+    ``inf``, 0 or a norm off by up to half here, where :func:`dynagraph.grad_norms`
+    computes it again, rescaled.
 
     Args:
         source: An ``nn.Module`` (its named parameters), a mapping name -> tensor,
