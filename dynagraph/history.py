@@ -25,7 +25,14 @@ class GradHistory:
     """Gradient norms recorded over training steps, plotted as lines or a heatmap.
 
     ``record()`` keeps the norms on the device; they are read to the host once, when
-    first needed (``norms``, ``plot``), so recording adds no synchronisation.
+    first needed (``norms``, ``plot``), so recording adds no synchronisation. Each norm
+    is ``torch.linalg.vector_norm`` of the ``.grad`` as it is at ``record()`` (after
+    any clipping; still multiplied by a ``GradScaler``'s scale unless
+    ``scaler.unscale_(optimizer)`` ran first). So, as in PyTorch, a float32 or
+    bfloat16 gradient whose squares leave float32's normal range (values above
+    about 1e19 or below about 1e-19; float64 ones beyond 1e154 or 1e-154) shows
+    ``inf``, 0 or a norm off by up to half here, where :func:`dynagraph.grad_norms`
+    computes it again, rescaled.
 
     Args:
         source: An ``nn.Module`` (its named parameters), a mapping name -> tensor,
@@ -68,6 +75,11 @@ class GradHistory:
         Warns when no parameter has a gradient (``record()`` before ``backward()``,
         or after ``zero_grad()``): that step is all ``nan``.
 
+        Args:
+            step: This step's number on the x axis (such as the loop's ``i``); ``None``:
+                the step after the last one recorded (0, 1, 2, ... when no step is given;
+                11 after ``record(10)``).
+
         Raises:
             TypeError: ``step`` is not an int or None (a float is not rounded).
         """
@@ -79,7 +91,9 @@ class GradHistory:
                           "nan; call record() after loss.backward() and before optimizer.zero_grad()",
                           stacklevel=2)
         self._pending.append(self._row(grads))
-        self.steps.append(len(self.steps) if step is None else step)
+        if step is None:  # the next step: after record(10), 11 (it was 1, drawn before step 10)
+            step = self.steps[-1] + 1 if self.steps else 0
+        self.steps.append(step)
 
     def _row(self, grads: list[torch.Tensor]) -> torch.Tensor:
         """This step's norms as one device tensor (no host copy); notes go to ``self.notes``."""
@@ -90,9 +104,9 @@ class GradHistory:
             norm = next(norms) if t.grad is not None else None
             if isinstance(norm, str):
                 self.notes[name] = norm
-            row.append(norm.to(dev, torch.float32) if isinstance(norm, torch.Tensor)
-                       else torch.full((), math.nan, device=dev))
-        return torch.stack(row) if row else torch.empty(0)
+            row.append(norm.to(dev, torch.float64 if norm.dtype == torch.float64 else torch.float32)
+                       if isinstance(norm, torch.Tensor) else torch.full((), math.nan, device=dev))
+        return torch.stack(row) if row else torch.empty(0)  # (float64 if any norm is: its range)
 
     @property
     def norms(self) -> dict[str, list[float]]:

@@ -13,7 +13,7 @@ from . import _torch
 from ._records import owner
 
 __all__ = ["GradNorms", "NamedTensors", "device_norms", "grad_norms", "grad_stats", "named_tensors",
-           "norm_of", "per_module", "stack_on_host"]
+           "norm_of", "per_module", "rescaled_norms", "stack_on_host"]
 
 # Where gradients are read from (checked at run time: other types raise TypeError).
 NamedTensors = nn.Module | Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]]
@@ -66,15 +66,20 @@ def named_tensors(source: NamedTensors) -> list[tuple[str, torch.Tensor]]:
 
 
 def stack_on_host(values: list[torch.Tensor]) -> list[Any]:
-    """Move small device tensors to the host with one synchronisation."""
+    """Move small device tensors to the host with one synchronisation.
+
+    float64 values stay float64 (their precision and range: a norm of 1e39 is no
+    ``inf``); the others are read as float32.
+    """
     if not values:
         return []
+    wide = torch.float64 if any(v.dtype == torch.float64 for v in values) else torch.float32
     try:  # one device (the usual case): one stack, whatever the dtypes
         stacked = torch.stack(values)
     except (RuntimeError, TypeError):  # several devices: bring each to the first one's
         dev = values[0].device
-        stacked = torch.stack([v.to(dev, torch.float32) for v in values])
-    return stacked.to(torch.float32).tolist()
+        stacked = torch.stack([v.to(dev, wide) for v in values])
+    return stacked.to(wide).tolist()
 
 
 _HALF = (torch.float16, torch.bfloat16)  # summed in float32: the square of 256 overflows fp16
@@ -137,13 +142,61 @@ def device_norms(grads: list[torch.Tensor]) -> list[torch.Tensor | str]:
     return out
 
 
+def rescaled_norms(grads: list[torch.Tensor]) -> list[float | None]:
+    """The L2 norm of each of ``grads`` as ``max|g| * ||g / max|g|||`` (host floats), or ``None``.
+
+    A sum of squares overflows to ``inf`` (float32 or bfloat16 values above about
+    1e19) or underflows to subnormals or 0 (values below about 1e-19) where the norm
+    itself fits;
+    dividing by the largest magnitude first keeps every square in [0, 1]. ``None``
+    where a gradient holds an ``inf`` or ``nan``, is all zeros, or cannot be read.
+    One synchronisation for all of them (callers pass only such rare gradients).
+    """
+    out: list[float | None] = [None] * len(grads)
+    rows, where = [], []
+    for i, g in enumerate(grads):
+        try:
+            flat = _flat(g.detach()).reshape(-1)
+            if flat.numel() == 0:
+                continue
+            if flat.dtype in _HALF:  # (divided in float32: a bfloat16 quotient keeps 8 bits)
+                flat = flat.float()
+            top = flat.abs().amax()
+            inner = torch.linalg.vector_norm(flat / top)
+            rows.append(torch.stack([top, inner]))
+            where.append(i)
+        except Exception:  # noqa: BLE001 - as in norm_of: keep the first answer
+            continue
+    for i, (top, inner) in zip(where, stack_on_host(rows)):
+        if math.isfinite(top) and top > 0 and math.isfinite(inner):
+            out[i] = top * inner
+    return out
+
+
+def _out_of_range(norm: float, grad: torch.Tensor) -> bool:
+    """Whether ``norm`` may be off because the squares summed for it left their dtype's
+    normal range: ``inf``, or below the square root of the smallest normal number
+    (1.1e-19 in float32, where bfloat16 and float16 are summed too), where squares are
+    subnormal (for a float32 gradient of values near 1e-23 it was half the true norm) or 0."""
+    if norm == math.inf:
+        return True
+    wide = grad.dtype in (torch.float64, torch.complex128)
+    return norm < math.sqrt(torch.finfo(torch.float64 if wide else torch.float32).tiny)
+
+
 def grad_norms(source: NamedTensors) -> GradNorms:
     """L2 norm of each parameter's ``.grad``, with one host-device synchronisation.
 
     Sparse (``nn.Embedding(sparse=True)``), nested and complex gradients get their
-    true norm; float16/bfloat16 ones are summed in float32, so a finite gradient is
-    never reported as ``inf``. Sparse gradients are coalesced first (on CUDA, one
-    more synchronisation each).
+    true norm; float16/bfloat16 ones are summed in float32. Where the squares leave
+    their dtype's normal range (float32 and bfloat16 values above about 1e19 or
+    below about 1e-19), ``torch.linalg.vector_norm`` gives ``inf``, 0 or a norm off
+    by up to half; such a norm of a finite gradient that is not all zeros is
+    computed again, rescaled (:func:`rescaled_norms`, one more synchronisation for
+    all of them), so a finite gradient is never reported as ``inf`` nor a nonzero
+    one as 0.
+    float64 gradients keep float64 precision. Sparse gradients are coalesced first
+    (on CUDA, one more synchronisation each).
 
     Args:
         source: An ``nn.Module``, a mapping name -> tensor, or ``(name, tensor)`` pairs.
@@ -164,6 +217,10 @@ def grad_norms(source: NamedTensors) -> GradNorms:
     notes = {n: r for (n, _), r in zip(present, results) if isinstance(r, str)}
     readable = [(n, r) for (n, _), r in zip(present, results) if not isinstance(r, str)]
     found = dict(zip((n for n, _ in readable), stack_on_host([r for _, r in readable])))
+    again = [(n, g) for n, g in present if n in found and _out_of_range(found[n], g)]
+    for (name, _), norm in zip(again, rescaled_norms([g for _, g in again]) if again else []):
+        if norm is not None:
+            found[name] = norm
     norms = {n: found.get(n, math.nan) for n, _ in pairs}
     missing = [n for n, _ in pairs if n not in found and n not in notes]
     nonfinite = [n for n, v in found.items() if not math.isfinite(v)]
@@ -201,8 +258,8 @@ def per_module(norms: Mapping[str, float]) -> dict[str, float]:
     a bias, or with norm layers between them, are labelled correctly. A module with
     any missing gradient is ``nan``.
     """
-    sums: dict[str, float] = {}
+    groups: dict[str, list[float]] = {}
     for name, value in norms.items():
-        module = owner(name) or name
-        sums[module] = sums.get(module, 0.0) + value * value
-    return {m: math.sqrt(s) for m, s in sums.items()}
+        groups.setdefault(owner(name) or name, []).append(value)
+    # hypot, not sqrt(sum of squares): 1e200 squared is inf and 1e-170 squared is 0 (as float64)
+    return {m: math.nan if any(math.isnan(v) for v in vs) else math.hypot(*vs) for m, vs in groups.items()}

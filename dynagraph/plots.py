@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, cast
 
+import numpy as np
 import torch
 
 from ._language import N_, tr, translated
@@ -21,6 +22,7 @@ from .norms import NamedTensors, grad_norms, grad_stats, named_tensors, per_modu
 
 if TYPE_CHECKING:  # history.py imports this module (types only: no import circle at run time)
     from matplotlib.axes import Axes
+    from matplotlib.cm import ScalarMappable
 
     from .history import GradHistory
     from .step_memory import StepMemory
@@ -125,19 +127,23 @@ def plot_grad_norms(source: NamedTensors | Mapping[str, float], *, per: str = "m
                     ax: Axes | None = None, title: str | None = None) -> Axes:
     """Bar chart of gradient norms per layer (or per parameter), on a log scale.
 
-    Bars are L2 norms. When ``source`` holds tensors, markers add the mean ``|grad|``
-    (circle) and max ``|grad|`` (triangle) of each parameter, as the popular
-    ``plot_grad_flow`` snippet does. Parameters without a gradient are marked
-    "no grad" in red, non-finite norms "inf/nan", and gradients with no values to
-    read (``meta`` device) "no value", instead of being left out. With more than
+    Bars are L2 norms of each ``.grad`` as it is now (after any clipping; still
+    multiplied by a ``GradScaler``'s scale unless ``scaler.unscale_(optimizer)`` ran
+    first). With ``per="parameter"`` and a ``source`` of tensors, markers add the
+    mean ``|grad|`` (circle) and max ``|grad|`` (triangle) of each parameter, as the
+    popular ``plot_grad_flow`` snippet does (a module's bar has no markers).
+    Parameters without a gradient are marked "no grad" in red, non-finite norms
+    "inf/nan", and gradients with no values to read (``meta`` device) "no value",
+    instead of being left out. With more than
     ``MAX_SHOWN`` (60) bars, only 60 are drawn: the largest and smallest norms and
     the problems, in model order, as the x label says.
 
     Args:
         source: An ``nn.Module``, a mapping name -> tensor, or a dict of norms as
             returned by :func:`grad_norms`.
-        per: ``"module"`` (one bar per layer: ``fc.weight`` and ``fc.bias`` combined)
-            or ``"parameter"``.
+        per: ``"module"`` (one bar per layer: the L2 norm of ``fc.weight``'s and
+            ``fc.bias``'s norms, "no grad" when any of them has none, such as a frozen
+            bias) or ``"parameter"``.
         ax: Axes to draw on; a new figure when ``None``.
         title: Axes title.
 
@@ -238,7 +244,9 @@ def plot_grad_history(history: GradHistory, *, kind: str = "lines", ax: Axes | N
     Args:
         history: A :class:`GradHistory` with at least one recorded step.
         kind: ``"lines"`` (log y axis) or ``"heatmap"`` (log10 of the norm; steps
-            across, names down).
+            across, names down; each cell centred on its step, steps that were not
+            recorded, such as 3 to 49 of ``record(0), record(1), record(2), record(50)``,
+            left blank).
         ax: Axes to draw on; a new figure when ``None``.
 
     Returns:
@@ -285,11 +293,33 @@ def _heatmap(steps: list[int], norms: dict[str, list[float]], ax: Axes | None) -
     ax = _axes(ax, (6.0, 0.25 * len(norms) + 1.5))  # at most MAX_SHOWN rows: 16.5 inches
     grid = [[math.log10(v) if v > 0 and math.isfinite(v) else math.nan for v in s]
             for s in norms.values()]
-    image = ax.imshow(grid, aspect="auto", cmap="viridis", interpolation="nearest",
-                      extent=(steps[0] - 0.5, steps[-1] + 0.5, len(grid) - 0.5, -0.5))
+    gaps = [b - a for a, b in itertools.pairwise(steps)]
+    if all(g == 1 for g in gaps) or not all(g > 0 for g in gaps):  # steps 0, 1, 2, ...: one cell each
+        image: ScalarMappable = ax.imshow(grid, aspect="auto", cmap="viridis", interpolation="nearest",
+                                          extent=(steps[0] - 0.5, steps[-1] + 0.5, len(grid) - 0.5, -0.5))
+    else:  # steps 0, 10, 20 or 0, 1, 2, 50: each cell centred on its step, unrecorded steps left blank
+        edges, columns = _cells(steps, min(gaps))
+        rows = [[row[c] if c is not None else math.nan for c in columns] for row in grid]
+        image = ax.pcolormesh(edges, [r - 0.5 for r in range(len(grid) + 1)],
+                              np.ma.masked_invalid(np.array(rows, dtype=float)), cmap="viridis")
+        ax.set_ylim(len(grid) - 0.5, -0.5)
     ax.set_yticks(range(len(norms)), [_shown(n) for n in norms], fontsize=7)
     ax.figure.colorbar(image, ax=ax, label=tr("log10 gradient norm"))
     return ax
+
+
+def _cells(steps: list[int], width: int) -> tuple[list[float], list[int | None]]:
+    """Cell edges along x for increasing ``steps``, each cell ``width`` wide and centred on its
+    step, and which recorded column each cell shows (``None``: a blank gap between steps)."""
+    edges: list[float] = [steps[0] - width / 2]
+    columns: list[int | None] = []
+    for i, step in enumerate(steps):
+        if step - width / 2 > edges[-1]:  # steps not recorded: a blank cell
+            edges.append(step - width / 2)
+            columns.append(None)
+        edges.append(step + width / 2)
+        columns.append(i)
+    return edges, columns
 
 
 # Colours of the kinds of a step's memory (PyTorch's memory timeline uses the same hues).

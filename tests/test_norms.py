@@ -401,3 +401,74 @@ def test_norm_and_stats_of_other_layouts_match_torch(layout):
             dense.abs().amax().item() if dense.numel() else 0.0)
     assert norms.norm_of(grad).item() == pytest.approx(want[0])
     assert norms._stats(grad).tolist() == pytest.approx(want)
+
+
+@pytest.mark.parametrize("dtype, value", [(torch.float32, 1e20), (torch.float32, 1e-30), (torch.bfloat16, 1e25),
+                                          (torch.bfloat16, -1e-30), (torch.float64, 1e200),
+                                          (torch.complex64, 1e20 + 1e20j)])
+def test_norms_whose_squares_leave_the_range_are_rescaled(dtype, value):
+    # torch.linalg.vector_norm gives inf (or 0) here, where every value and the norm fit
+    w = torch.zeros(7, dtype=dtype, requires_grad=True)
+    w.grad = torch.full((7,), value, dtype=dtype)
+    want = abs(complex(w.grad[0].item())) * math.sqrt(7)  # all equal: |g| sqrt(n), no squares taken
+    result = dg.grad_norms({"w": w})
+    assert result["w"] == pytest.approx(want, rel=1e-6, abs=0) and result.nonfinite == []
+    assert math.isinf(torch.linalg.vector_norm(w.grad).item()) or torch.linalg.vector_norm(w.grad).item() == 0
+
+
+def test_rescaling_keeps_zeros_inf_and_nan_as_they_are():
+    grads = {"zero": torch.zeros(3), "inf": torch.tensor([1.0, math.inf]), "nan": torch.tensor([1e20, math.nan])}
+    params = {n: torch.zeros_like(g, requires_grad=True) for n, g in grads.items()}
+    for n, p in params.items():
+        p.grad = grads[n]
+    result = dg.grad_norms(params)
+    assert result["zero"] == 0.0 and result["inf"] == math.inf and math.isnan(result["nan"])
+    assert result.nonfinite == ["inf", "nan"]
+
+
+def test_rescaling_reads_the_host_once_more_for_all(host_reads):
+    params = {f"w{i}": torch.zeros(3, requires_grad=True) for i in range(4)}
+    for p in params.values():
+        p.grad = torch.full((3,), 1e25)
+    dg.grad_norms(params)
+    assert host_reads == {"stack_on_host": 2, "tolist": 2, "item": 0}
+
+
+def test_float64_norms_keep_float64_precision():
+    torch.manual_seed(0)
+    w = torch.zeros(50, dtype=torch.float64, requires_grad=True)
+    w.grad = torch.randn(50, dtype=torch.float64) / 3
+    want = torch.linalg.vector_norm(w.grad).item()
+    assert dg.grad_norms({"w": w})["w"] == pytest.approx(want, rel=1e-14, abs=0)  # float32 is off by ~1e-8
+    hist = dg.GradHistory({"w": w, "v": torch.zeros(2, requires_grad=True)})
+    hist.record()
+    assert hist.norms["w"] == pytest.approx([want], rel=1e-14, abs=0)
+
+
+def test_a_norm_summed_from_subnormal_squares_is_rescaled():
+    # squares near 1e-46 are float32 subnormals: few bits left, torch's norm is half the true one
+    torch.manual_seed(0)
+    w = torch.zeros(50, requires_grad=True)
+    w.grad = torch.randn(50) * 1e-23
+    want = oracle(w.grad)
+    assert torch.linalg.vector_norm(w.grad).item() != pytest.approx(want, rel=1e-3, abs=0)
+    assert dg.grad_norms({"w": w})["w"] == pytest.approx(want, rel=1e-6, abs=0)
+
+
+def test_per_module_of_huge_and_tiny_float64_norms_stays_finite_and_nonzero():
+    # a module of one float64 gradient of norm 1e200 (or 1e-170) is that norm, not inf (or 0)
+    big, small = 1e200, 1e-170
+    result = norms.per_module({"fc.weight": big, "fc.bias": big, "ln.weight": small, "k.w": 3.0, "k.b": 4.0})
+    assert result["fc"] == pytest.approx(big * math.sqrt(2), rel=1e-15, abs=0)
+    assert result["ln"] == small and result["k"] == 5.0
+    assert math.isnan(norms.per_module({"h.w": math.inf, "h.b": math.nan})["h"])  # missing: nan, as before
+
+
+def test_record_without_a_step_after_a_numbered_one_takes_the_next_step():
+    model = mlp()
+    backward(model)
+    hist = dg.GradHistory(model)
+    hist.record()
+    hist.record(10)
+    hist.record()  # was step 2: drawn left of step 10, the line ran backwards
+    assert hist.steps == [0, 10, 11]

@@ -359,3 +359,28 @@ def test_a_100k_character_name_gives_a_small_picture():
     ax.figure.savefig(buf, format="png", bbox_inches="tight")  # as Jupyter's inline backend does
     assert buf.tell() < 300_000
     plt.close(ax.figure)
+
+
+@pytest.mark.parametrize("steps", [[0, 1, 2, 50], [0, 10, 20], [3, 7]])
+def test_heatmap_draws_each_norm_at_its_own_step(steps):
+    # recorded every few steps: the cell over x = step holds that step's norm (it was 0's at 1)
+    model = nn.Linear(2, 1, bias=False)
+    hist = dg.GradHistory(model)
+    for s in steps:
+        model.zero_grad()
+        (model(torch.ones(1, 2)) * (s + 1)).sum().backward()
+        hist.record(s)
+    ax = hist.plot(kind="heatmap")
+    fig = ax.figure
+    fig.canvas.draw()
+    [mesh] = [a for a in ax.images + ax.collections]
+    for s, norm in zip(steps, hist.norms["weight"]):
+        x, y = ax.transData.transform((s, 0))
+        event = matplotlib.backend_bases.MouseEvent("motion_notify_event", fig.canvas, x, y)
+        shown = np.ma.filled(np.ma.asarray(mesh.get_cursor_data(event), dtype=float), np.nan).ravel()
+        assert shown.tolist() == pytest.approx([math.log10(norm)]), s
+    if steps == [0, 1, 2, 50]:  # steps 3 to 49 were not recorded: no colour there
+        x, y = ax.transData.transform((25, 0))
+        event = matplotlib.backend_bases.MouseEvent("motion_notify_event", fig.canvas, x, y)
+        assert np.ma.getmaskarray(mesh.get_cursor_data(event)).all()
+    plt.close(fig)
