@@ -16,7 +16,7 @@ from ._dot import Overlay
 from ._language import N_, counted, tr
 from ._records import Node, consumers_of
 from ._replay import Replay
-from .capture import Params, Roots, module_numbers, named_roots, number_modules, param_names_of, walk
+from .capture import Params, Roots, named_roots, number_modules, param_names_of, walk
 from .graph import Graph
 from .norms import norm_of, stack_on_host
 
@@ -193,11 +193,11 @@ def trace_backward(roots: Roots, *, params: Params = None,
         >>> bt          # stepper in backward order, edge width = gradient norm
     """
     _picture.check_overview(overview)
-    names, types = param_names_of(params)
+    numbers: dict[str, int | None] | None = {} if _tags.active() else None  # (modules are tagged)
+    names, types = param_names_of(params, numbers=numbers)
     slots: dict[int, list] = {}
     nodes, edges, fns = walk(named_roots(roots), names, slots=slots)
-    if _tags.active():
-        number_modules(nodes, module_numbers(params))
+    number_modules(nodes, numbers or {})
     trace = BackwardTrace(nodes, edges, types)
     trace.overview = overview
     outputs = {n.id for n in nodes if n.kind == "output"}

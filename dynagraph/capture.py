@@ -18,8 +18,8 @@ from ._records import Node, dtype_text, owner, shape_text
 from ._walk import reach
 from .memory import SavedMemory
 
-__all__ = ["capture", "module_numbers", "named_roots", "node_name", "number_modules", "number_of",
-           "param_names_of", "record", "walk"]
+__all__ = ["capture", "named_roots", "node_name", "number_modules", "number_of", "param_names_of", "record",
+           "walk"]
 
 _PREFIX = "torch::autograd::"
 
@@ -50,11 +50,11 @@ def capture(roots: Roots, *, params: Params = None, show_saved: bool = False,
         TypeError: a root or parameter is not a tensor, or ``params`` has the wrong type.
         ValueError: no roots, or a root that autograd recorded nothing for.
     """
-    param_names, module_types = param_names_of(params)
+    numbers: dict[str, int | None] | None = {} if _tags.active() else None  # (modules are tagged)
+    param_names, module_types = param_names_of(params, numbers=numbers)
     on_record = None if memory is None else functools.partial(measure_into, memory)
     nodes, edges, _ = walk(named_roots(roots), param_names, show_saved, on_record=on_record)
-    if _tags.active():
-        number_modules(nodes, module_numbers(params))
+    number_modules(nodes, numbers or {})
     return nodes, edges, module_types
 
 
@@ -173,7 +173,7 @@ def param_names_of(params: Params, module_names: dict[int, str] | None = None,
                    numbers: dict[str, int | None] | None = None) -> tuple[dict[int, str], dict[str, str]]:
     """``params`` -> ({id(tensor): name}, {module name: class name}); for a module, also
     fills ``module_names`` (when given) with {id(submodule): dotted name} ("" for itself),
-    and ``numbers`` with :func:`module_numbers`.
+    and ``numbers`` with ``{dotted name: number_of(submodule)}`` (:attr:`Node.module_number`).
 
     One walk of the modules gives all three (``named_parameters`` walks them again, and
     hashes each parameter into a set: a ``live()`` block paid three walks on entry).
@@ -232,13 +232,6 @@ def number_of(obj: torch.Tensor | nn.Module) -> int | None:
     except TypeError:
         return None
     return number
-
-
-def module_numbers(params: Params) -> dict[str, int | None]:
-    """``{dotted name: number_of(submodule)}`` of a model's submodules; ``{}`` for others."""
-    if not isinstance(params, nn.Module):
-        return {}
-    return {name: number_of(module) for name, module in params.named_modules() if name}
 
 
 def number_modules(nodes: list[Node], numbers: Mapping[str, int | None]) -> None:
