@@ -16,11 +16,9 @@ def whole_number(value: object, message: str) -> int:
         >>> whole_number(3, "step must be an int")
         3
     """
-    if not isinstance(value, bool):
-        try:
-            return operator.index(value)  # type: ignore[arg-type]
-        except TypeError:
-            pass
+    number = integer_or_same(value)
+    if isinstance(number, int) and not isinstance(number, bool):
+        return number
     raise TypeError(f"{message}; got {value!r} ({type(value).__name__})")
 
 

@@ -175,7 +175,7 @@ def _lookup(key: str) -> Exercise:
         _import_all()
     if key not in _EXERCISES:
         notebook = key.split(".", 1)[0]
-        known = [k for k in keys() if k.split(".")[0] == notebook]
+        known = _keys_of(notebook)
         where = f"notebook {notebook} has " if known else "the exercises are "
         where += ", ".join(known or keys())
         raise ValueError(f"no exercise {key!r}; {where}. Use the key that the exercise's check cell "
@@ -191,17 +191,20 @@ def keys(notebook: str | int | None = None) -> list[str]:
         ValueError: no notebook of that number has exercises (the message lists those that do).
     """
     _import_all()
-    every = sorted(_EXERCISES)
     if notebook is None:
-        return every
+        return sorted(_EXERCISES)
     whole = isinstance(notebook, int) and not isinstance(notebook, bool)
     name = f"{notebook:02d}" if whole else str(notebook)
-    name = name.zfill(2) if name.isdigit() else name
-    found = [k for k in every if k.split(".")[0] == name]
+    found = _keys_of(name.zfill(2) if name.isdigit() else name)
     if not found:
         raise ValueError(f"no exercises for notebook {notebook!r}; the notebooks with exercises are "
-                         f"{', '.join(sorted({k.split('.')[0] for k in every}))} (such as keys('01'))")
+                         f"{', '.join(sorted({k.split('.')[0] for k in _EXERCISES}))} (such as keys('01'))")
     return found
+
+
+def _keys_of(notebook: str) -> list[str]:
+    """The registered keys of ``notebook`` ("01"), in order."""
+    return sorted(k for k in _EXERCISES if k.split(".")[0] == notebook)
 
 
 def grade(key: str, answer: Any) -> Result:
